@@ -1,0 +1,133 @@
+//! `cargo bench --bench ceilings`: this GPU's device-copy bandwidth and mma.sync throughput
+//! per shape, the ceilings every other benchmark reports its fraction of.
+//!
+//! Timed with CUDA events around each launch; each figure is the median of `REPS` launches
+//! after a warm-up, sized to run about 20 ms so launch overhead is negligible. The copy moves
+//! 2 x 1 GiB (well past the 50-60 MB L2). Results go to
+//! `$RADIO_KERNELS_BENCH_OUT/ceilings.json` (default `target/radio-kernels-bench/`), which
+//! other benchmarks read, and to criterion for its usual statistics.
+mod common;
+
+use common::{median_ms, write_ceilings, Ceiling};
+use criterion::{Criterion, Throughput};
+use radio_kernels::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use std::time::Duration;
+
+const REPS: usize = 21;
+const THREADS: u32 = 256;
+const CHAINS: u64 = 8; // independent accumulators per warp in the ceiling kernels
+
+/// An mma shape: kernel name and operations (2 m n k) per warp-level instruction.
+struct Shape {
+    label: &'static str,
+    kernel: &'static str,
+    ops_per_mma: u64,
+}
+
+const SHAPES: [Shape; 7] = [
+    Shape { label: "s8 m16n8k32", kernel: "ceiling_mma_m16n8k32_s8", ops_per_mma: 2 * 16 * 8 * 32 },
+    Shape { label: "s8 m8n8k16", kernel: "ceiling_mma_m8n8k16_s8", ops_per_mma: 2 * 8 * 8 * 16 },
+    Shape { label: "s4 m16n8k64", kernel: "ceiling_mma_m16n8k64_s4", ops_per_mma: 2 * 16 * 8 * 64 },
+    Shape { label: "f16 m16n8k16 f16-acc", kernel: "ceiling_mma_m16n8k16_f16", ops_per_mma: 2 * 16 * 8 * 16 },
+    Shape {
+        label: "f16 m16n8k16 f32-acc",
+        kernel: "ceiling_mma_m16n8k16_f16_f32",
+        ops_per_mma: 2 * 16 * 8 * 16,
+    },
+    Shape { label: "f16 m16n8k8", kernel: "ceiling_mma_m16n8k8_f16", ops_per_mma: 2 * 16 * 8 * 8 },
+    // Dense-equivalent operations: the sparse MMA computes a 16x16 by 16x8 product.
+    Shape {
+        label: "f16 mma.sp m16n8k16",
+        kernel: "ceiling_mma_sp_m16n8k16_f16",
+        ops_per_mma: 2 * 16 * 8 * 16,
+    },
+];
+
+fn launch_mma(gpu: &Gpu, kernel: &'static str, blocks: u32, iterations: u32, out: &mut DeviceBuffer<u32>) {
+    let function = gpu.function(kernel).expect("ceiling kernel in the PTX");
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(&iterations).arg(out.raw_mut());
+    // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` has one word per thread.
+    unsafe { launch.launch(launch_1d(blocks, THREADS, 0)) }.expect("launch");
+}
+
+fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u32>) {
+    let function = gpu.function("ceiling_copy").expect("ceiling_copy in the PTX");
+    let vectors = (src.len() / 4) as u64;
+    let blocks = gpu.sm_count() * 16;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(src.raw()).arg(dst.raw_mut()).arg(&vectors);
+    // SAFETY: matches `ceiling_copy(src, dst, n_vec)`; both buffers hold `4 * n_vec` words.
+    unsafe { launch.launch(launch_1d(blocks, THREADS, 0)) }.expect("launch");
+}
+
+fn main() {
+    let gpu = match radio_kernels::open(0) {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            println!("ceilings: no GPU ({e}); nothing to measure");
+            return;
+        }
+    };
+    let mut criterion = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(1))
+        .configure_from_args();
+    let mut ceilings = Vec::new();
+
+    // Device copy: bytes read plus bytes written.
+    let words = 1usize << 28; // 1 GiB
+    let src = gpu.upload(&(0..words as u32).collect::<Vec<u32>>()).expect("upload");
+    let mut dst = gpu.alloc::<u32>(words, 0x5a).expect("alloc");
+    let bytes = 2.0 * (words * 4) as f64;
+    let ms = median_ms(&gpu, REPS, || launch_copy(&gpu, &src, &mut dst));
+    ceilings.push(Ceiling {
+        name: "device copy".into(),
+        unit: "GB/s",
+        value: bytes / ms / 1e6,
+        median_ms: ms,
+    });
+    let mut group = criterion.benchmark_group("ceilings");
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("device copy", |b| {
+        b.iter_custom(|n| common::event_time(&gpu, n, || launch_copy(&gpu, &src, &mut dst)))
+    });
+    drop((src, dst));
+
+    // mma.sync throughput per shape: 8 warps per block, 16 blocks per SM.
+    let blocks = gpu.sm_count() * 16;
+    let mut out = gpu.alloc::<u32>((blocks * THREADS) as usize, 0).expect("alloc");
+    for shape in &SHAPES {
+        let warps = (blocks * THREADS / 32) as u64;
+        // Calibrate to about 20 ms per launch.
+        let probe = 64u32;
+        let probe_ms = median_ms(&gpu, 3, || launch_mma(&gpu, shape.kernel, blocks, probe, &mut out));
+        let iterations = ((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20);
+        let ops = (warps * CHAINS * iterations as u64 * shape.ops_per_mma) as f64;
+        let ms = median_ms(&gpu, REPS, || launch_mma(&gpu, shape.kernel, blocks, iterations, &mut out));
+        ceilings.push(Ceiling {
+            name: format!("mma {}", shape.label),
+            unit: "TOPS",
+            value: ops / ms / 1e9,
+            median_ms: ms,
+        });
+        group.throughput(Throughput::Elements(ops as u64));
+        group.bench_function(shape.label, |b| {
+            b.iter_custom(|n| {
+                common::event_time(&gpu, n, || launch_mma(&gpu, shape.kernel, blocks, iterations, &mut out))
+            })
+        });
+    }
+    group.finish();
+    // Every launch above wrote `out`; reading it back surfaces any asynchronous error.
+    out.download().expect("ceiling kernels ran");
+
+    let path = write_ceilings(&gpu, &ceilings);
+    println!("\nCeilings on {} ({} SMs), medians of {REPS} launches:", gpu.name(), gpu.sm_count());
+    for c in &ceilings {
+        println!("  {:28} {:10.1} {:5}  ({:.3} ms)", c.name, c.value, c.unit, c.median_ms);
+    }
+    println!("written to {}", path.display());
+    criterion.final_summary();
+}

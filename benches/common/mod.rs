@@ -1,0 +1,81 @@
+//! Shared pieces of the benchmarks: CUDA-event timing and the ceilings file.
+#![allow(dead_code)] // each bench binary uses a subset
+
+use radio_kernels::Gpu;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One measured ceiling.
+pub struct Ceiling {
+    pub name: String,
+    pub unit: &'static str,
+    pub value: f64,
+    pub median_ms: f64,
+}
+
+/// Median over `reps` launches of the GPU time of `launch`, after one warm-up launch.
+pub fn median_ms(gpu: &Gpu, reps: usize, mut launch: impl FnMut()) -> f64 {
+    let timer = gpu.timer().expect("CUDA events");
+    launch();
+    gpu.synchronize().expect("warm-up launch");
+    let mut times: Vec<f64> = (0..reps)
+        .map(|_| {
+            timer.start().expect("event");
+            launch();
+            timer.stop().expect("event") as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// GPU time of `n` back-to-back launches, for criterion's `iter_custom`.
+pub fn event_time(gpu: &Gpu, n: u64, mut launch: impl FnMut()) -> Duration {
+    let timer = gpu.timer().expect("CUDA events");
+    timer.start().expect("event");
+    for _ in 0..n {
+        launch();
+    }
+    let ms = timer.stop().expect("event") as f64;
+    Duration::from_secs_f64(ms / 1e3)
+}
+
+/// Where benchmark results go: `$RADIO_KERNELS_BENCH_OUT`, else `target/radio-kernels-bench`.
+pub fn out_dir() -> PathBuf {
+    let dir = std::env::var_os("RADIO_KERNELS_BENCH_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/radio-kernels-bench"));
+    std::fs::create_dir_all(&dir).expect("benchmark output folder");
+    dir
+}
+
+/// Writes `ceilings.json` (hand-formatted; one object per ceiling) and returns its path.
+pub fn write_ceilings(gpu: &Gpu, ceilings: &[Ceiling]) -> PathBuf {
+    let entries: Vec<String> = ceilings
+        .iter()
+        .map(|c| {
+            format!(
+                "    {{\"name\": \"{}\", \"unit\": \"{}\", \"value\": {:.3}, \"median_ms\": {:.5}}}",
+                c.name, c.unit, c.value, c.median_ms
+            )
+        })
+        .collect();
+    let json = format!(
+        "{{\n  \"gpu\": \"{}\",\n  \"sm_count\": {},\n  \"ceilings\": [\n{}\n  ]\n}}\n",
+        gpu.name(),
+        gpu.sm_count(),
+        entries.join(",\n")
+    );
+    let path = out_dir().join("ceilings.json");
+    std::fs::write(&path, json).expect("write ceilings.json");
+    path
+}
+
+/// Reads a ceiling value by name from `ceilings.json` (written by `cargo bench --bench
+/// ceilings` on this machine), for reporting fractions.
+pub fn read_ceiling(name: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(out_dir().join("ceilings.json")).ok()?;
+    let line = text.lines().find(|l| l.contains(&format!("\"name\": \"{name}\"")))?;
+    let value = line.split("\"value\": ").nth(1)?.split(',').next()?;
+    value.trim().parse().ok()
+}

@@ -1,0 +1,150 @@
+//! Compiles `kernels-gpu` to one PTX module and embeds it (the part cuda_builder plays in
+//! Rust-CUDA). The nested build uses rustc's own `nvptx64-nvidia-cuda` backend with
+//! `-Zbuild-std=core` (RUSTC_BOOTSTRAP=1 scoped to that build only), target-cpu sm_80 and
+//! PTX ISA 8.5 (needed by `mma.sp::ordered_metadata`), in a target directory of its own so
+//! it never waits on the lock of the build that runs this script.
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "nvptx64-nvidia-cuda";
+const TARGET_CPU: &str = "sm_80";
+const PTX_ISA: &str = "+ptx85";
+
+fn main() {
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let device_crate = root.join("kernels-gpu");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=rust-toolchain.toml");
+    println!("cargo:rerun-if-changed=Cargo.lock");
+    watch_tree(&device_crate);
+    println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX");
+    println!("cargo:rerun-if-env-changed=RADIO_KERNELS_DEVICE_DEBUG");
+
+    // A prebuilt module (e.g. for packaging) replaces the nested build.
+    if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
+        fs::copy(&prebuilt, out_dir.join("radio_kernels.ptx"))
+            .unwrap_or_else(|e| fail(&format!("cannot read RADIO_KERNELS_PTX={prebuilt}: {e}")));
+        return;
+    }
+
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    check_toolchain(&rustc);
+
+    // <target-dir>/<profile>/build/<pkg>-<hash>/out -> <target-dir>/nvptx-build
+    let target_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .map(|t| t.join("nvptx-build"))
+        .unwrap_or_else(|| out_dir.join("nvptx-build"));
+
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.current_dir(&root)
+        .args(["rustc", "--lib", "--release", "--crate-type", "cdylib"])
+        .args(["--target", TARGET, "-Zbuild-std=core"])
+        .arg("--manifest-path")
+        .arg(device_crate.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .args(["--config", "profile.release.panic=\"abort\""])
+        .args(["--config", "profile.release.opt-level=3"])
+        .args(["--config", "profile.release.codegen-units=1"])
+        .args(["--config", "profile.release.debug=false"])
+        .env("RUSTC_BOOTSTRAP", "1")
+        // Flags for every crate of the nested build, core included.
+        .env("CARGO_ENCODED_RUSTFLAGS", device_rustflags());
+    // What the outer build set for itself must not leak into the device build.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_MAKEFLAGS",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_PROFILE_RELEASE_DEBUG",
+        "CARGO_PROFILE_RELEASE_PANIC",
+        "CARGO_PROFILE_DEV_PANIC",
+        "CARGO_PROFILE_TEST_PANIC",
+        "CARGO_PROFILE_BENCH_PANIC",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().unwrap_or_else(|e| fail(&format!("cannot run {cargo}: {e}")));
+    if !status.success() {
+        fail("the nvptx64 build of kernels-gpu failed (its errors are above)");
+    }
+
+    let ptx = target_dir.join(TARGET).join("release").join("radio_kernels_gpu.ptx");
+    let text =
+        fs::read_to_string(&ptx).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", ptx.display())));
+    if !text.contains(".entry") {
+        fail("the PTX module has no kernel entry points");
+    }
+    fs::write(out_dir.join("radio_kernels.ptx"), text).unwrap();
+}
+
+/// Target CPU and PTX ISA for every crate; RADIO_KERNELS_DEVICE_DEBUG=1 adds debug
+/// assertions (e.g. `bank::debug_assert_conflict_free`) to the device code.
+fn device_rustflags() -> String {
+    let mut flags = vec![format!("-Ctarget-cpu={TARGET_CPU}"), format!("-Ctarget-feature={PTX_ISA}")];
+    if env::var("RADIO_KERNELS_DEVICE_DEBUG").is_ok_and(|v| v == "1") {
+        flags.push("-Cdebug-assertions=on".into());
+    }
+    flags.join("\x1f")
+}
+
+/// Names the rustup component that is missing, instead of a deep error from the nested build.
+fn check_toolchain(rustc: &str) {
+    let out = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .unwrap_or_else(|e| fail(&format!("cannot run {rustc}: {e}")));
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let host = env::var("HOST").unwrap();
+    let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+    let components = [
+        ("rust-src", sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml")),
+        ("llvm-bitcode-linker", bin.join("self-contained/llvm-bitcode-linker")),
+        ("llvm-tools", bin.join("llc")),
+    ];
+    let missing: Vec<&str> = components
+        .iter()
+        .filter(|(_, path)| !path.exists() && !path.with_extension("exe").exists())
+        .map(|(name, _)| *name)
+        .collect();
+    if !missing.is_empty() {
+        fail(&format!(
+            "the Rust toolchain at {} lacks the component(s) {}, needed to compile the GPU \
+             kernels to PTX. Install with: rustup component add {}   (rust-toolchain.toml \
+             lists them; a rustup-managed toolchain installs them on first use)",
+            sysroot.display(),
+            missing.join(", "),
+            missing.join(" ")
+        ));
+    }
+}
+
+fn watch_tree(dir: &Path) {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    if let Ok(entries) = fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                watch_tree(&path);
+            } else {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+    }
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("\nerror: radio-kernels build.rs: {message}\n");
+    std::process::exit(1);
+}

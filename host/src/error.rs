@@ -1,0 +1,73 @@
+//! The one error type of the host API.
+use cudarc::driver::DriverError;
+use std::fmt;
+
+/// Everything a host call can fail with. Launchers validate their inputs before touching the
+/// GPU and report problems as `InvalidConfig`, `ShapeMismatch` or `Misaligned`.
+#[derive(Debug)]
+pub enum Error {
+    /// No CUDA driver library (libcuda) on this machine.
+    NoDriver,
+    /// The driver is there but device `ordinal` is not (`count` devices exist).
+    NoDevice { ordinal: usize, count: usize },
+    /// The device is older than the PTX target (sm_80).
+    UnsupportedDevice { name: String, major: u32, minor: u32 },
+    /// A CUDA driver call failed; `during` says which step.
+    Driver { during: &'static str, source: DriverError },
+    /// A kernel the embedded module should hold is missing (a build mismatch).
+    MissingKernel(&'static str),
+    /// A parameter is out of its documented range.
+    InvalidConfig(String),
+    /// A buffer or array has the wrong number of elements.
+    ShapeMismatch { what: &'static str, expected: usize, actual: usize },
+    /// A buffer's address or length is not a multiple of the required alignment.
+    Misaligned { what: &'static str, alignment: usize },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoDriver => {
+                write!(f, "no CUDA driver found (libcuda is not installed or not on the library path)")
+            }
+            Error::NoDevice { ordinal, count } => {
+                write!(f, "no CUDA device {ordinal}: the driver reports {count} device(s)")
+            }
+            Error::UnsupportedDevice { name, major, minor } => write!(
+                f,
+                "{name} has compute capability {major}.{minor}; radio-kernels needs 8.0 (Ampere) or newer"
+            ),
+            Error::Driver { during, source } => write!(f, "CUDA driver error while {during}: {source}"),
+            Error::MissingKernel(name) => write!(f, "kernel `{name}` is not in the loaded PTX module"),
+            Error::InvalidConfig(message) => write!(f, "invalid configuration: {message}"),
+            Error::ShapeMismatch { what, expected, actual } => {
+                write!(f, "{what} has {actual} elements, expected {expected}")
+            }
+            Error::Misaligned { what, alignment } => {
+                write!(f, "{what} must be aligned to {alignment} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Driver { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Attaches the step that failed to a driver error.
+pub(crate) trait DriverContext<T> {
+    fn during(self, step: &'static str) -> Result<T>;
+}
+
+impl<T> DriverContext<T> for std::result::Result<T, DriverError> {
+    fn during(self, step: &'static str) -> Result<T> {
+        self.map_err(|source| Error::Driver { during: step, source })
+    }
+}

@@ -1,0 +1,9 @@
+//! Host side of radio-kernels: the CUDA runtime (over cudarc), typed launchers with input
+//! validation, and the CPU references every kernel is tested against.
+pub mod error;
+pub mod fragment;
+pub mod runtime;
+pub mod selftest;
+
+pub use error::{Error, Result};
+pub use runtime::{launch_1d, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg, Stream, Timer};

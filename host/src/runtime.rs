@@ -1,0 +1,234 @@
+//! The GPU runtime over cudarc: device handle with the kernel module, typed device buffers,
+//! streams and a CUDA-event timer.
+use crate::error::{DriverContext, Error, Result};
+use bytemuck::Pod;
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+pub use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+/// A stream of work on one GPU (cudarc's stream; launches go through
+/// `stream.launch_builder(&function)`).
+pub type Stream = Arc<CudaStream>;
+
+/// One CUDA device with the project's PTX module loaded on it.
+pub struct Gpu {
+    context: Arc<CudaContext>,
+    stream: Stream,
+    module: Arc<CudaModule>,
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    ordinal: usize,
+    name: String,
+    compute_capability: (u32, u32),
+    sm_count: u32,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads `ptx` (the facade passes the embedded module).
+    /// Never panics: without libcuda it returns [`Error::NoDriver`].
+    pub fn new(ordinal: usize, ptx: &str) -> Result<Gpu> {
+        let count = Gpu::device_count()?;
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let context = CudaContext::new(ordinal).during("creating the CUDA context")?;
+        let name = context.name().during("reading the device name")?;
+        let (major, minor) = context.compute_capability().during("reading the compute capability")?;
+        let (major, minor) = (major as u32, minor as u32);
+        if major < 8 {
+            return Err(Error::UnsupportedDevice { name, major, minor });
+        }
+        let sm_count = context
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .during("reading the multiprocessor count")? as u32;
+        let module = context
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .during("loading the PTX module (JIT compilation by the driver)")?;
+        let stream = context.default_stream();
+        Ok(Gpu {
+            context,
+            stream,
+            module,
+            functions: Mutex::new(HashMap::new()),
+            ordinal,
+            name,
+            compute_capability: (major, minor),
+            sm_count,
+        })
+    }
+
+    /// Number of CUDA devices; [`Error::NoDriver`] without libcuda.
+    pub fn device_count() -> Result<usize> {
+        // SAFETY: only probes whether the shared library can be opened.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::NoDriver);
+        }
+        Ok(CudaContext::device_count().during("counting CUDA devices")? as usize)
+    }
+
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// (major, minor), e.g. (9, 0) for an H100 or H200.
+    pub fn compute_capability(&self) -> (u32, u32) {
+        self.compute_capability
+    }
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+    /// The default stream, on which the `Gpu` helpers work.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+    /// A new stream, for overlapping transfers and kernels.
+    pub fn new_stream(&self) -> Result<Stream> {
+        self.context.new_stream().during("creating a stream")
+    }
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
+    /// A kernel of the module by name (looked up once, then cached).
+    pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
+        let mut cache = self.functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(function) = cache.get(name) {
+            return Ok(function.clone());
+        }
+        let function = self.module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
+        cache.insert(name, function.clone());
+        Ok(function)
+    }
+
+    /// Allocates `len` elements filled with the byte `poison` (tests poison every output).
+    pub fn alloc<T: Pod>(&self, len: usize, poison: u8) -> Result<DeviceBuffer<T>> {
+        let bytes = byte_len::<T>(len)?;
+        // SAFETY: the memory is initialised by the memset right after.
+        let mut raw = unsafe { self.stream.alloc::<u8>(bytes.max(1)) }.during("allocating device memory")?;
+        fill(&self.stream, &mut raw, poison)?;
+        Ok(DeviceBuffer { raw, len, stream: self.stream.clone(), element: PhantomData })
+    }
+
+    /// Allocates and uploads `data`.
+    pub fn upload<T: Pod>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buffer = self.alloc(data.len(), 0)?;
+        buffer.upload(data)?;
+        Ok(buffer)
+    }
+
+    /// Waits for all work on the default stream and reports any asynchronous error.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().during("waiting for the GPU")
+    }
+
+    /// A timer recording on the default stream.
+    pub fn timer(&self) -> Result<Timer> {
+        Timer::new(&self.stream)
+    }
+}
+
+fn byte_len<T>(len: usize) -> Result<usize> {
+    len.checked_mul(std::mem::size_of::<T>())
+        .ok_or_else(|| Error::InvalidConfig(format!("{len} elements overflow the address space")))
+}
+
+fn fill(stream: &Stream, raw: &mut CudaSlice<u8>, value: u8) -> Result<()> {
+    use cudarc::driver::DevicePtrMut;
+    let bytes = raw.len();
+    let (ptr, _sync) = raw.device_ptr_mut(stream);
+    // SAFETY: `ptr` addresses `bytes` bytes owned by `raw`, used on its own stream.
+    unsafe { result::memset_d8_async(ptr, value, bytes, stream.cu_stream()) }.during("filling device memory")
+}
+
+/// A device array of `len` elements of a plain-old-data type.
+pub struct DeviceBuffer<T: Pod> {
+    raw: CudaSlice<u8>,
+    len: usize,
+    stream: Stream,
+    element: PhantomData<T>,
+}
+
+impl<T: Pod> DeviceBuffer<T> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Copies `data` (exactly `len` elements) to the device.
+    pub fn upload(&mut self, data: &[T]) -> Result<()> {
+        if data.len() != self.len {
+            return Err(Error::ShapeMismatch {
+                what: "upload source",
+                expected: self.len,
+                actual: data.len(),
+            });
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut view = self.raw.slice_mut(0..std::mem::size_of_val(data));
+        self.stream
+            .memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view)
+            .during("copying to the device")
+    }
+    /// Copies the buffer to a new host vector (waits for the stream).
+    pub fn download(&self) -> Result<Vec<T>> {
+        let mut out = vec![T::zeroed(); self.len];
+        if self.len > 0 {
+            let view = self.raw.slice(0..std::mem::size_of_val(out.as_slice()));
+            self.stream
+                .memcpy_dtoh(&view, bytemuck::cast_slice_mut::<T, u8>(&mut out))
+                .during("copying from the device")?;
+            self.stream.synchronize().during("waiting for the download")?;
+        }
+        Ok(out)
+    }
+    /// Sets every byte to `value` (poisoning before a launch).
+    pub fn poison(&mut self, value: u8) -> Result<()> {
+        fill(&self.stream, &mut self.raw, value)
+    }
+    /// The untyped device allocation, to pass as a kernel argument.
+    pub fn raw(&self) -> &CudaSlice<u8> {
+        &self.raw
+    }
+    pub fn raw_mut(&mut self) -> &mut CudaSlice<u8> {
+        &mut self.raw
+    }
+}
+
+/// Times GPU work between `start` and `stop` with CUDA events.
+pub struct Timer {
+    start: CudaEvent,
+    stop: CudaEvent,
+    stream: Stream,
+}
+
+impl Timer {
+    pub fn new(stream: &Stream) -> Result<Timer> {
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let context = stream.context();
+        Ok(Timer {
+            start: context.new_event(flags).during("creating a timing event")?,
+            stop: context.new_event(flags).during("creating a timing event")?,
+            stream: stream.clone(),
+        })
+    }
+    pub fn start(&self) -> Result<()> {
+        self.start.record(&self.stream).during("recording the start event")
+    }
+    /// Records the stop event, waits for it and returns the elapsed milliseconds.
+    pub fn stop(&self) -> Result<f32> {
+        self.stop.record(&self.stream).during("recording the stop event")?;
+        self.start.elapsed_ms(&self.stop).during("reading the elapsed time")
+    }
+}
+
+/// A launch configuration of `blocks` one-dimensional blocks of `threads` threads.
+pub fn launch_1d(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared_bytes }
+}

@@ -1,0 +1,398 @@
+//! Device intrinsics: inline PTX for everything `core::arch::nvptx` does not offer.
+//!
+//! Conventions (every kernel of the project relies on them):
+//! - Blocks are one-dimensional in x (`blockDim = (32 * warps, 1, 1)`), so the warp index is
+//!   `threadIdx.x / 32` and the lane is `threadIdx.x % 32` (read from `%laneid`).
+//! - Shared memory is addressed with 32-bit shared-window addresses (`u32`), as CUTLASS does
+//!   with `__cvta_generic_to_shared`; `ld.shared`/`st.shared` take them directly, which
+//!   saves the 64-bit generic-address arithmetic in inner loops.
+//! - Warp-collective functions (`shfl_*`, `match_any`, `vote_*`, the mma wrappers) must be
+//!   reached by all 32 lanes of the warp (mask 0xffffffff): none of our kernels diverges
+//!   across them.
+//!
+//! PTX reference: PTX ISA 8.5, sections 9.7.9 (data movement), 9.7.12 (shfl, vote, match),
+//! 9.7.8.7 (prmt), 9.7.7.6 (lop3), 9.7.13 (mma).
+use core::arch::asm;
+
+/// Full warp member mask.
+pub const FULL_WARP: u32 = 0xffff_ffff;
+
+// ---------------------------------------------------------------------------------------
+// Thread, block, lane and warp indices.
+
+#[inline(always)]
+pub fn thread_idx_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { core::arch::nvptx::_thread_idx_x() as u32 }
+}
+
+#[inline(always)]
+pub fn block_idx_x() -> u32 {
+    // SAFETY: as above.
+    unsafe { core::arch::nvptx::_block_idx_x() as u32 }
+}
+
+#[inline(always)]
+pub fn block_idx_y() -> u32 {
+    // SAFETY: as above.
+    unsafe { core::arch::nvptx::_block_idx_y() as u32 }
+}
+
+#[inline(always)]
+pub fn block_idx_z() -> u32 {
+    // SAFETY: as above.
+    unsafe { core::arch::nvptx::_block_idx_z() as u32 }
+}
+
+#[inline(always)]
+pub fn block_dim_x() -> u32 {
+    // SAFETY: as above.
+    unsafe { core::arch::nvptx::_block_dim_x() as u32 }
+}
+
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    // SAFETY: as above.
+    unsafe { core::arch::nvptx::_grid_dim_x() as u32 }
+}
+
+#[inline(always)]
+pub fn grid_dim_y() -> u32 {
+    // SAFETY: as above.
+    unsafe { core::arch::nvptx::_grid_dim_y() as u32 }
+}
+
+/// Lane within the warp, 0..32 (`%laneid`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let lane: u32;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u32 {0}, %laneid;", out(reg32) lane, options(pure, nomem, nostack)) };
+    lane
+}
+
+/// Warp index within a one-dimensional block (`threadIdx.x / 32`). Not `%warpid`, which
+/// names a hardware slot and may change during execution.
+#[inline(always)]
+pub fn warp_id() -> u32 {
+    thread_idx_x() >> 5
+}
+
+/// Global thread index in x (`blockIdx.x * blockDim.x + threadIdx.x`).
+#[inline(always)]
+pub fn global_thread_x() -> u32 {
+    block_idx_x() * block_dim_x() + thread_idx_x()
+}
+
+// ---------------------------------------------------------------------------------------
+// Barriers.
+
+/// `__syncthreads()`: barrier 0 over the whole block; also orders shared-memory accesses.
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: every thread of the block reaches the barrier (callers keep it uniform).
+    unsafe { asm!("bar.sync 0;", options(nostack)) };
+}
+
+/// `__syncwarp()`: converges the warp and orders its memory accesses.
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: the full warp takes part.
+    unsafe { asm!("bar.warp.sync {0};", in(reg32) FULL_WARP, options(nostack)) };
+}
+
+/// Named barrier `id` (1..16) over `threads` threads (a multiple of 32); for producer and
+/// consumer warp groups that must not wait on the whole block.
+#[inline(always)]
+pub fn named_barrier(id: u32, threads: u32) {
+    // SAFETY: callers pass the documented ranges and the same values in every thread.
+    unsafe { asm!("bar.sync {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
+}
+
+// ---------------------------------------------------------------------------------------
+// Warp shuffles. The `c` operand packs the segment mask and the clamp value:
+// c = ((32 - width) << 8) | clamp, clamp = 0x1f for bfly/idx/down and 0 for up
+// (PTX ISA shfl.sync). We use whole-warp segments (width 32): c = 0x1f for xor and idx.
+
+/// `__shfl_xor_sync(0xffffffff, value, lane_mask)`: value from lane `lane ^ lane_mask`.
+#[inline(always)]
+pub fn shfl_xor(value: u32, lane_mask: u32) -> u32 {
+    let out: u32;
+    // SAFETY: warp-collective over the full warp.
+    unsafe {
+        asm!("shfl.sync.bfly.b32 {d}, {a}, {b}, 0x1f, {m};",
+            d = out(reg32) out, a = in(reg32) value, b = in(reg32) lane_mask,
+            m = in(reg32) FULL_WARP, options(nomem, nostack))
+    };
+    out
+}
+
+/// `__shfl_sync(0xffffffff, value, src_lane)`: value from lane `src_lane % 32`.
+#[inline(always)]
+pub fn shfl_idx(value: u32, src_lane: u32) -> u32 {
+    let out: u32;
+    // SAFETY: warp-collective over the full warp.
+    unsafe {
+        asm!("shfl.sync.idx.b32 {d}, {a}, {b}, 0x1f, {m};",
+            d = out(reg32) out, a = in(reg32) value, b = in(reg32) src_lane,
+            m = in(reg32) FULL_WARP, options(nomem, nostack))
+    };
+    out
+}
+
+/// `__shfl_down_sync(0xffffffff, value, delta)`: lane `lane + delta`, or own value past 31.
+#[inline(always)]
+pub fn shfl_down(value: u32, delta: u32) -> u32 {
+    let out: u32;
+    // SAFETY: warp-collective over the full warp.
+    unsafe {
+        asm!("shfl.sync.down.b32 {d}, {a}, {b}, 0x1f, {m};",
+            d = out(reg32) out, a = in(reg32) value, b = in(reg32) delta,
+            m = in(reg32) FULL_WARP, options(nomem, nostack))
+    };
+    out
+}
+
+/// Warp transpose of seed 000 App. B.3: exchanges register bit `r` with thread bit `t_i`
+/// (`bit = 1 << i`) for the register pair `(r0, r1)`. One shuffle, no divergence.
+#[inline(always)]
+pub fn warp_transpose(r0: &mut u32, r1: &mut u32, bit: u32) {
+    let upper = (lane_id() & bit) != 0;
+    let send = if upper { *r0 } else { *r1 };
+    let received = shfl_xor(send, bit);
+    if upper {
+        *r0 = received;
+    } else {
+        *r1 = received;
+    }
+}
+
+/// Lanes whose `value` equals this lane's (`match.any.sync.b32`).
+#[inline(always)]
+pub fn match_any(value: u32) -> u32 {
+    let out: u32;
+    // SAFETY: warp-collective over the full warp.
+    unsafe {
+        asm!("match.any.sync.b32 {d}, {a}, {m};",
+            d = out(reg32) out, a = in(reg32) value, m = in(reg32) FULL_WARP,
+            options(nomem, nostack))
+    };
+    out
+}
+
+/// True in every lane iff `predicate` holds in every lane (`vote.sync.all.pred`).
+#[inline(always)]
+pub fn vote_all(predicate: bool) -> bool {
+    let out: u32;
+    // SAFETY: warp-collective over the full warp.
+    unsafe {
+        asm!("{{ .reg .pred p, q;",
+            "setp.ne.u32 p, {a}, 0;",
+            "vote.sync.all.pred q, p, {m};",
+            "selp.u32 {d}, 1, 0, q; }}",
+            d = out(reg32) out, a = in(reg32) predicate as u32, m = in(reg32) FULL_WARP,
+            options(nomem, nostack))
+    };
+    out != 0
+}
+
+// ---------------------------------------------------------------------------------------
+// Bit and byte permutes.
+
+/// `__byte_perm(a, b, selector)` (`prmt.b32`, default mode): byte `n` of the result is
+/// byte `(selector >> 4n) & 7` of the 8-byte value `b:a` (a = bytes 0..3). Selector bit 3
+/// of each nibble (sign replication) is not used by the project; see `packing::byte_perm`
+/// for the host model the GPU test compares against.
+#[inline(always)]
+pub fn prmt(a: u32, b: u32, selector: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction.
+    unsafe {
+        asm!("prmt.b32 {d}, {a}, {b}, {c};",
+            d = out(reg32) out, a = in(reg32) a, b = in(reg32) b, c = in(reg32) selector,
+            options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `lop3.b32` with lookup table `LUT`: bit `n` of the result is `LUT >> (a_n*4 + b_n*2 + c_n)`.
+/// Build `LUT` as the same expression on the constants `A = 0xf0, B = 0xcc, C = 0xaa`,
+/// e.g. `(A & B) | C` is `(0xf0 & 0xcc) | 0xaa`.
+#[inline(always)]
+pub fn lop3<const LUT: u32>(a: u32, b: u32, c: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction.
+    unsafe {
+        asm!("lop3.b32 {d}, {a}, {b}, {c}, {lut};",
+            d = out(reg32) out, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+            lut = const LUT, options(pure, nomem, nostack))
+    };
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared memory through 32-bit shared-window addresses.
+
+/// Declares a block of static shared memory of `$bytes` bytes (16-byte aligned) at module
+/// scope and a function `$name() -> u32` giving its shared-window address. Every kernel that
+/// calls `$name()` gets its own copy; kernels that do not, pay nothing.
+#[macro_export]
+macro_rules! static_shared {
+    ($vis:vis fn $name:ident, $bytes:expr) => {
+        ::core::arch::global_asm!(
+            concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+            bytes = const $bytes
+        );
+        #[inline(always)]
+        $vis fn $name() -> u32 {
+            let address: u32;
+            // SAFETY: takes the address of the shared array declared just above.
+            unsafe {
+                ::core::arch::asm!(
+                    concat!("mov.u32 {0}, ", stringify!($name), ";"),
+                    out(reg32) address, options(pure, nomem, nostack))
+            };
+            address
+        }
+    };
+}
+
+core::arch::global_asm!(".extern .shared .align 16 .b8 radio_kernels_dynamic_smem[];");
+
+/// Shared-window address of the dynamic shared memory (`extern __shared__`), whose size is
+/// set at launch.
+#[inline(always)]
+pub fn dynamic_shared() -> u32 {
+    let address: u32;
+    // SAFETY: takes the address of the module-scope extern shared array.
+    unsafe {
+        asm!("mov.u32 {0}, radio_kernels_dynamic_smem;", out(reg32) address,
+            options(pure, nomem, nostack))
+    };
+    address
+}
+
+/// Total shared memory of this block in bytes, static plus dynamic (`%total_smem_size`).
+#[inline(always)]
+pub fn shared_size() -> u32 {
+    let bytes: u32;
+    // SAFETY: reads a special register (PTX 4.1+, sm_20+).
+    unsafe { asm!("mov.u32 {0}, %total_smem_size;", out(reg32) bytes, options(pure, nomem, nostack)) };
+    bytes
+}
+
+/// `ld.shared.b32` from a 4-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 4-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn ld_shared_u32(address: u32) -> u32 {
+    let value: u32;
+    asm!("ld.shared.b32 {0}, [{1}];", out(reg32) value, in(reg32) address, options(readonly, nostack));
+    value
+}
+
+/// `st.shared.b32` to a 4-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 4-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn st_shared_u32(address: u32, value: u32) {
+    asm!("st.shared.b32 [{0}], {1};", in(reg32) address, in(reg32) value, options(nostack));
+}
+
+/// `ld.shared.v4.b32` from a 16-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 16-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn ld_shared_v4(address: u32) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    asm!("ld.shared.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+        out(reg32) x, out(reg32) y, out(reg32) z, out(reg32) w, in(reg32) address,
+        options(readonly, nostack));
+    [x, y, z, w]
+}
+
+/// `st.shared.v4.b32` to a 16-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 16-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn st_shared_v4(address: u32, v: [u32; 4]) {
+    asm!("st.shared.v4.b32 [{0}], {{{1}, {2}, {3}, {4}}};",
+        in(reg32) address, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3],
+        options(nostack));
+}
+
+// ---------------------------------------------------------------------------------------
+// 16-byte global memory accesses.
+
+/// `ld.global.v4.b32`: 16 bytes from global memory.
+///
+/// # Safety
+/// `ptr` must be 16-byte aligned and point to 16 readable bytes of global memory.
+#[inline(always)]
+pub unsafe fn ld_global_v4(ptr: *const u32) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    asm!("ld.global.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+        out(reg32) x, out(reg32) y, out(reg32) z, out(reg32) w, in(reg64) ptr,
+        options(readonly, nostack));
+    [x, y, z, w]
+}
+
+/// `ld.global.nc.v4.b32`: 16 bytes through the read-only (non-coherent) path, for inputs
+/// that no thread of the launch writes.
+///
+/// # Safety
+/// As [`ld_global_v4`], and the memory must not be written during the launch.
+#[inline(always)]
+pub unsafe fn ld_global_nc_v4(ptr: *const u32) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    asm!("ld.global.nc.v4.b32 {{{0}, {1}, {2}, {3}}}, [{4}];",
+        out(reg32) x, out(reg32) y, out(reg32) z, out(reg32) w, in(reg64) ptr,
+        options(readonly, nostack));
+    [x, y, z, w]
+}
+
+/// `st.global.v4.b32`: 16 bytes to global memory.
+///
+/// # Safety
+/// `ptr` must be 16-byte aligned and point to 16 writable bytes of global memory.
+#[inline(always)]
+pub unsafe fn st_global_v4(ptr: *mut u32, v: [u32; 4]) {
+    asm!("st.global.v4.b32 [{0}], {{{1}, {2}, {3}, {4}}};",
+        in(reg64) ptr, in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3],
+        options(nostack));
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversions.
+
+/// Two f32 to one f16x2 register, round to nearest even: `lo` in bits 0..16, `hi` in 16..32
+/// (`cvt.rn.f16x2.f32 d, hi, lo`: the first source goes to the upper half).
+#[inline(always)]
+pub fn f32x2_to_f16x2(lo: f32, hi: f32) -> u32 {
+    let out: u32;
+    // SAFETY: pure conversion (sm_80+).
+    unsafe {
+        asm!("cvt.rn.f16x2.f32 {0}, {1}, {2};", out(reg32) out, in(reg32) hi, in(reg32) lo,
+            options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// The two halves of an f16x2 register as f32 (`lo`, `hi`), exactly.
+#[inline(always)]
+pub fn f16x2_to_f32x2(packed: u32) -> (f32, f32) {
+    let (lo, hi): (f32, f32);
+    // SAFETY: pure conversions.
+    unsafe {
+        asm!("{{ .reg .b16 l, h;",
+            "mov.b32 {{l, h}}, {2};",
+            "cvt.f32.f16 {0}, l;",
+            "cvt.f32.f16 {1}, h; }}",
+            out(reg32) lo, out(reg32) hi, in(reg32) packed, options(pure, nomem, nostack))
+    };
+    (lo, hi)
+}

@@ -1,0 +1,24 @@
+//! radio-kernels: GPU kernels for radio-telescope F-, X- and B-engines, written in Rust.
+//!
+//! This facade re-exports the host API ([`radio_kernels_host`]) and the shared pure
+//! functions of the device crate ([`gpu_shared`]), and embeds the PTX module that the
+//! top-level `build.rs` compiles from `kernels-gpu`.
+//!
+//! ```no_run
+//! let gpu = radio_kernels::open(0)?; // device 0, PTX module loaded once
+//! println!("{} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
+//! # Ok::<(), radio_kernels::Error>(())
+//! ```
+pub use radio_kernels_gpu as gpu_shared;
+pub use radio_kernels_host::*;
+
+/// The PTX module of every kernel (target sm_80, PTX ISA 8.5), built from `kernels-gpu`.
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/radio_kernels.ptx"));
+
+/// Opens CUDA device `ordinal` and loads the embedded PTX module on it.
+///
+/// Returns [`Error::NoDriver`] on a machine without libcuda and [`Error::NoDevice`] when
+/// there is no such device; it never panics.
+pub fn open(ordinal: usize) -> Result<Gpu, Error> {
+    Gpu::new(ordinal, PTX)
+}

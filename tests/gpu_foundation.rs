@@ -1,0 +1,201 @@
+//! GPU tests of the foundation: every tensor-core wrapper against the CPU product through
+//! the register-assignment tables (the executable form of those tables), and the device
+//! intrinsics. Each test draws fresh random inputs (the seed is printed) and poisons its
+//! outputs. Run on a GPU with `cargo test -- --include-ignored` (see CONTRIBUTING.md).
+use radio_kernels::selftest::{self, Check, SparseForm};
+use radio_kernels::Gpu;
+
+const CASES: usize = 256;
+
+fn gpu() -> Gpu {
+    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
+}
+
+fn fresh_seed() -> u64 {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    println!("seed {seed}");
+    seed
+}
+
+fn assert_passed(check: Check) {
+    println!("{}: {}", check.name, check.detail);
+    assert!(check.passed, "{}: {}", check.name, check.detail);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m16n8k8_f16_matches_cpu() {
+    assert_passed(selftest::check_f16_mma(&gpu(), selftest::M16N8K8_F16, CASES, fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m16n8k16_f16_matches_cpu() {
+    assert_passed(selftest::check_f16_mma(&gpu(), selftest::M16N8K16_F16, CASES, fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m16n8k16_f16_f32_accumulate_matches_cpu() {
+    assert_passed(selftest::check_f16_mma(&gpu(), selftest::M16N8K16_F16_F32, CASES, fresh_seed()).unwrap());
+}
+
+/// Seed 000 App. C.3 semantics (eq. 163) with `mma.sp::ordered_metadata`, the form the
+/// wrapper uses.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sparse_mma_ordered_metadata_matches_eq_163() {
+    assert_passed(
+        selftest::check_sparse_mma(&gpu(), SparseForm::OrderedMetadata, CASES, fresh_seed()).unwrap(),
+    );
+}
+
+/// Records what the older `mma.sp` spelling does on this GPU (printed); the wrapper does not
+/// use it, so its result only documents the architecture.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sparse_mma_unordered_form_is_reported() {
+    let gpu = gpu();
+    let check = selftest::check_sparse_mma(&gpu, SparseForm::Unordered, CASES, fresh_seed()).unwrap();
+    let (major, minor) = gpu.compute_capability();
+    println!(
+        "sm_{major}{minor}: {} -> {}: {}",
+        check.name,
+        if check.passed { "matches eq. 163" } else { "differs" },
+        check.detail
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn sparse_mma_universal_metadata_matches_delta_matrices() {
+    assert_passed(selftest::check_sparse_universal(&gpu(), CASES, fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m8n8k16_s8_is_exact() {
+    assert_passed(
+        selftest::check_int8_mma(&gpu(), selftest::M8N8K16_S8, false, CASES, fresh_seed()).unwrap(),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m8n8k16_s8_satfinite_saturates_exactly() {
+    assert_passed(selftest::check_int8_mma(&gpu(), selftest::M8N8K16_S8, true, CASES, fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m16n8k32_s8_is_exact() {
+    assert_passed(
+        selftest::check_int8_mma(&gpu(), selftest::M16N8K32_S8, false, CASES, fresh_seed()).unwrap(),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mma_m16n8k32_s8_satfinite_saturates_exactly() {
+    assert_passed(
+        selftest::check_int8_mma(&gpu(), selftest::M16N8K32_S8, true, CASES, fresh_seed()).unwrap(),
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn warp_shuffles_and_transpose() {
+    assert_passed(selftest::check_shuffles(&gpu(), fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn prmt_and_lop3_match_host_models() {
+    assert_passed(selftest::check_prmt_lop3(&gpu(), fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn shared_memory_and_16_byte_global_access() {
+    assert_passed(selftest::check_shared_and_global(&gpu(), fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_bank_conflict_check_matches_model() {
+    assert_passed(selftest::check_bank_conflicts(&gpu(), fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f32_to_f16x2_conversion_rounds_to_nearest_even() {
+    assert_passed(selftest::check_f16_conversion(&gpu(), fresh_seed()).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_properties_are_read() {
+    let gpu = gpu();
+    println!(
+        "{} sm_{}{} {} SMs",
+        gpu.name(),
+        gpu.compute_capability().0,
+        gpu.compute_capability().1,
+        gpu.sm_count()
+    );
+    assert!(!gpu.name().is_empty());
+    assert!(gpu.compute_capability().0 >= 8);
+    assert!(gpu.sm_count() > 0);
+    assert!(Gpu::device_count().unwrap() >= 1);
+}
+
+/// Runs everywhere: without libcuda, `open` must return an error, not panic; with a GPU,
+/// an out-of-range ordinal is `NoDevice`.
+#[test]
+fn open_reports_missing_driver_or_device_as_errors() {
+    match Gpu::device_count() {
+        Err(radio_kernels::Error::NoDriver) => {
+            assert!(matches!(radio_kernels::open(0), Err(radio_kernels::Error::NoDriver)));
+        }
+        Ok(count) => {
+            let err = radio_kernels::open(count + 3).err().expect("ordinal past the last device");
+            assert!(matches!(err, radio_kernels::Error::NoDevice { .. }), "{err}");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+    }
+}
+
+#[test]
+fn embedded_ptx_targets_sm_80_with_every_selftest_kernel() {
+    let ptx = radio_kernels::PTX;
+    assert!(ptx.contains(".target sm_80"));
+    assert!(ptx.contains(".version 8.5"));
+    for kernel in [
+        "selftest_mma_m16n8k8_f16",
+        "selftest_mma_m16n8k16_f16",
+        "selftest_mma_m16n8k16_f16_f32",
+        "selftest_mma_sp_m16n8k16_f16",
+        "selftest_mma_sp_unordered_m16n8k16_f16",
+        "selftest_mma_sp_universal_f16",
+        "selftest_mma_m8n8k16_s8",
+        "selftest_mma_m8n8k16_s8_satfinite",
+        "selftest_mma_m16n8k32_s8",
+        "selftest_mma_m16n8k32_s8_satfinite",
+        "selftest_shuffles",
+        "selftest_prmt_lop3",
+        "selftest_shared",
+        "selftest_bank_check",
+        "selftest_f16_convert",
+        "ceiling_copy",
+        "ceiling_mma_m16n8k32_s8",
+    ] {
+        assert!(ptx.contains(&format!(".entry {kernel}(")), "{kernel} missing from the PTX");
+    }
+}
+
+#[test]
+fn cpu_self_checks_pass() {
+    for check in selftest::cpu_checks(fresh_seed()) {
+        assert_passed(check);
+    }
+}

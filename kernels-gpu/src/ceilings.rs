@@ -115,3 +115,22 @@ fn mma_m16n8k64_s4(a: [u32; 4], b: [u32; 2], c: [i32; 4]) -> [i32; 4] {
     };
     [d0, d1, d2, d3]
 }
+
+/// Fills `words` 32-bit words with a hash of (index, seed), grid-stride: benchmark inputs of
+/// many gigabytes without a host round trip.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn bench_fill_random(out: *mut u32, words: u64, seed: u32) {
+    let stride = (grid_dim_x() * block_dim_x()) as u64;
+    let mut i = global_thread_x() as u64;
+    while i < words {
+        let mut x =
+            (i as u32) ^ ((i >> 32) as u32).wrapping_mul(0x85eb_ca6b) ^ seed.wrapping_mul(0x9e37_79b9);
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x7feb_352d);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x846c_a68b);
+        x ^= x >> 16;
+        *out.add(i as usize) = x;
+        i += stride;
+    }
+}

@@ -396,3 +396,44 @@ pub fn f16x2_to_f32x2(packed: u32) -> (f32, f32) {
     };
     (lo, hi)
 }
+
+// ---------------------------------------------------------------------------------------
+// Matrix loads and integer dot products.
+
+/// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8x8 matrices of 16-bit elements,
+/// transposed. Lanes 8m..8m+8 give the shared-window addresses of the 8 rows (16 bytes each)
+/// of matrix m; register m of lane l receives elements `(2 (l % 4), l / 4)` and
+/// `(2 (l % 4) + 1, l / 4)` (row, column) of matrix m. Warp-collective.
+///
+/// # Safety
+/// Every lane's address must be 16-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4_trans(address: u32) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    asm!("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{0}, {1}, {2}, {3}}}, [{4}];",
+        out(reg32) x, out(reg32) y, out(reg32) z, out(reg32) w, in(reg32) address,
+        options(readonly, nostack));
+    [x, y, z, w]
+}
+
+/// `dp4a.s32.s32`: `c + sum_n a.byte[n] * b.byte[n]` over the four signed bytes.
+#[inline(always)]
+pub fn dp4a(a: u32, b: u32, c: i32) -> i32 {
+    let out: i32;
+    // SAFETY: pure ALU instruction (sm_61+).
+    unsafe {
+        asm!("dp4a.s32.s32 {0}, {1}, {2}, {3};", out(reg32) out, in(reg32) a, in(reg32) b, in(reg32) c,
+            options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// 8-byte global store of two 32-bit words (`st.global.v2.b32`).
+///
+/// # Safety
+/// `ptr` must be 8-byte aligned and point to 8 writable bytes of global memory.
+#[inline(always)]
+pub unsafe fn st_global_v2(ptr: *mut u32, v: [u32; 2]) {
+    asm!("st.global.v2.b32 [{0}], {{{1}, {2}}};", in(reg64) ptr, in(reg32) v[0], in(reg32) v[1],
+        options(nostack));
+}

@@ -1,0 +1,363 @@
+//! X-engine correlator: configuration, validation, launcher, streaming integration and the
+//! exact CPU reference. Device side and formulas: `radio_kernels_gpu::correlator`.
+//!
+//! Output layout: complex `[channel][b(i,j)][pi][pj]` with `b(i,j) = i(i+1)/2 + j`, i >= j,
+//! each value `sum_t x_i,pi conj(x_j,pj)` as (re, im): `[i32; 2]` per launch, `[i64; 2]` when
+//! accumulated.
+use crate::error::{DriverContext, Error, Result};
+use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::CudaFunction;
+use radio_kernels_gpu::correlator as layout;
+pub use radio_kernels_gpu::correlator::{Format, Order, TIME_TILE};
+use radio_kernels_gpu::packing::unpack_ci4;
+
+/// What one launch correlates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CorrelatorConfig {
+    /// Stations (antennas), 1 ..= 65535.
+    pub stations: u32,
+    /// Polarisations per station, 1 or 2.
+    pub pols: u32,
+    /// Frequency channels, 1 ..= 65535.
+    pub channels: u32,
+    /// Time samples per launch: a multiple of [`TIME_TILE`] (64), at most
+    /// `Format::max_times_per_launch()` (65535 for int8, so 65472) so int32 sums are exact.
+    pub times: u32,
+    pub format: Format,
+    pub order: Order,
+}
+
+impl CorrelatorConfig {
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |message: String| Err(Error::InvalidConfig(message));
+        if self.stations == 0 || self.stations > 65535 {
+            return bad(format!("stations must be 1..=65535, got {}", self.stations));
+        }
+        if self.pols != 1 && self.pols != 2 {
+            return bad(format!("pols must be 1 or 2, got {}", self.pols));
+        }
+        if self.channels == 0 || self.channels > 65535 {
+            return bad(format!("channels must be 1..=65535, got {}", self.channels));
+        }
+        if self.times == 0 || !self.times.is_multiple_of(TIME_TILE) {
+            return bad(format!(
+                "times per launch must be a positive multiple of the kernel's time tile ({TIME_TILE}), got {}",
+                self.times
+            ));
+        }
+        let limit = self.format.max_times_per_launch();
+        if self.times as u64 > limit {
+            return bad(format!(
+                "times per launch {} exceeds {limit}, the most for which {:?} int32 sums are exact \
+                 (T * 2 * {}^2 < 2^31): split the integration into launches accumulated in int64",
+                self.times,
+                self.format,
+                self.format.max_magnitude()
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn baselines(&self) -> u64 {
+        layout::baseline_index(self.stations - 1, self.stations - 1) + 1
+    }
+    /// Input size in bytes: `times * channels * stations * pols` elements.
+    pub fn input_bytes(&self) -> usize {
+        self.times as usize
+            * self.channels as usize
+            * self.stations as usize
+            * self.pols as usize
+            * self.format.bytes() as usize
+    }
+    /// Output size in complex values.
+    pub fn output_len(&self) -> usize {
+        self.channels as usize * self.baselines() as usize * (self.pols * self.pols) as usize
+    }
+    /// Position of V[channel][b(i, j)][pi][pj] (i >= j) in the output.
+    pub fn output_index(&self, channel: u32, i: u32, j: u32, pi: u32, pj: u32) -> usize {
+        (((channel as u64 * self.baselines() + layout::baseline_index(i, j)) * self.pols as u64 + pi as u64)
+            * self.pols as u64
+            + pj as u64) as usize
+    }
+    /// Useful operations of one launch: 8 per complex multiply-accumulate over the lower
+    /// triangle including autos, `8 N (N + 1) / 2 P^2 C T`.
+    pub fn useful_ops(&self) -> f64 {
+        8.0 * self.baselines() as f64
+            * (self.pols * self.pols) as f64
+            * self.channels as f64
+            * self.times as f64
+    }
+    /// Byte offset of element (t, channel, station, pol) in the input.
+    pub fn input_offset(&self, t: u32, channel: u32, station: u32, pol: u32) -> usize {
+        let row = t as u64 * self.channels as u64 + channel as u64;
+        let element = match self.order {
+            Order::StationPol => {
+                (row * self.stations as u64 + station as u64) * self.pols as u64 + pol as u64
+            }
+            Order::PolStation => {
+                (row * self.pols as u64 + pol as u64) * self.stations as u64 + station as u64
+            }
+        };
+        (element * self.format.bytes() as u64) as usize
+    }
+    /// Decodes input element (t, channel, station, pol) as (re, im).
+    pub fn sample(&self, input: &[u8], t: u32, channel: u32, station: u32, pol: u32) -> (i64, i64) {
+        let at = self.input_offset(t, channel, station, pol);
+        match self.format {
+            Format::Ci8 => (input[at] as i8 as i64, input[at + 1] as i8 as i64),
+            Format::Ci4 => {
+                let (re, im) = unpack_ci4(input[at]);
+                (re as i64, im as i64)
+            }
+        }
+    }
+    fn check_input_len(&self, len: usize) -> Result<()> {
+        if len != self.input_bytes() {
+            return Err(Error::ShapeMismatch {
+                what: "correlator input (bytes)",
+                expected: self.input_bytes(),
+                actual: len,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The exact CPU reference: `V[c][b(i,j)][pi][pj] = sum_t x_i,pi conj(x_j,pj)` in i64.
+pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Vec<[i64; 2]>> {
+    config.validate()?;
+    config.check_input_len(input.len())?;
+    let (n, p) = (config.stations, config.pols);
+    let mut out = vec![[0i64; 2]; config.output_len()];
+    let mut x = vec![(0i64, 0i64); (n * p) as usize];
+    for c in 0..config.channels {
+        for t in 0..config.times {
+            for i in 0..n {
+                for pi in 0..p {
+                    x[(i * p + pi) as usize] = config.sample(input, t, c, i, pi);
+                }
+            }
+            for i in 0..n {
+                for j in 0..=i {
+                    for pi in 0..p {
+                        let (a1, b1) = x[(i * p + pi) as usize];
+                        for pj in 0..p {
+                            let (a2, b2) = x[(j * p + pj) as usize];
+                            let v = &mut out[config.output_index(c, i, j, pi, pj)];
+                            v[0] += a1 * a2 + b1 * b2;
+                            v[1] += b1 * a2 - a1 * b2;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A correlator for one configuration on one GPU.
+pub struct Correlator<'g> {
+    gpu: &'g Gpu,
+    config: CorrelatorConfig,
+    kernel: CudaFunction,
+    /// Input rows start on 16-byte boundaries, so the kernel may use vector loads.
+    aligned: bool,
+}
+
+impl<'g> Correlator<'g> {
+    /// Validates `config` and looks up its kernel.
+    pub fn new(gpu: &'g Gpu, config: CorrelatorConfig) -> Result<Correlator<'g>> {
+        config.validate()?;
+        let name = match (config.format, config.order) {
+            (Format::Ci8, Order::StationPol) => "correlate_ci8_station_pol",
+            (Format::Ci8, Order::PolStation) => "correlate_ci8_pol_station",
+            (Format::Ci4, Order::StationPol) => "correlate_ci4_station_pol",
+            (Format::Ci4, Order::PolStation) => "correlate_ci4_pol_station",
+        };
+        let row_elements = match config.order {
+            Order::StationPol => config.stations * config.pols,
+            Order::PolStation => config.stations,
+        };
+        let aligned = (row_elements * config.format.bytes()).is_multiple_of(16);
+        Ok(Correlator { gpu, config, kernel: gpu.function(name)?, aligned })
+    }
+
+    pub fn config(&self) -> &CorrelatorConfig {
+        &self.config
+    }
+
+    fn launch<T: bytemuck::Pod>(
+        &self,
+        input: &DeviceBuffer<u8>,
+        output: &mut DeviceBuffer<T>,
+        accumulate: bool,
+        stream: &crate::Stream,
+    ) -> Result<()> {
+        self.config.check_input_len(input.len())?;
+        if output.len() != self.config.output_len() {
+            return Err(Error::ShapeMismatch {
+                what: "correlator output (complex values)",
+                expected: self.config.output_len(),
+                actual: output.len(),
+            });
+        }
+        let c = &self.config;
+        let tiles = layout::station_tiles(c.stations, c.pols);
+        let blocks = layout::triangle_blocks(tiles);
+        let (aligned, accumulate) = (self.aligned as u32, accumulate as u32);
+        let mut launch = stream.launch_builder(&self.kernel);
+        launch
+            .arg(input.raw())
+            .arg(output.raw_mut())
+            .arg(&c.stations)
+            .arg(&c.pols)
+            .arg(&c.channels)
+            .arg(&c.times)
+            .arg(&aligned)
+            .arg(&accumulate);
+        let mut config = launch_1d(blocks, layout::THREADS, layout::SMEM_BYTES);
+        config.grid_dim.1 = c.channels;
+        // SAFETY: arguments match `correlate_*` (kernels-gpu correlator.rs); the input holds
+        // `input_bytes()` bytes and the output `output_len()` complex values of the element
+        // type the `accumulate` flag selects (checked by the callers' types), and the
+        // configuration was validated.
+        unsafe { launch.launch(config) }.during("launching the correlator")?;
+        Ok(())
+    }
+
+    /// One launch: writes `output` (complex int32, every value) from `input`.
+    pub fn correlate(&self, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<[i32; 2]>) -> Result<()> {
+        self.launch(input, output, false, self.gpu.stream())
+    }
+
+    /// One launch added to a complex int64 accumulator (long integrations).
+    pub fn accumulate(
+        &self,
+        input: &DeviceBuffer<u8>,
+        accumulator: &mut DeviceBuffer<[i64; 2]>,
+    ) -> Result<()> {
+        self.launch(input, accumulator, true, self.gpu.stream())
+    }
+
+    /// Streaming integration (seed sec. 5, Algorithm 1): correlates the host chunks (each
+    /// `input_bytes()` long, consecutive in time) into one int64 result. Chunks go through
+    /// two pinned host buffers; the copy of chunk p + 1 (on its own stream) overlaps the
+    /// correlation of chunk p.
+    pub fn integrate(&self, chunks: &[&[u8]]) -> Result<Vec<[i64; 2]>> {
+        let bytes = self.config.input_bytes();
+        for chunk in chunks {
+            self.config.check_input_len(chunk.len())?;
+        }
+        let gpu = self.gpu;
+        let copy_stream = gpu.new_stream()?;
+        let compute = gpu.stream();
+        let context = gpu.context();
+        let mut accumulator = gpu.alloc::<[i64; 2]>(self.config.output_len(), 0)?;
+        // SAFETY: pinned buffers are fully written (copy_from_slice) before each upload.
+        let mut pinned = [
+            unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
+            unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
+        ];
+        let mut device = [gpu.alloc::<u8>(bytes, 0)?, gpu.alloc::<u8>(bytes, 0)?];
+        for (p, chunk) in chunks.iter().enumerate() {
+            let slot = p % 2;
+            // Waits (inside cudarc) until the upload that last read this pinned buffer is done.
+            pinned[slot].as_mut_slice().during("mapping pinned memory")?.copy_from_slice(chunk);
+            // cudarc orders the copy after the kernel that last read device[slot], and the
+            // kernel below after this copy (event tracking across the two streams).
+            copy_stream
+                .memcpy_htod(&pinned[slot], &mut device[slot].raw_mut().slice_mut(0..bytes))
+                .during("copying a chunk to the device")?;
+            self.launch(&device[slot], &mut accumulator, true, compute)?;
+        }
+        gpu.synchronize()?;
+        accumulator.download()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn config(stations: u32, pols: u32, format: Format, order: Order) -> CorrelatorConfig {
+        CorrelatorConfig { stations, pols, channels: 2, times: 64, format, order }
+    }
+
+    #[test]
+    fn validation_rejects_bad_configurations() {
+        let good = config(5, 2, Format::Ci8, Order::StationPol);
+        assert!(good.validate().is_ok());
+        for bad in [
+            CorrelatorConfig { stations: 0, ..good },
+            CorrelatorConfig { pols: 3, ..good },
+            CorrelatorConfig { channels: 0, ..good },
+            CorrelatorConfig { times: 0, ..good },
+            CorrelatorConfig { times: 100, ..good },
+            CorrelatorConfig { times: 65536, ..good },
+        ] {
+            assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
+        }
+        assert!(CorrelatorConfig { times: 65472, ..good }.validate().is_ok());
+        assert!(CorrelatorConfig { times: 65536, format: Format::Ci4, ..good }.validate().is_ok());
+        let input = vec![0u8; good.input_bytes() - 1];
+        assert!(matches!(correlate_reference(&good, &input), Err(Error::ShapeMismatch { .. })));
+    }
+
+    /// The same samples in the two memory orders and the two formats give the same V.
+    #[test]
+    fn reference_is_independent_of_order_and_format() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let base = config(5, 2, Format::Ci4, Order::StationPol);
+        let samples: Vec<(i8, i8)> = (0..base.times * base.channels * 10)
+            .map(|_| (rng.random_range(-8..8), rng.random_range(-8..8)))
+            .collect();
+        let mut results = Vec::new();
+        for format in [Format::Ci4, Format::Ci8] {
+            for order in [Order::StationPol, Order::PolStation] {
+                let c = CorrelatorConfig { format, order, ..base };
+                let mut input = vec![0u8; c.input_bytes()];
+                let mut n = 0;
+                for t in 0..c.times {
+                    for ch in 0..c.channels {
+                        for s in 0..c.stations {
+                            for p in 0..c.pols {
+                                let (re, im) = samples[n];
+                                n += 1;
+                                let at = c.input_offset(t, ch, s, p);
+                                match format {
+                                    Format::Ci4 => input[at] = radio_kernels_gpu::packing::pack_ci4(re, im),
+                                    Format::Ci8 => {
+                                        input[at] = re as u8;
+                                        input[at + 1] = im as u8;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                results.push(correlate_reference(&c, &input).unwrap());
+            }
+        }
+        assert!(results.windows(2).all(|w| w[0] == w[1]));
+    }
+
+    #[test]
+    fn reference_autos_are_real_and_cross_pols_hermitian() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let c = config(4, 2, Format::Ci8, Order::PolStation);
+        let input: Vec<u8> = (0..c.input_bytes()).map(|_| rng.random()).collect();
+        let v = correlate_reference(&c, &input).unwrap();
+        for ch in 0..c.channels {
+            for i in 0..c.stations {
+                for p in 0..2 {
+                    let auto = v[c.output_index(ch, i, i, p, p)];
+                    assert!(auto[0] >= 0 && auto[1] == 0);
+                }
+                let (x01, x10) = (v[c.output_index(ch, i, i, 0, 1)], v[c.output_index(ch, i, i, 1, 0)]);
+                assert_eq!(x01, [x10[0], -x10[1]]);
+            }
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! X-engine correlator on int8 tensor cores (seed 002, Clark, La Plante & Greenhill).
+//!
+//! Computes, per channel c and station pair i >= j (autos included) and polarisations:
+//! `V[c][b(i,j)][pi][pj] = sum_t x[t][c][i][pi] * conj(x[t][c][j][pj])`, `b(i,j) = i(i+1)/2 + j`,
+//! exactly, as complex int32 per launch (or added to a complex int64 accumulator).
+//!
+//! Input: complex int8 (2 bytes, re first) or complex int4 (1 byte, re in the low nibble;
+//! unpacked to int8 on the way into shared memory, since int4 MMA is emulated on Hopper), in
+//! order `[t][c][station][pol]` (xGPU) or `[t][c][pol][station]` (CHORD).
+//!
+//! Tiling (seed sec. 4.1-4.4 on tensor cores). Receivers (station, pol) are grouped in tiles
+//! of [`TILE`] = 64; one block of 4 warps computes one lower-triangle tile pair (seed sec. 4.2
+//! mapping of the linear block index) for one channel, each warp a 32 x 32 sub-tile as 2 x 4
+//! m16n8k32 fragments. Time runs in stages of [`TIME_TILE`] = 64 samples, loaded once per tile
+//! into shared memory (double-buffered, register-staged so int4 can be unpacked) as
+//! `smem[t][rho]` complex int8 with rows padded to [`SMEM_ROW_BYTES`]; `ldmatrix.trans` then
+//! hands each lane two consecutive time samples of one receiver, which is the A/B register
+//! assignment of m16n8k32 with `k = 2 t + ReIm`:
+//! ```text
+//! [(16 x 32) int8 A_ik]  b0 b1 <-> ReIm t0   r0 r1 <-> rho3 t3   t0 t1 t2 t3 t4 <-> t1 t2 rho0 rho1 rho2
+//! ```
+//! Complex product without negating any input (so -128 and -8 are exact): with x = a + ib,
+//! `Re V = sum a1 a2 + b1 b2` (one MMA on [a, b] . [a, b]) and, with `~b = -b - 1` (bitwise
+//! not, always representable), `Im V = sum b1 a2 - a1 b2 = ([a1, b1] . [~b2, a2]) + sum_t a1`,
+//! the last term a per-receiver row sum taken with `dp4a` from the A fragments.
+//! Every partial sum fits in int32 while `T * 2 * 128^2 < 2^31` (int8; int4: `T * 2 * 8^2`).
+
+/// Receivers per tile side.
+pub const TILE: u32 = 64;
+/// Time samples per shared-memory stage; T must be a multiple of it.
+pub const TIME_TILE: u32 = 64;
+/// Bytes per shared-memory row (one time sample of 64 complex int8 receivers, plus 16 bytes of
+/// padding so the 8 rows an `ldmatrix` phase reads fall in distinct bank groups).
+pub const SMEM_ROW_BYTES: u32 = 2 * TILE + 16;
+/// Bytes of one tile's stage in shared memory.
+pub const SMEM_TILE_BYTES: u32 = TIME_TILE * SMEM_ROW_BYTES;
+/// Dynamic shared memory per block: two tiles, double-buffered.
+pub const SMEM_BYTES: u32 = 4 * SMEM_TILE_BYTES;
+/// Threads per block.
+pub const THREADS: u32 = 128;
+
+/// Input element format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Complex int8+8: two bytes, real first.
+    Ci8,
+    /// Complex int4+4: one byte, real in the low nibble.
+    Ci4,
+}
+
+impl Format {
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Format::Ci8 => 2,
+            Format::Ci4 => 1,
+        }
+    }
+    /// Largest |component| of an input value (int8: 128, int4: 8).
+    pub const fn max_magnitude(self) -> u64 {
+        match self {
+            Format::Ci8 => 128,
+            Format::Ci4 => 8,
+        }
+    }
+    /// Largest T for which every per-launch int32 sum is exact: `T * 2 * m^2 < 2^31`.
+    pub const fn max_times_per_launch(self) -> u64 {
+        let m = self.max_magnitude();
+        ((1u64 << 31) - 1) / (2 * m * m)
+    }
+}
+
+/// Input memory order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// `[time][channel][station][pol]` (xGPU, MWA).
+    StationPol,
+    /// `[time][channel][pol][station]` (CHORD's E-array order).
+    PolStation,
+}
+
+/// Stations per tile for `pols` polarisations (1 or 2).
+pub const fn stations_per_tile(pols: u32) -> u32 {
+    TILE / pols
+}
+
+/// Number of station tiles covering `stations`.
+pub const fn station_tiles(stations: u32, pols: u32) -> u32 {
+    stations.div_ceil(stations_per_tile(pols))
+}
+
+/// Blocks per channel: lower-triangle tile pairs including the diagonal.
+pub const fn triangle_blocks(tiles: u32) -> u32 {
+    tiles * (tiles + 1) / 2
+}
+
+/// Seed sec. 4.2: linear block index `k = row (row + 1) / 2 + col`, `col <= row` -> (row, col).
+pub const fn triangle_tile(k: u32) -> (u32, u32) {
+    let mut row = ((8 * k as u64 + 1).isqrt() as u32 - 1) / 2;
+    // isqrt is exact, so at most one correction step is ever needed; keep both for clarity.
+    while row * (row + 1) / 2 > k {
+        row -= 1;
+    }
+    while (row + 1) * (row + 2) / 2 <= k {
+        row += 1;
+    }
+    (row, k - row * (row + 1) / 2)
+}
+
+/// Baseline index of stations `i >= j` (lower triangle, row-major).
+pub const fn baseline_index(i: u32, j: u32) -> u64 {
+    i as u64 * (i as u64 + 1) / 2 + j as u64
+}
+
+/// (station, pol) of tile receiver `rho` (0..64) in station tile `tile`. The local order
+/// follows the memory order, so each tile row in shared memory is a copy of contiguous input:
+/// `rho = s * pols + p` (StationPol) or `rho = p * stations_per_tile + s` (PolStation).
+pub const fn receiver(order: Order, pols: u32, tile: u32, rho: u32) -> (u32, u32) {
+    let spt = stations_per_tile(pols);
+    let (s, p) = match order {
+        Order::StationPol => (rho / pols, rho % pols),
+        Order::PolStation => (rho % spt, rho / spt),
+    };
+    (tile * spt + s, p)
+}
+
+/// Smallest and largest station among tile receivers `rho0 .. rho0 + 32` (rho0 a multiple of
+/// 32): a warp whose row stations all lie below its column stations (in a diagonal tile)
+/// computes nothing that is written.
+pub const fn station_span(order: Order, pols: u32, tile: u32, rho0: u32) -> (u32, u32) {
+    let first = receiver(order, pols, tile, rho0).0;
+    let last = receiver(order, pols, tile, rho0 + 31).0;
+    if first < last {
+        (first, last)
+    } else {
+        (last, first)
+    }
+}
+
+/// Shared-memory byte offset of receiver `rho` at stage time `t` within a tile buffer.
+pub const fn smem_offset(t: u32, rho: u32) -> u32 {
+    t * SMEM_ROW_BYTES + 2 * rho
+}
+
+/// Address (offset in a tile buffer) each lane gives `ldmatrix.x4.trans` for the A fragment
+/// of m16n8k32 rows `rho0 .. rho0 + 16`, k-step `step` (time samples 16 step .. +16).
+/// Matrices: 0 = (t 0-7, rho 0-7), 1 = (t 0-7, rho 8-15), 2 = (t 8-15, rho 0-7),
+/// 3 = (t 8-15, rho 8-15), giving a0..a3 of the m16n8k32 A register assignment.
+pub const fn ldmatrix_a_offset(lane: u32, rho0: u32, step: u32) -> u32 {
+    let (matrix, row) = (lane / 8, lane % 8);
+    smem_offset(16 * step + 8 * (matrix / 2) + row, rho0 + 8 * (matrix % 2))
+}
+
+/// As [`ldmatrix_a_offset`] for two B fragments (columns `rho0 .. rho0 + 8` and `+8 .. +16`):
+/// matrices 0 = (t 0-7, rho 0-7), 1 = (t 8-15, rho 0-7), 2 = (t 0-7, rho 8-15),
+/// 3 = (t 8-15, rho 8-15), so registers (0, 1) and (2, 3) are b0, b1 of the two n-tiles.
+pub const fn ldmatrix_b_offset(lane: u32, rho0: u32, step: u32) -> u32 {
+    let (matrix, row) = (lane / 8, lane % 8);
+    smem_offset(16 * step + 8 * (matrix % 2) + row, rho0 + 8 * (matrix / 2))
+}
+
+/// Raw 16-byte input vectors per thread per tile per stage (int8: 4, int4: 2).
+pub const fn vectors_per_thread(format: Format) -> u32 {
+    TIME_TILE * TILE * format.bytes() / 16 / THREADS
+}
+
+/// Which input vector `v` (of a tile-stage) covers: (stage time, first receiver `rho`).
+pub const fn vector_position(format: Format, v: u32) -> (u32, u32) {
+    let per_row = TILE * format.bytes() / 16;
+    (v / per_row, (v % per_row) * (16 / format.bytes()))
+}
+
+#[cfg(target_arch = "nvptx64")]
+pub use device::*;
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::*;
+    use crate::intrinsics::*;
+    use crate::mma::mma_m16n8k32_s8;
+    use crate::packing::unpack_ci4_word_to_i8x4;
+
+    /// Repeats `$body` with `$v` bound to each listed constant (a guaranteed unroll).
+    macro_rules! unroll {
+        ($v:ident in [$($i:literal),*] $body:block) => { $( { let $v: usize = $i; $body } )* };
+    }
+
+    /// Kernel parameters shared by every variant.
+    #[derive(Clone, Copy)]
+    struct Params {
+        stations: u32,
+        pols: u32,
+        channels: u32,
+        stages: u32,
+        /// Input rows (station runs) start on 16-byte boundaries: vector loads are allowed.
+        aligned: bool,
+    }
+
+    /// Element index of tile receiver `rho` at input row `row = t * channels + channel`.
+    #[inline(always)]
+    fn element(p: Params, order: Order, tile: u32, row: u64, rho: u32) -> u64 {
+        let (station, pol) = receiver(order, p.pols, tile, rho);
+        match order {
+            Order::StationPol => (row * p.stations as u64 + station as u64) * p.pols as u64 + pol as u64,
+            Order::PolStation => (row * p.pols as u64 + pol as u64) * p.stations as u64 + station as u64,
+        }
+    }
+
+    /// One 32-bit word (bytes `4 w .. 4 w + 4` of a 16-byte vector) element by element, zero
+    /// past the last station: for the ragged last tile and for inputs whose rows are not
+    /// 16-byte aligned. Kept out of line (and scalar, so it returns in a register) so the fast
+    /// path stays small enough to unroll.
+    #[inline(never)]
+    unsafe fn load_word_checked<const E: u32>(
+        input: *const u8,
+        p: Params,
+        order: Order,
+        tile: u32,
+        row: u64,
+        rho0: u32,
+        w: u32,
+    ) -> u32 {
+        let mut word = 0;
+        for byte in 0..4u32 {
+            let position = 4 * w + byte;
+            let rho = rho0 + position / E;
+            if receiver(order, p.pols, tile, rho).0 < p.stations {
+                let at = element(p, order, tile, row, rho) * E as u64 + (position % E) as u64;
+                word |= (*input.add(at as usize) as u32) << (8 * byte);
+            }
+        }
+        word
+    }
+
+    /// Loads one tile-stage's raw vectors of this thread into registers.
+    #[inline(always)]
+    unsafe fn load_stage<const E: u32, const RV: usize>(
+        input: *const u8,
+        p: Params,
+        order: Order,
+        tile: u32,
+        channel: u32,
+        stage: u32,
+    ) -> [[u32; 4]; RV] {
+        let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
+        let fast = p.aligned && (tile + 1) * stations_per_tile(p.pols) <= p.stations;
+        let mut regs = [[0u32; 4]; RV];
+        unroll!(m in [0, 1, 2, 3] {
+            if m < RV {
+                let v = thread_idx_x() + THREADS * m as u32;
+                let (t_local, rho0) = vector_position(format, v);
+                let row = (stage * TIME_TILE + t_local) as u64 * p.channels as u64 + channel as u64;
+                regs[m] = if fast {
+                    let at = element(p, order, tile, row, rho0) * E as u64;
+                    ld_global_nc_v4(input.add(at as usize) as *const u32)
+                } else {
+                    [0, 1, 2, 3].map(|w| load_word_checked::<E>(input, p, order, tile, row, rho0, w))
+                };
+            }
+        });
+        regs
+    }
+
+    /// Writes staged vectors into a tile buffer as complex int8 (`smem[t][rho]`), unpacking
+    /// int4 to int8 (real, imaginary interleaved).
+    #[inline(always)]
+    unsafe fn store_stage<const E: u32, const RV: usize>(buffer: u32, regs: &[[u32; 4]; RV]) {
+        let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
+        unroll!(m in [0, 1, 2, 3] {
+            if m >= RV {
+                return;
+            }
+            let reg = &regs[m];
+            let v = thread_idx_x() + THREADS * m as u32;
+            let (t_local, rho0) = vector_position(format, v);
+            let at = buffer + smem_offset(t_local, rho0);
+            if E == 2 {
+                st_shared_v4(at, *reg);
+            } else {
+                let mut out = [0u32; 8];
+                for w in 0..4 {
+                    let (re, im) = unpack_ci4_word_to_i8x4(reg[w]);
+                    out[2 * w] = prmt(re, im, 0x5140);
+                    out[2 * w + 1] = prmt(re, im, 0x7362);
+                }
+                st_shared_v4(at, [out[0], out[1], out[2], out[3]]);
+                st_shared_v4(at + 16, [out[4], out[5], out[6], out[7]]);
+            }
+        });
+    }
+
+    #[inline(always)]
+    unsafe fn correlate<const E: u32, const RV: usize>(
+        input: *const u8,
+        output: *mut u32,
+        p: Params,
+        order: Order,
+        accumulate: bool,
+    ) {
+        let (tile_row, tile_col) = triangle_tile(block_idx_x());
+        let channel = block_idx_y();
+        let diagonal = tile_row == tile_col;
+        let smem = dynamic_shared();
+        // Buffers: [stage parity][row tile, column tile].
+        let buffer = |parity: u32, col: bool| -> u32 {
+            smem + (2 * parity + (col && !diagonal) as u32) * SMEM_TILE_BYTES
+        };
+
+        let warp = warp_id();
+        let lane = lane_id();
+        let (warp_row, warp_col) = (32 * (warp >> 1), 32 * (warp & 1));
+        let rows_span = station_span(order, p.pols, tile_row, warp_row);
+        let cols_span = station_span(order, p.pols, tile_col, warp_col);
+        let idle = diagonal && rows_span.1 < cols_span.0;
+
+        let mut re = [[[0i32; 4]; 4]; 2];
+        let mut im = [[[0i32; 4]; 4]; 2];
+        let mut row_sum = [[0i32; 2]; 2]; // [m-tile][row g, g + 8]
+
+        let mut staged_row = load_stage::<E, RV>(input, p, order, tile_row, channel, 0);
+        let mut staged_col =
+            if diagonal { staged_row } else { load_stage::<E, RV>(input, p, order, tile_col, channel, 0) };
+        store_stage::<E, RV>(buffer(0, false), &staged_row);
+        if !diagonal {
+            store_stage::<E, RV>(buffer(0, true), &staged_col);
+        }
+        sync_threads();
+
+        for stage in 0..p.stages {
+            let parity = stage & 1;
+            let more = stage + 1 < p.stages;
+            if more {
+                staged_row = load_stage::<E, RV>(input, p, order, tile_row, channel, stage + 1);
+                if !diagonal {
+                    staged_col = load_stage::<E, RV>(input, p, order, tile_col, channel, stage + 1);
+                }
+            }
+            if !idle {
+                let a_base = buffer(parity, false);
+                let b_base = buffer(parity, true);
+                for step in 0..TIME_TILE / 16 {
+                    let a: [[u32; 4]; 2] = core::array::from_fn(|mt| {
+                        ldmatrix_x4_trans(a_base + ldmatrix_a_offset(lane, warp_row + 16 * mt as u32, step))
+                    });
+                    let mut b = [[0u32; 2]; 4];
+                    for pair in 0..2 {
+                        let r = ldmatrix_x4_trans(
+                            b_base + ldmatrix_b_offset(lane, warp_col + 16 * pair as u32, step),
+                        );
+                        b[2 * pair] = [r[0], r[1]];
+                        b[2 * pair + 1] = [r[2], r[3]];
+                    }
+                    // [~im, re] per complex value: swap the bytes of each pair, invert the new real byte.
+                    let b_swapped = b.map(|f| f.map(|w| prmt(w, w, 0x2301) ^ 0x00ff_00ff));
+                    for mt in 0..2 {
+                        // Real parts of rows g and g + 8, two time samples per register.
+                        row_sum[mt][0] =
+                            dp4a(a[mt][2], 0x0001_0001, dp4a(a[mt][0], 0x0001_0001, row_sum[mt][0]));
+                        row_sum[mt][1] =
+                            dp4a(a[mt][3], 0x0001_0001, dp4a(a[mt][1], 0x0001_0001, row_sum[mt][1]));
+                        for nt in 0..4 {
+                            re[mt][nt] = mma_m16n8k32_s8(a[mt], b[nt], re[mt][nt]);
+                            im[mt][nt] = mma_m16n8k32_s8(a[mt], b_swapped[nt], im[mt][nt]);
+                        }
+                    }
+                }
+            }
+            if more {
+                store_stage::<E, RV>(buffer(parity ^ 1, false), &staged_row);
+                if !diagonal {
+                    store_stage::<E, RV>(buffer(parity ^ 1, true), &staged_col);
+                }
+            }
+            sync_threads();
+        }
+        if idle {
+            return;
+        }
+
+        // Complete the row sums across the four lanes of each quad (they share rows).
+        for mt in 0..2 {
+            for h in 0..2 {
+                let mut s = row_sum[mt][h] as u32;
+                s = s.wrapping_add(shfl_xor(s, 1));
+                s = s.wrapping_add(shfl_xor(s, 2));
+                row_sum[mt][h] = s as i32;
+            }
+        }
+
+        let baselines = baseline_index(p.stations - 1, p.stations - 1) + 1;
+        let (g, q) = (lane / 4, lane % 4);
+        // Unrolled by hand: a rolled loop would index the accumulators at run time and move
+        // them to local memory.
+        unroll!(mt in [0, 1] {
+            unroll!(nt in [0, 1, 2, 3] {
+                unroll!(r in [0, 1, 2, 3] {
+                    let rho_row = warp_row + 16 * mt as u32 + g + 8 * (r as u32 / 2);
+                    let rho_col = warp_col + 8 * nt as u32 + 2 * q + (r as u32 % 2);
+                    let (i, pi) = receiver(order, p.pols, tile_row, rho_row);
+                    let (j, pj) = receiver(order, p.pols, tile_col, rho_col);
+                    if i < p.stations && j < p.stations && i >= j {
+                        let real = re[mt][nt][r];
+                        let imag = im[mt][nt][r].wrapping_add(row_sum[mt][r / 2]);
+                        let index = ((channel as u64 * baselines + baseline_index(i, j)) * p.pols as u64 + pi as u64)
+                            * p.pols as u64
+                            + pj as u64;
+                        if accumulate {
+                            let at = (output as *mut i64).add(2 * index as usize);
+                            *at += real as i64;
+                            *at.add(1) += imag as i64;
+                        } else {
+                            st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32]);
+                        }
+                    }
+                });
+            });
+        });
+    }
+
+    macro_rules! correlator_kernel {
+        ($name:ident, $bytes:expr, $order:expr) => {
+            /// See the module documentation. `output` is complex int32 (or complex int64 when
+            /// `accumulate` is 1, added to what it holds), layout `[c][b(i,j)][pi][pj]`.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(
+                input: *const u8,
+                output: *mut u32,
+                stations: u32,
+                pols: u32,
+                channels: u32,
+                times: u32,
+                aligned: u32,
+                accumulate: u32,
+            ) {
+                let p = Params { stations, pols, channels, stages: times / TIME_TILE, aligned: aligned != 0 };
+                const RV: usize =
+                    vectors_per_thread(if $bytes == 2 { Format::Ci8 } else { Format::Ci4 }) as usize;
+                correlate::<$bytes, RV>(input, output, p, $order, accumulate != 0);
+            }
+        };
+    }
+
+    correlator_kernel!(correlate_ci8_station_pol, 2, Order::StationPol);
+    correlator_kernel!(correlate_ci8_pol_station, 2, Order::PolStation);
+    correlator_kernel!(correlate_ci4_station_pol, 1, Order::StationPol);
+    correlator_kernel!(correlate_ci4_pol_station, 1, Order::PolStation);
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::bank::is_conflict_free;
+    use crate::layout::{Location, M16N8K32_S8_A, M16N8K32_S8_B};
+
+    #[test]
+    fn triangle_mapping_inverts_the_linear_index() {
+        let mut k = 0;
+        for row in 0..200 {
+            for col in 0..=row {
+                assert_eq!(triangle_tile(k), (row, col));
+                k += 1;
+            }
+        }
+        assert_eq!(triangle_blocks(200), k);
+    }
+
+    #[test]
+    fn receivers_of_a_tile_are_distinct_and_cover_its_stations() {
+        for order in [Order::StationPol, Order::PolStation] {
+            for pols in [1, 2] {
+                let mut seen = std::collections::BTreeSet::new();
+                for rho in 0..TILE {
+                    let (s, p) = receiver(order, pols, 3, rho);
+                    assert!(p < pols && s >= 3 * stations_per_tile(pols) && s < 4 * stations_per_tile(pols));
+                    assert!(seen.insert((s, p)));
+                }
+            }
+        }
+    }
+
+    /// The element index the kernel computes for receiver rho is contiguous over each 16-byte
+    /// vector, so a vector load reads exactly the receivers it stores.
+    #[test]
+    fn vectors_hold_consecutive_elements() {
+        for format in [Format::Ci8, Format::Ci4] {
+            for order in [Order::StationPol, Order::PolStation] {
+                for pols in [1, 2] {
+                    let (stations, channels, t, c) = (256u64, 3u64, 5u64, 1u64);
+                    let element = |rho: u32| {
+                        let (s, p) = receiver(order, pols, 2, rho);
+                        match order {
+                            Order::StationPol => {
+                                ((t * channels + c) * stations + s as u64) * pols as u64 + p as u64
+                            }
+                            Order::PolStation => {
+                                ((t * channels + c) * pols as u64 + p as u64) * stations + s as u64
+                            }
+                        }
+                    };
+                    let per_vector = 16 / format.bytes();
+                    for v in 0..vectors_per_thread(format) * THREADS {
+                        let (_, rho0) = vector_position(format, v);
+                        for n in 0..per_vector {
+                            assert_eq!(element(rho0 + n), element(rho0) + n as u64);
+                        }
+                        assert_eq!((element(rho0) * format.bytes() as u64) % 16, 0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_tile_stage_element_is_loaded_once() {
+        for format in [Format::Ci8, Format::Ci4] {
+            let mut hit = std::vec![0u32; (TIME_TILE * TILE) as usize];
+            let per_vector = 16 / format.bytes();
+            for v in 0..vectors_per_thread(format) * THREADS {
+                let (t, rho0) = vector_position(format, v);
+                for n in 0..per_vector {
+                    hit[(t * TILE + rho0 + n) as usize] += 1;
+                }
+            }
+            assert!(hit.iter().all(|&h| h == 1));
+        }
+    }
+
+    /// ldmatrix.trans delivers to lane l, register m, the two time samples 2 (l % 4), +1 of
+    /// receiver l / 4 of matrix m; with the offsets above that is exactly the m16n8k32 A and B
+    /// register assignments with k = 2 t + ReIm and rows/columns = receivers.
+    #[test]
+    fn ldmatrix_offsets_give_the_mma_register_assignment() {
+        let position = |offset: u32| (offset / SMEM_ROW_BYTES, (offset % SMEM_ROW_BYTES) / 2); // (t, rho)
+        for step in 0..TIME_TILE / 16 {
+            for lane in 0..32 {
+                for reg in 0..4 {
+                    // The row address lane 8 reg + (2 q or 2 q + 1) gives for matrix `reg`;
+                    // lane `lane` receives column lane / 4 of it: rows 2 q, 2 q + 1.
+                    let q = lane % 4;
+                    for e in 0..4 {
+                        let source_lane = 8 * reg + 2 * q + e / 2;
+                        let (t, rho) = position(ldmatrix_a_offset(source_lane, 16, step));
+                        let rho = rho + lane / 4;
+                        let (row, k) =
+                            M16N8K32_S8_A.coordinates(Location { lane, register: reg % 4, element: e });
+                        // A register `reg` is matrix `reg`.
+                        assert_eq!(
+                            (rho - 16, 2 * (t - 16 * step) + e % 2),
+                            (row, k),
+                            "A lane {lane} reg {reg}"
+                        );
+                    }
+                }
+                for reg in 0..2 {
+                    for tile in 0..2 {
+                        let matrix = 2 * tile + reg;
+                        let q = lane % 4;
+                        for e in 0..4 {
+                            let source_lane = 8 * matrix + 2 * q + e / 2;
+                            let (t, rho) = position(ldmatrix_b_offset(source_lane, 32, step));
+                            let rho = rho + lane / 4;
+                            let (k, col) =
+                                M16N8K32_S8_B.coordinates(Location { lane, register: reg, element: e });
+                            assert_eq!(
+                                (2 * (t - 16 * step) + e % 2, rho - 32 - 8 * tile),
+                                (k, col),
+                                "B lane {lane} reg {reg} tile {tile}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shared_memory_accesses_are_bank_conflict_free() {
+        for step in 0..TIME_TILE / 16 {
+            for rho0 in [0, 16, 32, 48] {
+                let a: [u32; 32] = core::array::from_fn(|l| ldmatrix_a_offset(l as u32, rho0, step));
+                let b: [u32; 32] = core::array::from_fn(|l| ldmatrix_b_offset(l as u32, rho0, step));
+                assert!(is_conflict_free(&a, 16) && is_conflict_free(&b, 16));
+            }
+        }
+        for format in [Format::Ci8, Format::Ci4] {
+            for warp in 0..THREADS / 32 {
+                for m in 0..vectors_per_thread(format) {
+                    let stores: std::vec::Vec<u32> = (0..32)
+                        .map(|l| {
+                            let (t, rho) = vector_position(format, warp * 32 + l + THREADS * m);
+                            smem_offset(t, rho)
+                        })
+                        .collect();
+                    let first: [u32; 32] = stores.clone().try_into().unwrap();
+                    assert!(is_conflict_free(&first, 16), "{format:?} store");
+                    if format == Format::Ci4 {
+                        let second: [u32; 32] = core::array::from_fn(|l| first[l] + 16);
+                        assert!(is_conflict_free(&second, 16));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn int32_bounds() {
+        assert_eq!(Format::Ci8.max_times_per_launch(), 65535);
+        assert!(Format::Ci4.max_times_per_launch() > 16_000_000);
+    }
+}

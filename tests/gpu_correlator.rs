@@ -1,0 +1,213 @@
+//! GPU tests of the correlator: bit-exact against the i64 CPU reference on fresh random
+//! inputs (with -128 / -8 forced in), for every format, memory order, polarisation count and
+//! a spread of station and channel counts; int64 accumulation, the streaming path, the int32
+//! bound at its edge, output properties, and input validation.
+use radio_kernels::correlator::{correlate_reference, Correlator, CorrelatorConfig, Format, Order};
+use radio_kernels::{Error, Gpu};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn gpu() -> Gpu {
+    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
+}
+
+fn rng() -> StdRng {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    println!("seed {seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+/// Random input with one value in eight forced to the most negative component (-128 or -8).
+fn random_input(config: &CorrelatorConfig, rng: &mut StdRng) -> Vec<u8> {
+    let extreme = match config.format {
+        Format::Ci8 => 0x80,
+        Format::Ci4 => 0x88,
+    };
+    (0..config.input_bytes())
+        .map(|_| if rng.random_range(0..8) == 0 { extreme } else { rng.random() })
+        .collect()
+}
+
+fn run_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) -> (Vec<[i32; 2]>, Vec<[i64; 2]>) {
+    let input = random_input(&config, rng);
+    let correlator = Correlator::new(gpu, config).unwrap();
+    let device_input = gpu.upload(&input).unwrap();
+    let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+    correlator.correlate(&device_input, &mut output).unwrap();
+    (output.download().unwrap(), correlate_reference(&config, &input).unwrap())
+}
+
+fn assert_exact(config: &CorrelatorConfig, got: &[[i32; 2]], expected: &[[i64; 2]]) {
+    assert_eq!(got.len(), expected.len());
+    let wrong: Vec<usize> =
+        (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).collect();
+    if let Some(&first) = wrong.first() {
+        panic!(
+            "{config:?}: {} of {} values wrong; first at {first}: {:?}, expected {:?}",
+            wrong.len(),
+            got.len(),
+            got[first],
+            expected[first]
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bit_exact_for_every_format_order_and_size() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let mut runs = 0;
+    for stations in [1, 3, 19, 33, 64, 80, 512] {
+        for pols in [1, 2] {
+            for format in [Format::Ci8, Format::Ci4] {
+                for order in [Order::StationPol, Order::PolStation] {
+                    let channels = if stations >= 512 { 2 } else { 1 + (stations + pols) % 4 };
+                    let times = if stations >= 512 { 64 } else { 128 };
+                    let config = CorrelatorConfig { stations, pols, channels, times, format, order };
+                    let (got, expected) = run_once(&gpu, config, &mut rng);
+                    assert_exact(&config, &got, &expected);
+                    runs += 1;
+                }
+            }
+        }
+    }
+    println!("{runs} configurations bit-exact");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn autos_are_real_nonnegative_and_cross_pols_hermitian() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for order in [Order::StationPol, Order::PolStation] {
+        let config =
+            CorrelatorConfig { stations: 37, pols: 2, channels: 3, times: 192, format: Format::Ci8, order };
+        let (v, _) = run_once(&gpu, config, &mut rng);
+        for c in 0..config.channels {
+            for i in 0..config.stations {
+                for p in 0..2 {
+                    let auto = v[config.output_index(c, i, i, p, p)];
+                    assert!(auto[0] >= 0 && auto[1] == 0, "auto {auto:?}");
+                }
+                let x01 = v[config.output_index(c, i, i, 0, 1)];
+                let x10 = v[config.output_index(c, i, i, 1, 0)];
+                assert_eq!(x01, [x10[0], -x10[1]]);
+            }
+        }
+    }
+}
+
+/// k launches of T accumulated in int64 equal one reference over k T.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn accumulated_launches_equal_one_long_integration() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for format in [Format::Ci8, Format::Ci4] {
+        let launch = CorrelatorConfig {
+            stations: 45,
+            pols: 2,
+            channels: 3,
+            times: 128,
+            format,
+            order: Order::PolStation,
+        };
+        let k = 5;
+        let long = CorrelatorConfig { times: launch.times * k, ..launch };
+        let input = random_input(&long, &mut rng);
+        let correlator = Correlator::new(&gpu, launch).unwrap();
+        let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
+        for chunk in input.chunks(launch.input_bytes()) {
+            correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
+        }
+        assert_eq!(
+            accumulator.download().unwrap(),
+            correlate_reference(&long, &input).unwrap(),
+            "{format:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streaming_integration_matches_the_reference() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let launch = CorrelatorConfig {
+        stations: 70,
+        pols: 2,
+        channels: 2,
+        times: 256,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    let chunks = 7;
+    let long = CorrelatorConfig { times: launch.times * chunks, ..launch };
+    let input = random_input(&long, &mut rng);
+    let parts: Vec<&[u8]> = input.chunks(launch.input_bytes()).collect();
+    let result = Correlator::new(&gpu, launch).unwrap().integrate(&parts).unwrap();
+    assert_eq!(result, correlate_reference(&long, &input).unwrap());
+}
+
+/// The largest int8 launch (T = 65472) with every component at -128 or at the extreme mixes
+/// that maximise each partial sum stays exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn int32_sums_are_exact_at_the_bound() {
+    let gpu = gpu();
+    let config = CorrelatorConfig {
+        stations: 3,
+        pols: 2,
+        channels: 1,
+        times: 65472,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    // Station 0: -128 - 128i; station 1: -128 + 127i; station 2: 127 - 128i.
+    let values = [[0x80u8, 0x80], [0x80, 0x7f], [0x7f, 0x80]];
+    let mut input = vec![0u8; config.input_bytes()];
+    for t in 0..config.times {
+        for s in 0..3 {
+            for p in 0..2 {
+                let at = config.input_offset(t, 0, s, p);
+                input[at..at + 2].copy_from_slice(&values[s as usize]);
+            }
+        }
+    }
+    let correlator = Correlator::new(&gpu, config).unwrap();
+    let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+    correlator.correlate(&gpu.upload(&input).unwrap(), &mut output).unwrap();
+    assert_exact(&config, &output.download().unwrap(), &correlate_reference(&config, &input).unwrap());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_input_is_rejected_before_launch() {
+    let gpu = gpu();
+    let good = CorrelatorConfig {
+        stations: 8,
+        pols: 2,
+        channels: 2,
+        times: 64,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    for bad in [
+        CorrelatorConfig { stations: 0, ..good },
+        CorrelatorConfig { times: 96, ..good },
+        CorrelatorConfig { times: 65536, ..good },
+        CorrelatorConfig { pols: 4, ..good },
+    ] {
+        assert!(matches!(Correlator::new(&gpu, bad), Err(Error::InvalidConfig(_))), "{bad:?}");
+    }
+    let correlator = Correlator::new(&gpu, good).unwrap();
+    let short = gpu.alloc::<u8>(good.input_bytes() - 2, 0).unwrap();
+    let mut output = gpu.alloc::<[i32; 2]>(good.output_len(), 0).unwrap();
+    assert!(matches!(correlator.correlate(&short, &mut output), Err(Error::ShapeMismatch { .. })));
+    let input = gpu.alloc::<u8>(good.input_bytes(), 0).unwrap();
+    let mut small = gpu.alloc::<[i32; 2]>(good.output_len() - 1, 0).unwrap();
+    assert!(matches!(correlator.correlate(&input, &mut small), Err(Error::ShapeMismatch { .. })));
+    let chunk = vec![0u8; good.input_bytes() + 1];
+    assert!(matches!(correlator.integrate(&[&chunk]), Err(Error::ShapeMismatch { .. })));
+}

@@ -23,6 +23,7 @@ fn main() {
     watch_tree(&device_crate);
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX");
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_DEVICE_DEBUG");
+    println!("cargo:rerun-if-env-changed=RADIO_KERNELS_MAXNREG");
 
     // A prebuilt module (e.g. for packaging) replaces the nested build.
     if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
@@ -86,7 +87,38 @@ fn main() {
     if !text.contains(".entry") {
         fail("the PTX module has no kernel entry points");
     }
-    fs::write(out_dir.join("radio_kernels.ptx"), text).unwrap();
+    fs::write(out_dir.join("radio_kernels.ptx"), limit_registers(&text)).unwrap();
+}
+
+/// Adds `.maxnreg` to the entries listed in `REGISTER_LIMITS` (rustc cannot express
+/// `__launch_bounds__`): a kernel at 130 registers fits 3 blocks of 128 threads per SM, at
+/// 128 it fits 4. The ptxas check (tests/ptxas.rs) still fails on any spill this causes.
+fn limit_registers(ptx: &str) -> String {
+    let limits: Vec<(String, u32)> = env::var("RADIO_KERNELS_MAXNREG")
+        .ok()
+        .map(|v| {
+            v.split(',')
+                .filter_map(|e| e.split_once('='))
+                .map(|(k, n)| (k.to_string(), n.parse().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = String::with_capacity(ptx.len());
+    let mut pending: Option<u32> = None;
+    for line in ptx.lines() {
+        if let Some(name) = line.trim_start().strip_prefix(".visible .entry ") {
+            let name = name.split('(').next().unwrap_or("");
+            pending = limits.iter().find(|(k, _)| k == name).map(|(_, n)| *n);
+        }
+        if line.trim() == "{" {
+            if let Some(n) = pending.take() {
+                out.push_str(&format!(".maxnreg {n}\n"));
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// Target CPU and PTX ISA for every crate; RADIO_KERNELS_DEVICE_DEBUG=1 adds debug

@@ -75,6 +75,21 @@ fn bit_exact_for_every_format_order_and_size() {
     println!("{runs} configurations bit-exact");
 }
 
+/// Long launches are split into time slices whose partial sums are added atomically.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn time_sliced_launches_are_exact() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for (format, order) in
+        [(Format::Ci8, Order::StationPol), (Format::Ci8, Order::PolStation), (Format::Ci4, Order::StationPol)]
+    {
+        let config = CorrelatorConfig { stations: 100, pols: 2, channels: 1, times: 4096, format, order };
+        let (got, expected) = run_once(&gpu, config, &mut rng);
+        assert_exact(&config, &got, &expected);
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn autos_are_real_nonnegative_and_cross_pols_hermitian() {

@@ -8,6 +8,7 @@ use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::correlator as layout;
+use radio_kernels_gpu::correlator::Output;
 pub use radio_kernels_gpu::correlator::{Format, Order, TIME_TILE};
 use radio_kernels_gpu::packing::unpack_ci4;
 
@@ -156,6 +157,27 @@ pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Ve
     Ok(out)
 }
 
+/// Time slices for a launch: enough blocks that the last, partly filled wave of `slots`
+/// concurrent blocks costs little, with slices of at least 16 stages. Returns (slices,
+/// stages per slice).
+pub fn time_slices(blocks: u64, slots: u64, stages: u32) -> (u32, u32) {
+    let mut best = (1, stages, f64::MAX);
+    for slices in 1..=16u32 {
+        let per_slice = stages.div_ceil(slices);
+        if slices > 1 && per_slice < 16 {
+            break;
+        }
+        let slices = stages.div_ceil(per_slice); // no empty slice
+        let waves = (blocks * slices as u64) as f64 / slots.max(1) as f64;
+        // Idle fraction of the last wave, plus a small cost per extra slice (prologue, atomics).
+        let cost = (waves.ceil() - waves) / waves.ceil() + 0.01 * (slices - 1) as f64;
+        if cost < best.2 - 1e-9 {
+            best = (slices, per_slice, cost);
+        }
+    }
+    (best.0, best.1)
+}
+
 /// A correlator for one configuration on one GPU.
 pub struct Correlator<'g> {
     gpu: &'g Gpu,
@@ -163,24 +185,50 @@ pub struct Correlator<'g> {
     kernel: CudaFunction,
     /// Input rows start on 16-byte boundaries, so the kernel may use vector loads.
     aligned: bool,
+    /// Time slices per launch (grid z) and stages per slice.
+    slices: u32,
+    slice_stages: u32,
 }
 
 impl<'g> Correlator<'g> {
     /// Validates `config` and looks up its kernel.
     pub fn new(gpu: &'g Gpu, config: CorrelatorConfig) -> Result<Correlator<'g>> {
         config.validate()?;
-        let name = match (config.format, config.order) {
-            (Format::Ci8, Order::StationPol) => "correlate_ci8_station_pol",
-            (Format::Ci8, Order::PolStation) => "correlate_ci8_pol_station",
-            (Format::Ci4, Order::StationPol) => "correlate_ci4_station_pol",
-            (Format::Ci4, Order::PolStation) => "correlate_ci4_pol_station",
-        };
         let row_elements = match config.order {
             Order::StationPol => config.stations * config.pols,
             Order::PolStation => config.stations,
         };
         let aligned = (row_elements * config.format.bytes()).is_multiple_of(16);
-        Ok(Correlator { gpu, config, kernel: gpu.function(name)?, aligned })
+        // Aligned int8 rows take the cp.async kernel (fewer registers, more warps per SM).
+        let name = match (config.format, config.order, aligned) {
+            (Format::Ci8, Order::StationPol, true) => "correlate_ci8_station_pol_async",
+            (Format::Ci8, Order::PolStation, true) => "correlate_ci8_pol_station_async",
+            (Format::Ci8, Order::StationPol, false) => "correlate_ci8_station_pol",
+            (Format::Ci8, Order::PolStation, false) => "correlate_ci8_pol_station",
+            (Format::Ci4, Order::StationPol, _) => "correlate_ci4_station_pol",
+            (Format::Ci4, Order::PolStation, _) => "correlate_ci4_pol_station",
+        };
+        let kernel = gpu.function(name)?;
+        if layout::SMEM_BYTES > 48 * 1024 {
+            kernel
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    layout::SMEM_BYTES as i32,
+                )
+                .during("raising the correlator's shared-memory limit")?;
+        }
+        let per_sm = kernel
+            .occupancy_max_active_blocks_per_multiprocessor(
+                layout::THREADS,
+                layout::SMEM_BYTES as usize,
+                None,
+            )
+            .during("querying the correlator's occupancy")?;
+        let blocks = layout::triangle_blocks(layout::station_tiles(config.stations, config.pols)) as u64
+            * config.channels as u64;
+        let slots = per_sm.max(1) as u64 * gpu.sm_count() as u64;
+        let (slices, slice_stages) = time_slices(blocks, slots, config.times / TIME_TILE);
+        Ok(Correlator { gpu, config, kernel, aligned, slices, slice_stages })
     }
 
     pub fn config(&self) -> &CorrelatorConfig {
@@ -202,10 +250,19 @@ impl<'g> Correlator<'g> {
                 actual: output.len(),
             });
         }
+        // Several time slices add their partial sums atomically (exact in integers), into an
+        // output zeroed first unless it is an accumulator.
+        let mode = match (accumulate, self.slices) {
+            (true, _) => Output::Add64,
+            (false, 1) => Output::Store32,
+            (false, _) => {
+                output.poison(0)?;
+                Output::Add32
+            }
+        };
         let c = &self.config;
-        let tiles = layout::station_tiles(c.stations, c.pols);
-        let blocks = layout::triangle_blocks(tiles);
-        let (aligned, accumulate) = (self.aligned as u32, accumulate as u32);
+        let blocks = layout::triangle_blocks(layout::station_tiles(c.stations, c.pols));
+        let (aligned, mode) = (self.aligned as u32, mode as u32);
         let mut launch = stream.launch_builder(&self.kernel);
         launch
             .arg(input.raw())
@@ -215,13 +272,15 @@ impl<'g> Correlator<'g> {
             .arg(&c.channels)
             .arg(&c.times)
             .arg(&aligned)
-            .arg(&accumulate);
+            .arg(&self.slice_stages)
+            .arg(&mode);
         let mut config = launch_1d(blocks, layout::THREADS, layout::SMEM_BYTES);
         config.grid_dim.1 = c.channels;
+        config.grid_dim.2 = self.slices;
         // SAFETY: arguments match `correlate_*` (kernels-gpu correlator.rs); the input holds
         // `input_bytes()` bytes and the output `output_len()` complex values of the element
-        // type the `accumulate` flag selects (checked by the callers' types), and the
-        // configuration was validated.
+        // type `mode` selects (int32 for `correlate`, int64 for the accumulating calls), and
+        // the configuration was validated.
         unsafe { launch.launch(config) }.during("launching the correlator")?;
         Ok(())
     }
@@ -283,6 +342,21 @@ mod tests {
 
     fn config(stations: u32, pols: u32, format: Format, order: Order) -> CorrelatorConfig {
         CorrelatorConfig { stations, pols, channels: 2, times: 64, format, order }
+    }
+
+    #[test]
+    fn time_slices_cover_every_stage_once_and_fill_waves() {
+        for blocks in [3u64, 136, 2176, 3072, 2080 * 4] {
+            for stages in [1u32, 2, 16, 100, 1023] {
+                let (slices, per_slice) = time_slices(blocks, 396, stages);
+                assert!(slices >= 1 && per_slice >= 1);
+                assert!((slices - 1) * per_slice < stages && slices * per_slice >= stages);
+            }
+        }
+        // 2176 blocks on 396 slots is 5.5 waves; slicing must not be worse than that.
+        let (slices, _) = time_slices(2176, 396, 1023);
+        let waves = 2176.0 * slices as f64 / 396.0;
+        assert!((waves.ceil() - waves) / waves.ceil() <= (6.0 - 2176.0 / 396.0) / 6.0);
     }
 
     #[test]

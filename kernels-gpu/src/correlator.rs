@@ -78,6 +78,18 @@ pub enum Order {
     PolStation,
 }
 
+/// How the kernel writes its results (the `mode` kernel argument).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Output {
+    /// Store complex int32 (the launch is one time slice).
+    Store32 = 0,
+    /// Atomically add complex int32 (several time slices into a zeroed output).
+    Add32 = 1,
+    /// Atomically add complex int64 (accumulation across launches and slices).
+    Add64 = 2,
+}
+
 /// Stations per tile for `pols` polarisations (1 or 2).
 pub const fn stations_per_tile(pols: u32) -> u32 {
     TILE / pols
@@ -190,6 +202,8 @@ mod device {
         stations: u32,
         pols: u32,
         channels: u32,
+        /// This block's stages: `first_stage .. first_stage + stages` (its time slice).
+        first_stage: u32,
         stages: u32,
         /// Input rows (station runs) start on 16-byte boundaries: vector loads are allowed.
         aligned: bool,
@@ -231,33 +245,87 @@ mod device {
         word
     }
 
+    /// Where this thread's input vectors of one tile come from. Its vector m of stage s is
+    /// `m * THREADS / per_row + s * TIME_TILE` time rows after its first, so the loop only
+    /// adds multiples of the row stride; the receiver arithmetic (with its divisions) runs once.
+    #[derive(Clone, Copy)]
+    struct TileSource {
+        tile: u32,
+        /// Byte offset of vector 0 at stage 0.
+        offset: u64,
+        /// The vectors' receivers lie before the last station.
+        inside: bool,
+        /// Aligned rows and a tile wholly inside: plain 16-byte loads.
+        fast: bool,
+    }
+
+    #[inline(always)]
+    fn tile_source(format: Format, p: Params, order: Order, tile: u32, channel: u32) -> TileSource {
+        let (t0, rho0) = vector_position(format, thread_idx_x());
+        let row = t0 as u64 * p.channels as u64 + channel as u64;
+        TileSource {
+            tile,
+            offset: element(p, order, tile, row, rho0) * format.bytes() as u64,
+            inside: receiver(order, p.pols, tile, rho0).0 < p.stations,
+            fast: p.aligned && (tile + 1) * stations_per_tile(p.pols) <= p.stations,
+        }
+    }
+
+    /// Bytes between consecutive time samples of the input.
+    #[inline(always)]
+    fn row_stride(format: Format, p: Params) -> u64 {
+        p.channels as u64 * p.stations as u64 * p.pols as u64 * format.bytes() as u64
+    }
+
+    /// Time rows between a thread's consecutive vectors of one stage.
+    const fn rows_per_vector(format: Format) -> u32 {
+        THREADS / (TILE * format.bytes() / 16)
+    }
+
     /// Loads one tile-stage's raw vectors of this thread into registers.
     #[inline(always)]
     unsafe fn load_stage<const E: u32, const RV: usize>(
         input: *const u8,
         p: Params,
         order: Order,
-        tile: u32,
+        source: TileSource,
         channel: u32,
         stage: u32,
     ) -> [[u32; 4]; RV] {
         let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
-        let fast = p.aligned && (tile + 1) * stations_per_tile(p.pols) <= p.stations;
         let mut regs = [[0u32; 4]; RV];
-        unroll!(m in [0, 1, 2, 3] {
+        unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7] {
             if m < RV {
-                let v = thread_idx_x() + THREADS * m as u32;
-                let (t_local, rho0) = vector_position(format, v);
-                let row = (stage * TIME_TILE + t_local) as u64 * p.channels as u64 + channel as u64;
-                regs[m] = if fast {
-                    let at = element(p, order, tile, row, rho0) * E as u64;
+                let rows = stage * TIME_TILE + m as u32 * rows_per_vector(format);
+                regs[m] = if source.fast {
+                    let at = source.offset + rows as u64 * row_stride(format, p);
                     ld_global_nc_v4(input.add(at as usize) as *const u32)
                 } else {
-                    [0, 1, 2, 3].map(|w| load_word_checked::<E>(input, p, order, tile, row, rho0, w))
+                    let (t0, rho0) = vector_position(format, thread_idx_x());
+                    let row = (t0 + rows) as u64 * p.channels as u64 + channel as u64;
+                    [0, 1, 2, 3].map(|w| load_word_checked::<E>(input, p, order, source.tile, row, rho0, w))
                 };
             }
         });
         regs
+    }
+
+    /// Copies one tile-stage straight into a shared buffer with `cp.async` (int8 inputs whose
+    /// rows are 16-byte aligned; a vector then lies wholly inside or wholly past the last
+    /// station, and the latter is zero-filled).
+    #[inline(always)]
+    unsafe fn copy_stage_async(input: *const u8, p: Params, source: TileSource, stage: u32, buffer: u32) {
+        let (t0, rho0) = vector_position(Format::Ci8, thread_idx_x());
+        let first = buffer + smem_offset(t0, rho0);
+        unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if m as u32 >= vectors_per_thread(Format::Ci8) {
+                return;
+            }
+            let rows = m as u32 * rows_per_vector(Format::Ci8);
+            let at = source.offset + (stage * TIME_TILE + rows) as u64 * row_stride(Format::Ci8, p);
+            let src = if source.inside { input.add(at as usize) } else { input };
+            cp_async_16(first + rows * SMEM_ROW_BYTES, src, if source.inside { 16 } else { 0 });
+        });
     }
 
     /// Writes staged vectors into a tile buffer as complex int8 (`smem[t][rho]`), unpacking
@@ -265,7 +333,7 @@ mod device {
     #[inline(always)]
     unsafe fn store_stage<const E: u32, const RV: usize>(buffer: u32, regs: &[[u32; 4]; RV]) {
         let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
-        unroll!(m in [0, 1, 2, 3] {
+        unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7] {
             if m >= RV {
                 return;
             }
@@ -289,12 +357,12 @@ mod device {
     }
 
     #[inline(always)]
-    unsafe fn correlate<const E: u32, const RV: usize>(
+    unsafe fn correlate<const E: u32, const RV: usize, const ASYNC: bool>(
         input: *const u8,
         output: *mut u32,
         p: Params,
         order: Order,
-        accumulate: bool,
+        mode: Output,
     ) {
         let (tile_row, tile_col) = triangle_tile(block_idx_x());
         let channel = block_idx_y();
@@ -316,22 +384,67 @@ mod device {
         let mut im = [[[0i32; 4]; 4]; 2];
         let mut row_sum = [[0i32; 2]; 2]; // [m-tile][row g, g + 8]
 
-        let mut staged_row = load_stage::<E, RV>(input, p, order, tile_row, channel, 0);
-        let mut staged_col =
-            if diagonal { staged_row } else { load_stage::<E, RV>(input, p, order, tile_col, channel, 0) };
-        store_stage::<E, RV>(buffer(0, false), &staged_row);
-        if !diagonal {
-            store_stage::<E, RV>(buffer(0, true), &staged_col);
+        let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
+        let row_source = tile_source(format, p, order, tile_row, channel);
+        let col_source = tile_source(format, p, order, tile_col, channel);
+
+        // Stage 0. ASYNC kernels copy with cp.async (no staging registers); the others load
+        // into registers and store, which lets int4 be unpacked and ragged rows be handled.
+        let mut staged_row = [[0u32; 4]; RV];
+        let mut staged_col = [[0u32; 4]; RV];
+        if ASYNC {
+            copy_stage_async(input, p, row_source, p.first_stage, buffer(0, false));
+            if !diagonal {
+                copy_stage_async(input, p, col_source, p.first_stage, buffer(0, true));
+            }
+            cp_async_commit();
+            cp_async_wait_all();
+        } else {
+            staged_row = load_stage::<E, RV>(input, p, order, row_source, channel, p.first_stage);
+            store_stage::<E, RV>(buffer(0, false), &staged_row);
+            if !diagonal {
+                staged_col = load_stage::<E, RV>(input, p, order, col_source, channel, p.first_stage);
+                store_stage::<E, RV>(buffer(0, true), &staged_col);
+            }
         }
         sync_threads();
 
         for stage in 0..p.stages {
             let parity = stage & 1;
             let more = stage + 1 < p.stages;
+            // The other buffer was last read in the previous stage, before its barrier.
             if more {
-                staged_row = load_stage::<E, RV>(input, p, order, tile_row, channel, stage + 1);
-                if !diagonal {
-                    staged_col = load_stage::<E, RV>(input, p, order, tile_col, channel, stage + 1);
+                if ASYNC {
+                    copy_stage_async(
+                        input,
+                        p,
+                        row_source,
+                        p.first_stage + stage + 1,
+                        buffer(parity ^ 1, false),
+                    );
+                    if !diagonal {
+                        copy_stage_async(
+                            input,
+                            p,
+                            col_source,
+                            p.first_stage + stage + 1,
+                            buffer(parity ^ 1, true),
+                        );
+                    }
+                    cp_async_commit();
+                } else {
+                    staged_row =
+                        load_stage::<E, RV>(input, p, order, row_source, channel, p.first_stage + stage + 1);
+                    if !diagonal {
+                        staged_col = load_stage::<E, RV>(
+                            input,
+                            p,
+                            order,
+                            col_source,
+                            channel,
+                            p.first_stage + stage + 1,
+                        );
+                    }
                 }
             }
             if !idle {
@@ -365,9 +478,13 @@ mod device {
                 }
             }
             if more {
-                store_stage::<E, RV>(buffer(parity ^ 1, false), &staged_row);
-                if !diagonal {
-                    store_stage::<E, RV>(buffer(parity ^ 1, true), &staged_col);
+                if ASYNC {
+                    cp_async_wait_all();
+                } else {
+                    store_stage::<E, RV>(buffer(parity ^ 1, false), &staged_row);
+                    if !diagonal {
+                        store_stage::<E, RV>(buffer(parity ^ 1, true), &staged_col);
+                    }
                 }
             }
             sync_threads();
@@ -403,12 +520,17 @@ mod device {
                         let index = ((channel as u64 * baselines + baseline_index(i, j)) * p.pols as u64 + pi as u64)
                             * p.pols as u64
                             + pj as u64;
-                        if accumulate {
-                            let at = (output as *mut i64).add(2 * index as usize);
-                            *at += real as i64;
-                            *at.add(1) += imag as i64;
-                        } else {
-                            st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32]);
+                        match mode {
+                            Output::Store32 => st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32]),
+                            Output::Add32 => {
+                                red_add_u32(output.add(2 * index as usize), real as u32);
+                                red_add_u32(output.add(2 * index as usize + 1), imag as u32);
+                            }
+                            Output::Add64 => {
+                                let at = (output as *mut u64).add(2 * index as usize);
+                                red_add_u64(at, real as i64 as u64);
+                                red_add_u64(at.add(1), imag as i64 as u64);
+                            }
                         }
                     }
                 });
@@ -417,9 +539,11 @@ mod device {
     }
 
     macro_rules! correlator_kernel {
-        ($name:ident, $bytes:expr, $order:expr) => {
-            /// See the module documentation. `output` is complex int32 (or complex int64 when
-            /// `accumulate` is 1, added to what it holds), layout `[c][b(i,j)][pi][pj]`.
+        ($name:ident, $bytes:expr, $order:expr, $async:expr) => {
+            /// See the module documentation. Block (k, c, z) computes triangle tile pair k of
+            /// channel c over time slice z (`slice_stages` stages of TIME_TILE samples). `mode`
+            /// is an [`Output`]: int32 stores (one slice), or exact integer atomic adds into
+            /// complex int32 or int64, layout `[c][b(i,j)][pi][pj]`.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 input: *const u8,
@@ -429,20 +553,32 @@ mod device {
                 channels: u32,
                 times: u32,
                 aligned: u32,
-                accumulate: u32,
+                slice_stages: u32,
+                mode: u32,
             ) {
-                let p = Params { stations, pols, channels, stages: times / TIME_TILE, aligned: aligned != 0 };
+                let first_stage = block_idx_z() * slice_stages;
+                let stages = (times / TIME_TILE - first_stage).min(slice_stages);
+                let p = Params { stations, pols, channels, first_stage, stages, aligned: aligned != 0 };
                 const RV: usize =
                     vectors_per_thread(if $bytes == 2 { Format::Ci8 } else { Format::Ci4 }) as usize;
-                correlate::<$bytes, RV>(input, output, p, $order, accumulate != 0);
+                let mode = match mode {
+                    0 => Output::Store32,
+                    1 => Output::Add32,
+                    _ => Output::Add64,
+                };
+                correlate::<$bytes, RV, $async>(input, output, p, $order, mode);
             }
         };
     }
 
-    correlator_kernel!(correlate_ci8_station_pol, 2, Order::StationPol);
-    correlator_kernel!(correlate_ci8_pol_station, 2, Order::PolStation);
-    correlator_kernel!(correlate_ci4_station_pol, 1, Order::StationPol);
-    correlator_kernel!(correlate_ci4_pol_station, 1, Order::PolStation);
+    // int8 with 16-byte aligned rows: cp.async straight to shared memory.
+    correlator_kernel!(correlate_ci8_station_pol_async, 2, Order::StationPol, true);
+    correlator_kernel!(correlate_ci8_pol_station_async, 2, Order::PolStation, true);
+    // Register-staged: int4 (unpacked on the way) and int8 with unaligned rows.
+    correlator_kernel!(correlate_ci8_station_pol, 2, Order::StationPol, false);
+    correlator_kernel!(correlate_ci8_pol_station, 2, Order::PolStation, false);
+    correlator_kernel!(correlate_ci4_station_pol, 1, Order::StationPol, false);
+    correlator_kernel!(correlate_ci4_pol_station, 1, Order::PolStation, false);
 }
 
 #[cfg(test)]

@@ -437,3 +437,52 @@ pub unsafe fn st_global_v2(ptr: *mut u32, v: [u32; 2]) {
     asm!("st.global.v2.b32 [{0}], {{{1}, {2}}};", in(reg64) ptr, in(reg32) v[0], in(reg32) v[1],
         options(nostack));
 }
+
+// ---------------------------------------------------------------------------------------
+// Asynchronous global-to-shared copies (sm_80).
+
+/// `cp.async.cg.shared.global [dst], [src], 16, src_bytes`: copies `src_bytes` (0 or 16)
+/// bytes and zero-fills the rest of the 16, bypassing registers and L1.
+///
+/// # Safety
+/// `dst` must be a 16-byte aligned shared-window address of this block; when `src_bytes` is
+/// 16, `src` must be 16-byte aligned global memory.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const u8, src_bytes: u32) {
+    asm!("cp.async.cg.shared.global [{0}], [{1}], 16, {2};", in(reg32) dst, in(reg64) src, in(reg32) src_bytes,
+        options(nostack));
+}
+
+/// `cp.async.commit_group`: closes the group of copies issued so far by this thread.
+#[inline(always)]
+pub fn cp_async_commit() {
+    // SAFETY: no operands.
+    unsafe { asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.wait_all`: waits for all of this thread's copies; a barrier afterwards makes
+/// them visible to the block.
+#[inline(always)]
+pub fn cp_async_wait_all() {
+    // SAFETY: no operands.
+    unsafe { asm!("cp.async.wait_all;", options(nostack)) };
+}
+
+/// `red.global.add.u32`: atomic add without return (two's complement, so exact for signed
+/// integers modulo 2^32).
+///
+/// # Safety
+/// `ptr` must be 4-byte aligned global memory.
+#[inline(always)]
+pub unsafe fn red_add_u32(ptr: *mut u32, value: u32) {
+    asm!("red.global.add.u32 [{0}], {1};", in(reg64) ptr, in(reg32) value, options(nostack));
+}
+
+/// `red.global.add.u64`: atomic add without return (exact for signed integers modulo 2^64).
+///
+/// # Safety
+/// `ptr` must be 8-byte aligned global memory.
+#[inline(always)]
+pub unsafe fn red_add_u64(ptr: *mut u64, value: u64) {
+    asm!("red.global.add.u64 [{0}], {1};", in(reg64) ptr, in(reg64) value, options(nostack));
+}

@@ -185,6 +185,8 @@ pub struct Correlator<'g> {
     kernel: CudaFunction,
     /// Input rows start on 16-byte boundaries, so the kernel may use vector loads.
     aligned: bool,
+    /// Threads per block of the chosen kernel.
+    threads: u32,
     /// Time slices per launch (grid z) and stages per slice.
     slices: u32,
     slice_stages: u32,
@@ -209,6 +211,9 @@ impl<'g> Correlator<'g> {
             (Format::Ci4, Order::PolStation, _) => "correlate_ci4_pol_station",
         };
         let kernel = gpu.function(name)?;
+        let shape =
+            if config.format == Format::Ci8 && aligned { layout::ASYNC_SHAPE } else { layout::STAGED_SHAPE };
+        let threads = shape.threads();
         if layout::SMEM_BYTES > 48 * 1024 {
             kernel
                 .set_attribute(
@@ -218,17 +223,13 @@ impl<'g> Correlator<'g> {
                 .during("raising the correlator's shared-memory limit")?;
         }
         let per_sm = kernel
-            .occupancy_max_active_blocks_per_multiprocessor(
-                layout::THREADS,
-                layout::SMEM_BYTES as usize,
-                None,
-            )
+            .occupancy_max_active_blocks_per_multiprocessor(threads, layout::SMEM_BYTES as usize, None)
             .during("querying the correlator's occupancy")?;
         let blocks = layout::triangle_blocks(layout::station_tiles(config.stations, config.pols)) as u64
             * config.channels as u64;
         let slots = per_sm.max(1) as u64 * gpu.sm_count() as u64;
         let (slices, slice_stages) = time_slices(blocks, slots, config.times / TIME_TILE);
-        Ok(Correlator { gpu, config, kernel, aligned, slices, slice_stages })
+        Ok(Correlator { gpu, config, kernel, aligned, threads, slices, slice_stages })
     }
 
     pub fn config(&self) -> &CorrelatorConfig {
@@ -274,7 +275,7 @@ impl<'g> Correlator<'g> {
             .arg(&aligned)
             .arg(&self.slice_stages)
             .arg(&mode);
-        let mut config = launch_1d(blocks, layout::THREADS, layout::SMEM_BYTES);
+        let mut config = launch_1d(blocks, self.threads, layout::SMEM_BYTES);
         config.grid_dim.1 = c.channels;
         config.grid_dim.2 = self.slices;
         // SAFETY: arguments match `correlate_*` (kernels-gpu correlator.rs); the input holds

@@ -36,8 +36,40 @@ pub const SMEM_ROW_BYTES: u32 = 2 * TILE + 16;
 pub const SMEM_TILE_BYTES: u32 = TIME_TILE * SMEM_ROW_BYTES;
 /// Dynamic shared memory per block: two tiles, double-buffered.
 pub const SMEM_BYTES: u32 = 4 * SMEM_TILE_BYTES;
-/// Threads per block.
-pub const THREADS: u32 = 128;
+/// A kernel variant's block: warps, each computing `16 m_tiles x 8 n_tiles` receivers of the
+/// 64 x 64 tile pair as m16n8k32 fragments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub m_tiles: u32,
+    pub n_tiles: u32,
+}
+
+impl Shape {
+    pub const fn warp_rows(self) -> u32 {
+        16 * self.m_tiles
+    }
+    pub const fn warp_cols(self) -> u32 {
+        8 * self.n_tiles
+    }
+    pub const fn warps(self) -> u32 {
+        (TILE / self.warp_rows()) * (TILE / self.warp_cols())
+    }
+    pub const fn threads(self) -> u32 {
+        32 * self.warps()
+    }
+    /// First (row, column) receiver of warp `warp`'s sub-tile.
+    pub const fn warp_origin(self, warp: u32) -> (u32, u32) {
+        let across = TILE / self.warp_cols();
+        (self.warp_rows() * (warp / across), self.warp_cols() * (warp % across))
+    }
+}
+
+/// cp.async kernels (16-byte aligned int8 rows): 2 warps of 32 x 64 receivers, so each
+/// fragment load and each operand transform serves twice as many MMAs.
+pub const ASYNC_SHAPE: Shape = Shape { m_tiles: 2, n_tiles: 8 };
+/// Register-staged kernels (int4, unaligned int8): 4 warps of 32 x 32, leaving registers for
+/// the staged vectors.
+pub const STAGED_SHAPE: Shape = Shape { m_tiles: 2, n_tiles: 4 };
 
 /// Input element format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,12 +167,17 @@ pub const fn receiver(order: Order, pols: u32, tile: u32, rho: u32) -> (u32, u32
     (tile * spt + s, p)
 }
 
-/// Smallest and largest station among tile receivers `rho0 .. rho0 + 32` (rho0 a multiple of
-/// 32): a warp whose row stations all lie below its column stations (in a diagonal tile)
-/// computes nothing that is written.
-pub const fn station_span(order: Order, pols: u32, tile: u32, rho0: u32) -> (u32, u32) {
+/// Smallest and largest station among tile receivers `rho0 .. rho0 + len` (an aligned power
+/// of two of at least 8): a warp whose row stations all lie below its column stations (in a
+/// diagonal tile) computes nothing that is written.
+pub const fn station_span(order: Order, pols: u32, tile: u32, rho0: u32, len: u32) -> (u32, u32) {
+    let spt = stations_per_tile(pols);
+    if matches!(order, Order::PolStation) && len > spt {
+        // The range covers both polarisations: every station of the tile.
+        return (tile * spt, tile * spt + spt - 1);
+    }
     let first = receiver(order, pols, tile, rho0).0;
-    let last = receiver(order, pols, tile, rho0 + 31).0;
+    let last = receiver(order, pols, tile, rho0 + len - 1).0;
     if first < last {
         (first, last)
     } else {
@@ -170,9 +207,9 @@ pub const fn ldmatrix_b_offset(lane: u32, rho0: u32, step: u32) -> u32 {
     smem_offset(16 * step + 8 * (matrix % 2) + row, rho0 + 8 * (matrix / 2))
 }
 
-/// Raw 16-byte input vectors per thread per tile per stage (int8: 4, int4: 2).
-pub const fn vectors_per_thread(format: Format) -> u32 {
-    TIME_TILE * TILE * format.bytes() / 16 / THREADS
+/// Raw 16-byte input vectors per thread per tile per stage.
+pub const fn vectors_per_thread(format: Format, threads: u32) -> u32 {
+    TIME_TILE * TILE * format.bytes() / 16 / threads
 }
 
 /// Which input vector `v` (of a tile-stage) covers: (stage time, first receiver `rho`).
@@ -278,13 +315,13 @@ mod device {
     }
 
     /// Time rows between a thread's consecutive vectors of one stage.
-    const fn rows_per_vector(format: Format) -> u32 {
-        THREADS / (TILE * format.bytes() / 16)
+    const fn rows_per_vector(format: Format, threads: u32) -> u32 {
+        threads / (TILE * format.bytes() / 16)
     }
 
     /// Loads one tile-stage's raw vectors of this thread into registers.
     #[inline(always)]
-    unsafe fn load_stage<const E: u32, const RV: usize>(
+    unsafe fn load_stage<const E: u32, const RV: usize, const THREADS: u32>(
         input: *const u8,
         p: Params,
         order: Order,
@@ -296,7 +333,7 @@ mod device {
         let mut regs = [[0u32; 4]; RV];
         unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7] {
             if m < RV {
-                let rows = stage * TIME_TILE + m as u32 * rows_per_vector(format);
+                let rows = stage * TIME_TILE + m as u32 * rows_per_vector(format, THREADS);
                 regs[m] = if source.fast {
                     let at = source.offset + rows as u64 * row_stride(format, p);
                     ld_global_nc_v4(input.add(at as usize) as *const u32)
@@ -314,14 +351,20 @@ mod device {
     /// rows are 16-byte aligned; a vector then lies wholly inside or wholly past the last
     /// station, and the latter is zero-filled).
     #[inline(always)]
-    unsafe fn copy_stage_async(input: *const u8, p: Params, source: TileSource, stage: u32, buffer: u32) {
+    unsafe fn copy_stage_async<const THREADS: u32>(
+        input: *const u8,
+        p: Params,
+        source: TileSource,
+        stage: u32,
+        buffer: u32,
+    ) {
         let (t0, rho0) = vector_position(Format::Ci8, thread_idx_x());
         let first = buffer + smem_offset(t0, rho0);
         unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if m as u32 >= vectors_per_thread(Format::Ci8) {
+            if m as u32 >= vectors_per_thread(Format::Ci8, THREADS) {
                 return;
             }
-            let rows = m as u32 * rows_per_vector(Format::Ci8);
+            let rows = m as u32 * rows_per_vector(Format::Ci8, THREADS);
             let at = source.offset + (stage * TIME_TILE + rows) as u64 * row_stride(Format::Ci8, p);
             let src = if source.inside { input.add(at as usize) } else { input };
             cp_async_16(first + rows * SMEM_ROW_BYTES, src, if source.inside { 16 } else { 0 });
@@ -331,7 +374,10 @@ mod device {
     /// Writes staged vectors into a tile buffer as complex int8 (`smem[t][rho]`), unpacking
     /// int4 to int8 (real, imaginary interleaved).
     #[inline(always)]
-    unsafe fn store_stage<const E: u32, const RV: usize>(buffer: u32, regs: &[[u32; 4]; RV]) {
+    unsafe fn store_stage<const E: u32, const RV: usize, const THREADS: u32>(
+        buffer: u32,
+        regs: &[[u32; 4]; RV],
+    ) {
         let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
         unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7] {
             if m >= RV {
@@ -357,13 +403,21 @@ mod device {
     }
 
     #[inline(always)]
-    unsafe fn correlate<const E: u32, const RV: usize, const ASYNC: bool>(
+    unsafe fn correlate<
+        const E: u32,
+        const RV: usize,
+        const ASYNC: bool,
+        const MT: usize,
+        const NT: usize,
+    >(
         input: *const u8,
         output: *mut u32,
         p: Params,
         order: Order,
         mode: Output,
     ) {
+        const { assert!(MT <= 4 && NT <= 8 && NT % 2 == 0) };
+        let shape = Shape { m_tiles: MT as u32, n_tiles: NT as u32 };
         let (tile_row, tile_col) = triangle_tile(block_idx_x());
         let channel = block_idx_y();
         let diagonal = tile_row == tile_col;
@@ -373,40 +427,66 @@ mod device {
             smem + (2 * parity + (col && !diagonal) as u32) * SMEM_TILE_BYTES
         };
 
-        let warp = warp_id();
         let lane = lane_id();
-        let (warp_row, warp_col) = (32 * (warp >> 1), 32 * (warp & 1));
-        let rows_span = station_span(order, p.pols, tile_row, warp_row);
-        let cols_span = station_span(order, p.pols, tile_col, warp_col);
+        let (warp_row, warp_col) = shape.warp_origin(warp_id());
+        let rows_span = station_span(order, p.pols, tile_row, warp_row, shape.warp_rows());
+        let cols_span = station_span(order, p.pols, tile_col, warp_col, shape.warp_cols());
         let idle = diagonal && rows_span.1 < cols_span.0;
 
-        let mut re = [[[0i32; 4]; 4]; 2];
-        let mut im = [[[0i32; 4]; 4]; 2];
-        let mut row_sum = [[0i32; 2]; 2]; // [m-tile][row g, g + 8]
+        let mut re = [[[0i32; 4]; NT]; MT];
+        let mut im = [[[0i32; 4]; NT]; MT];
+        // This lane's share of sum_t Im x over column g of each n-tile.
+        let mut col_sum = [0i32; NT];
 
         let format = if E == 2 { Format::Ci8 } else { Format::Ci4 };
         let row_source = tile_source(format, p, order, tile_row, channel);
         let col_source = tile_source(format, p, order, tile_col, channel);
 
-        // Stage 0. ASYNC kernels copy with cp.async (no staging registers); the others load
-        // into registers and store, which lets int4 be unpacked and ragged rows be handled.
+        // ASYNC kernels copy with cp.async (no staging registers); the others load into
+        // registers and store after the stage's MMAs, which lets int4 be unpacked and ragged
+        // rows be handled.
+        const ASYNC_THREADS: u32 = ASYNC_SHAPE.threads();
+        const STAGED_THREADS: u32 = STAGED_SHAPE.threads();
         let mut staged_row = [[0u32; 4]; RV];
         let mut staged_col = [[0u32; 4]; RV];
-        if ASYNC {
-            copy_stage_async(input, p, row_source, p.first_stage, buffer(0, false));
-            if !diagonal {
-                copy_stage_async(input, p, col_source, p.first_stage, buffer(0, true));
-            }
-            cp_async_commit();
-            cp_async_wait_all();
-        } else {
-            staged_row = load_stage::<E, RV>(input, p, order, row_source, channel, p.first_stage);
-            store_stage::<E, RV>(buffer(0, false), &staged_row);
-            if !diagonal {
-                staged_col = load_stage::<E, RV>(input, p, order, col_source, channel, p.first_stage);
-                store_stage::<E, RV>(buffer(0, true), &staged_col);
-            }
+        macro_rules! fetch {
+            ($stage:expr, $parity:expr) => {
+                if ASYNC {
+                    copy_stage_async::<ASYNC_THREADS>(input, p, row_source, $stage, buffer($parity, false));
+                    if !diagonal {
+                        copy_stage_async::<ASYNC_THREADS>(
+                            input,
+                            p,
+                            col_source,
+                            $stage,
+                            buffer($parity, true),
+                        );
+                    }
+                    cp_async_commit();
+                } else {
+                    staged_row =
+                        load_stage::<E, RV, STAGED_THREADS>(input, p, order, row_source, channel, $stage);
+                    if !diagonal {
+                        staged_col =
+                            load_stage::<E, RV, STAGED_THREADS>(input, p, order, col_source, channel, $stage);
+                    }
+                }
+            };
         }
+        macro_rules! land {
+            ($parity:expr) => {
+                if ASYNC {
+                    cp_async_wait_all();
+                } else {
+                    store_stage::<E, RV, STAGED_THREADS>(buffer($parity, false), &staged_row);
+                    if !diagonal {
+                        store_stage::<E, RV, STAGED_THREADS>(buffer($parity, true), &staged_col);
+                    }
+                }
+            };
+        }
+        fetch!(p.first_stage, 0);
+        land!(0);
         sync_threads();
 
         for stage in 0..p.stages {
@@ -414,78 +494,49 @@ mod device {
             let more = stage + 1 < p.stages;
             // The other buffer was last read in the previous stage, before its barrier.
             if more {
-                if ASYNC {
-                    copy_stage_async(
-                        input,
-                        p,
-                        row_source,
-                        p.first_stage + stage + 1,
-                        buffer(parity ^ 1, false),
-                    );
-                    if !diagonal {
-                        copy_stage_async(
-                            input,
-                            p,
-                            col_source,
-                            p.first_stage + stage + 1,
-                            buffer(parity ^ 1, true),
-                        );
-                    }
-                    cp_async_commit();
-                } else {
-                    staged_row =
-                        load_stage::<E, RV>(input, p, order, row_source, channel, p.first_stage + stage + 1);
-                    if !diagonal {
-                        staged_col = load_stage::<E, RV>(
-                            input,
-                            p,
-                            order,
-                            col_source,
-                            channel,
-                            p.first_stage + stage + 1,
-                        );
-                    }
-                }
+                fetch!(p.first_stage + stage + 1, parity ^ 1);
             }
             if !idle {
                 let a_base = buffer(parity, false);
                 let b_base = buffer(parity, true);
                 for step in 0..TIME_TILE / 16 {
-                    let a: [[u32; 4]; 2] = core::array::from_fn(|mt| {
-                        ldmatrix_x4_trans(a_base + ldmatrix_a_offset(lane, warp_row + 16 * mt as u32, step))
-                    });
-                    let mut b = [[0u32; 2]; 4];
-                    for pair in 0..2 {
-                        let r = ldmatrix_x4_trans(
-                            b_base + ldmatrix_b_offset(lane, warp_col + 16 * pair as u32, step),
-                        );
-                        b[2 * pair] = [r[0], r[1]];
-                        b[2 * pair + 1] = [r[2], r[3]];
-                    }
-                    // [~im, re] per complex value: swap the bytes of each pair, invert the new real byte.
-                    let b_swapped = b.map(|f| f.map(|w| prmt(w, w, 0x2301) ^ 0x00ff_00ff));
-                    for mt in 0..2 {
-                        // Real parts of rows g and g + 8, two time samples per register.
-                        row_sum[mt][0] =
-                            dp4a(a[mt][2], 0x0001_0001, dp4a(a[mt][0], 0x0001_0001, row_sum[mt][0]));
-                        row_sum[mt][1] =
-                            dp4a(a[mt][3], 0x0001_0001, dp4a(a[mt][1], 0x0001_0001, row_sum[mt][1]));
-                        for nt in 0..4 {
-                            re[mt][nt] = mma_m16n8k32_s8(a[mt], b[nt], re[mt][nt]);
-                            im[mt][nt] = mma_m16n8k32_s8(a[mt], b_swapped[nt], im[mt][nt]);
+                    let mut a = [[0u32; 4]; MT];
+                    unroll!(mt in [0, 1, 2, 3] {
+                        if mt < MT {
+                            a[mt] = ldmatrix_x4_trans(a_base + ldmatrix_a_offset(lane, warp_row + 16 * mt as u32, step));
                         }
-                    }
+                    });
+                    let mut b = [[0u32; 2]; NT];
+                    unroll!(pair in [0, 1, 2, 3] {
+                        if pair < NT / 2 {
+                            let r = ldmatrix_x4_trans(b_base + ldmatrix_b_offset(lane, warp_col + 16 * pair as u32, step));
+                            b[2 * pair] = [r[0], r[1]];
+                            b[2 * pair + 1] = [r[2], r[3]];
+                        }
+                    });
+                    // Rows as [Im, ~Re] per complex value: swap the bytes of each pair, invert the
+                    // new imaginary-slot byte. Then Im V = [b1, ~a1] . [a2, b2] + sum_t b2.
+                    let a_swapped = a.map(|f| f.map(|w| prmt(w, w, 0x2301) ^ 0xff00_ff00));
+                    unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        if nt < NT {
+                            // Imaginary parts of column g, two time samples per register.
+                            col_sum[nt] = dp4a(b[nt][1], 0x0100_0100, dp4a(b[nt][0], 0x0100_0100, col_sum[nt]));
+                        }
+                    });
+                    unroll!(mt in [0, 1, 2, 3] {
+                        if mt < MT {
+                            unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                if nt < NT {
+                                    re[mt][nt] = mma_m16n8k32_s8(a[mt], b[nt], re[mt][nt]);
+                                    im[mt][nt] = mma_m16n8k32_s8(a_swapped[mt], b[nt], im[mt][nt]);
+                                }
+                            });
+                        }
+                    });
                 }
             }
             if more {
-                if ASYNC {
-                    cp_async_wait_all();
-                } else {
-                    store_stage::<E, RV>(buffer(parity ^ 1, false), &staged_row);
-                    if !diagonal {
-                        store_stage::<E, RV>(buffer(parity ^ 1, true), &staged_col);
-                    }
-                }
+                land!(parity ^ 1);
             }
             sync_threads();
         }
@@ -493,48 +544,60 @@ mod device {
             return;
         }
 
-        // Complete the row sums across the four lanes of each quad (they share rows).
-        for mt in 0..2 {
-            for h in 0..2 {
-                let mut s = row_sum[mt][h] as u32;
+        // Complete the column sums across the four lanes that share column g (t0 t1 = q).
+        unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if nt < NT {
+                let mut s = col_sum[nt] as u32;
                 s = s.wrapping_add(shfl_xor(s, 1));
                 s = s.wrapping_add(shfl_xor(s, 2));
-                row_sum[mt][h] = s as i32;
+                col_sum[nt] = s as i32;
             }
-        }
+        });
 
         let baselines = baseline_index(p.stations - 1, p.stations - 1) + 1;
         let (g, q) = (lane / 4, lane % 4);
         // Unrolled by hand: a rolled loop would index the accumulators at run time and move
         // them to local memory.
-        unroll!(mt in [0, 1] {
-            unroll!(nt in [0, 1, 2, 3] {
-                unroll!(r in [0, 1, 2, 3] {
-                    let rho_row = warp_row + 16 * mt as u32 + g + 8 * (r as u32 / 2);
-                    let rho_col = warp_col + 8 * nt as u32 + 2 * q + (r as u32 % 2);
-                    let (i, pi) = receiver(order, p.pols, tile_row, rho_row);
-                    let (j, pj) = receiver(order, p.pols, tile_col, rho_col);
-                    if i < p.stations && j < p.stations && i >= j {
-                        let real = re[mt][nt][r];
-                        let imag = im[mt][nt][r].wrapping_add(row_sum[mt][r / 2]);
-                        let index = ((channel as u64 * baselines + baseline_index(i, j)) * p.pols as u64 + pi as u64)
-                            * p.pols as u64
-                            + pj as u64;
-                        match mode {
-                            Output::Store32 => st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32]),
-                            Output::Add32 => {
-                                red_add_u32(output.add(2 * index as usize), real as u32);
-                                red_add_u32(output.add(2 * index as usize + 1), imag as u32);
+        unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if nt < NT {
+                // Column sums of this lane's output columns 2q and 2q + 1 (held by lanes 4 col).
+                let sums = [
+                    shfl_idx(col_sum[nt] as u32, 8 * q) as i32,
+                    shfl_idx(col_sum[nt] as u32, 8 * q + 4) as i32,
+                ];
+                unroll!(mt in [0, 1, 2, 3] {
+                    if mt < MT {
+                        unroll!(r in [0, 1, 2, 3] {
+                            let rho_row = warp_row + 16 * mt as u32 + g + 8 * (r as u32 / 2);
+                            let rho_col = warp_col + 8 * nt as u32 + 2 * q + (r as u32 % 2);
+                            let (i, pi) = receiver(order, p.pols, tile_row, rho_row);
+                            let (j, pj) = receiver(order, p.pols, tile_col, rho_col);
+                            if i < p.stations && j < p.stations && i >= j {
+                                let real = re[mt][nt][r];
+                                let imag = im[mt][nt][r].wrapping_add(sums[r % 2]);
+                                let index = ((channel as u64 * baselines + baseline_index(i, j)) * p.pols as u64
+                                    + pi as u64)
+                                    * p.pols as u64
+                                    + pj as u64;
+                                match mode {
+                                    Output::Store32 => {
+                                        st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32])
+                                    }
+                                    Output::Add32 => {
+                                        red_add_u32(output.add(2 * index as usize), real as u32);
+                                        red_add_u32(output.add(2 * index as usize + 1), imag as u32);
+                                    }
+                                    Output::Add64 => {
+                                        let at = (output as *mut u64).add(2 * index as usize);
+                                        red_add_u64(at, real as i64 as u64);
+                                        red_add_u64(at.add(1), imag as i64 as u64);
+                                    }
+                                }
                             }
-                            Output::Add64 => {
-                                let at = (output as *mut u64).add(2 * index as usize);
-                                red_add_u64(at, real as i64 as u64);
-                                red_add_u64(at.add(1), imag as i64 as u64);
-                            }
-                        }
+                        });
                     }
                 });
-            });
+            }
         });
     }
 
@@ -559,14 +622,18 @@ mod device {
                 let first_stage = block_idx_z() * slice_stages;
                 let stages = (times / TIME_TILE - first_stage).min(slice_stages);
                 let p = Params { stations, pols, channels, first_stage, stages, aligned: aligned != 0 };
+                const SHAPE: Shape = if $async { ASYNC_SHAPE } else { STAGED_SHAPE };
                 const RV: usize =
-                    vectors_per_thread(if $bytes == 2 { Format::Ci8 } else { Format::Ci4 }) as usize;
+                    vectors_per_thread(if $bytes == 2 { Format::Ci8 } else { Format::Ci4 }, SHAPE.threads())
+                        as usize;
                 let mode = match mode {
                     0 => Output::Store32,
                     1 => Output::Add32,
                     _ => Output::Add64,
                 };
-                correlate::<$bytes, RV, $async>(input, output, p, $order, mode);
+                correlate::<$bytes, RV, $async, { SHAPE.m_tiles as usize }, { SHAPE.n_tiles as usize }>(
+                    input, output, p, $order, mode,
+                );
             }
         };
     }
@@ -634,7 +701,7 @@ mod tests {
                         }
                     };
                     let per_vector = 16 / format.bytes();
-                    for v in 0..vectors_per_thread(format) * THREADS {
+                    for v in 0..TIME_TILE * TILE * format.bytes() / 16 {
                         let (_, rho0) = vector_position(format, v);
                         for n in 0..per_vector {
                             assert_eq!(element(rho0 + n), element(rho0) + n as u64);
@@ -651,7 +718,7 @@ mod tests {
         for format in [Format::Ci8, Format::Ci4] {
             let mut hit = std::vec![0u32; (TIME_TILE * TILE) as usize];
             let per_vector = 16 / format.bytes();
-            for v in 0..vectors_per_thread(format) * THREADS {
+            for v in 0..TIME_TILE * TILE * format.bytes() / 16 {
                 let (t, rho0) = vector_position(format, v);
                 for n in 0..per_vector {
                     hit[(t * TILE + rho0 + n) as usize] += 1;
@@ -718,12 +785,16 @@ mod tests {
                 assert!(is_conflict_free(&a, 16) && is_conflict_free(&b, 16));
             }
         }
-        for format in [Format::Ci8, Format::Ci4] {
-            for warp in 0..THREADS / 32 {
-                for m in 0..vectors_per_thread(format) {
+        for (format, threads) in [
+            (Format::Ci8, STAGED_SHAPE.threads()),
+            (Format::Ci4, STAGED_SHAPE.threads()),
+            (Format::Ci8, ASYNC_SHAPE.threads()),
+        ] {
+            for warp in 0..threads / 32 {
+                for m in 0..vectors_per_thread(format, threads) {
                     let stores: std::vec::Vec<u32> = (0..32)
                         .map(|l| {
-                            let (t, rho) = vector_position(format, warp * 32 + l + THREADS * m);
+                            let (t, rho) = vector_position(format, warp * 32 + l + threads * m);
                             smem_offset(t, rho)
                         })
                         .collect();
@@ -732,6 +803,39 @@ mod tests {
                     if format == Format::Ci4 {
                         let second: [u32; 32] = core::array::from_fn(|l| first[l] + 16);
                         assert!(is_conflict_free(&second, 16));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_tile_the_block_and_idle_warps_are_upper() {
+        for shape in [ASYNC_SHAPE, STAGED_SHAPE] {
+            let mut covered = std::vec![0u32; (TILE * TILE) as usize];
+            for warp in 0..shape.warps() {
+                let (r0, c0) = shape.warp_origin(warp);
+                for r in r0..r0 + shape.warp_rows() {
+                    for c in c0..c0 + shape.warp_cols() {
+                        covered[(r * TILE + c) as usize] += 1;
+                    }
+                }
+            }
+            assert!(covered.iter().all(|&n| n == 1));
+        }
+        // A warp is idle only if every (row, column) station pair in it is above the diagonal.
+        for order in [Order::StationPol, Order::PolStation] {
+            for pols in [1, 2] {
+                for shape in [ASYNC_SHAPE, STAGED_SHAPE] {
+                    for warp in 0..shape.warps() {
+                        let (r0, c0) = shape.warp_origin(warp);
+                        let rows = station_span(order, pols, 5, r0, shape.warp_rows());
+                        let cols = station_span(order, pols, 5, c0, shape.warp_cols());
+                        let any_needed = (r0..r0 + shape.warp_rows()).any(|r| {
+                            (c0..c0 + shape.warp_cols())
+                                .any(|c| receiver(order, pols, 5, r).0 >= receiver(order, pols, 5, c).0)
+                        });
+                        assert_eq!(rows.1 < cols.0, !any_needed, "{order:?} P={pols} {shape:?} warp {warp}");
                     }
                 }
             }

@@ -161,8 +161,22 @@ fn streaming_integration_matches_the_reference() {
     let long = CorrelatorConfig { times: launch.times * chunks, ..launch };
     let input = random_input(&long, &mut rng);
     let parts: Vec<&[u8]> = input.chunks(launch.input_bytes()).collect();
-    let result = Correlator::new(&gpu, launch).unwrap().integrate(&parts).unwrap();
-    assert_eq!(result, correlate_reference(&long, &input).unwrap());
+    let correlator = Correlator::new(&gpu, launch).unwrap();
+    assert_eq!(correlator.integrate(&parts).unwrap(), correlate_reference(&long, &input).unwrap());
+
+    // One integration reused for two batches: `finish` returns each batch alone.
+    let mut integration = correlator.integration().unwrap();
+    for batch in [&parts[..3], &parts[3..]] {
+        for part in batch {
+            integration.buffer().unwrap().copy_from_slice(part);
+            integration.submit().unwrap();
+        }
+        let batch_config = CorrelatorConfig { times: launch.times * batch.len() as u32, ..launch };
+        assert_eq!(
+            integration.finish().unwrap(),
+            correlate_reference(&batch_config, &batch.concat()).unwrap()
+        );
+    }
 }
 
 /// The largest int8 launch (T = 65472) with every component at -128 or at the extreme mixes

@@ -301,38 +301,95 @@ impl<'g> Correlator<'g> {
     }
 
     /// Streaming integration (seed sec. 5, Algorithm 1): correlates the host chunks (each
-    /// `input_bytes()` long, consecutive in time) into one int64 result. Chunks go through
-    /// two pinned host buffers; the copy of chunk p + 1 (on its own stream) overlaps the
-    /// correlation of chunk p.
+    /// `input_bytes()` long, consecutive in time) into one int64 result through an
+    /// [`Integration`].
     pub fn integrate(&self, chunks: &[&[u8]]) -> Result<Vec<[i64; 2]>> {
-        let bytes = self.config.input_bytes();
         for chunk in chunks {
             self.config.check_input_len(chunk.len())?;
         }
+        let mut integration = self.integration()?;
+        for chunk in chunks {
+            integration.buffer()?.copy_from_slice(chunk);
+            integration.submit()?;
+        }
+        integration.finish()
+    }
+
+    /// A streaming integration with its pinned buffers, for producers that write chunks
+    /// straight into pinned memory (no extra host copy).
+    pub fn integration(&self) -> Result<Integration<'_, 'g>> {
         let gpu = self.gpu;
-        let copy_stream = gpu.new_stream()?;
-        let compute = gpu.stream();
+        let bytes = self.config.input_bytes();
         let context = gpu.context();
-        let mut accumulator = gpu.alloc::<[i64; 2]>(self.config.output_len(), 0)?;
-        // SAFETY: pinned buffers are fully written (copy_from_slice) before each upload.
-        let mut pinned = [
+        // SAFETY: a pinned buffer is handed out (`buffer`) for writing before each upload;
+        // its initial contents are never uploaded unwritten by `integrate`, and a caller
+        // who submits without writing uploads stale but initialised bytes.
+        let pinned = [
             unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
             unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
         ];
-        let mut device = [gpu.alloc::<u8>(bytes, 0)?, gpu.alloc::<u8>(bytes, 0)?];
-        for (p, chunk) in chunks.iter().enumerate() {
-            let slot = p % 2;
-            // Waits (inside cudarc) until the upload that last read this pinned buffer is done.
-            pinned[slot].as_mut_slice().during("mapping pinned memory")?.copy_from_slice(chunk);
-            // cudarc orders the copy after the kernel that last read device[slot], and the
-            // kernel below after this copy (event tracking across the two streams).
-            copy_stream
-                .memcpy_htod(&pinned[slot], &mut device[slot].raw_mut().slice_mut(0..bytes))
-                .during("copying a chunk to the device")?;
-            self.launch(&device[slot], &mut accumulator, true, compute)?;
-        }
-        gpu.synchronize()?;
-        accumulator.download()
+        Ok(Integration {
+            correlator: self,
+            copy_stream: gpu.new_stream()?,
+            pinned,
+            device: [gpu.alloc::<u8>(bytes, 0)?, gpu.alloc::<u8>(bytes, 0)?],
+            accumulator: gpu.alloc::<[i64; 2]>(self.config.output_len(), 0)?,
+            submitted: 0,
+        })
+    }
+}
+
+/// Streaming integration (seed sec. 5, Algorithm 1). Chunks alternate between two pinned
+/// host buffers and two device buffers: the upload of chunk p + 1 (on a copy stream)
+/// overlaps the correlation of chunk p (on the GPU's stream), and every chunk is added to
+/// one complex int64 accumulator on the device.
+pub struct Integration<'c, 'g> {
+    correlator: &'c Correlator<'g>,
+    copy_stream: crate::Stream,
+    pinned: [cudarc::driver::PinnedHostSlice<u8>; 2],
+    device: [DeviceBuffer<u8>; 2],
+    accumulator: DeviceBuffer<[i64; 2]>,
+    submitted: usize,
+}
+
+impl Integration<'_, '_> {
+    /// The pinned buffer for the next chunk (`input_bytes()` long). Waits until the upload
+    /// that last read it has finished.
+    pub fn buffer(&mut self) -> Result<&mut [u8]> {
+        self.pinned[self.submitted % 2].as_mut_slice().during("mapping pinned memory")
+    }
+
+    /// Uploads the chunk in the current buffer and adds its correlation to the accumulator.
+    pub fn submit(&mut self) -> Result<()> {
+        let slot = self.submitted % 2;
+        let bytes = self.correlator.config.input_bytes();
+        // cudarc's event tracking orders this copy after the kernel that last read
+        // device[slot], and the kernel after this copy.
+        self.copy_stream
+            .memcpy_htod(&self.pinned[slot], &mut self.device[slot].raw_mut().slice_mut(0..bytes))
+            .during("copying a chunk to the device")?;
+        self.correlator.launch(
+            &self.device[slot],
+            &mut self.accumulator,
+            true,
+            self.correlator.gpu.stream(),
+        )?;
+        self.submitted += 1;
+        Ok(())
+    }
+
+    /// Chunks submitted since the start (or the last `finish`).
+    pub fn submitted(&self) -> usize {
+        self.submitted
+    }
+
+    /// Waits for every chunk, returns the integrated visibilities and starts over.
+    pub fn finish(&mut self) -> Result<Vec<[i64; 2]>> {
+        self.correlator.gpu.synchronize()?;
+        let result = self.accumulator.download()?;
+        self.accumulator.poison(0)?;
+        self.submitted = 0;
+        Ok(result)
     }
 }
 

@@ -62,12 +62,8 @@ fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u32>) 
 }
 
 fn main() {
-    let gpu = match radio_kernels::open(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            println!("ceilings: no GPU ({e}); nothing to measure");
-            return;
-        }
+    let Some(gpu) = common::open_gpu("ceilings") else {
+        return;
     };
     let mut criterion = Criterion::default()
         .sample_size(10)

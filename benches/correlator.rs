@@ -23,12 +23,8 @@ fn fill_random(gpu: &Gpu, buffer: &mut DeviceBuffer<u8>, seed: u32) {
 }
 
 fn main() {
-    let gpu = match radio_kernels::open(0) {
-        Ok(gpu) => gpu,
-        Err(e) => {
-            println!("correlator bench: no GPU ({e}); nothing to measure");
-            return;
-        }
+    let Some(gpu) = common::open_gpu("correlator bench") else {
+        return;
     };
     let peak = read_ceiling("mma s8 m16n8k32");
     let mut criterion = Criterion::default()
@@ -40,62 +36,20 @@ fn main() {
     let mut rows = Vec::new();
     let mut streaming = Vec::new();
 
+    let dual_pol = |stations, channels, format, order| CorrelatorConfig {
+        stations,
+        pols: 2,
+        channels,
+        times: T,
+        format,
+        order,
+    };
     let cases = [
-        (
-            "N=512 P=2 C=16 int8 [t][c][s][p]",
-            CorrelatorConfig {
-                stations: 512,
-                pols: 2,
-                channels: 16,
-                times: T,
-                format: Format::Ci8,
-                order: Order::StationPol,
-            },
-        ),
-        (
-            "N=512 P=2 C=16 int8 [t][c][p][s]",
-            CorrelatorConfig {
-                stations: 512,
-                pols: 2,
-                channels: 16,
-                times: T,
-                format: Format::Ci8,
-                order: Order::PolStation,
-            },
-        ),
-        (
-            "N=512 P=2 C=16 int4 [t][c][s][p]",
-            CorrelatorConfig {
-                stations: 512,
-                pols: 2,
-                channels: 16,
-                times: T,
-                format: Format::Ci4,
-                order: Order::StationPol,
-            },
-        ),
-        (
-            "N=64 P=2 C=1024 int8 [t][c][s][p]",
-            CorrelatorConfig {
-                stations: 64,
-                pols: 2,
-                channels: 1024,
-                times: T,
-                format: Format::Ci8,
-                order: Order::StationPol,
-            },
-        ),
-        (
-            "N=2048 P=2 C=4 int8 [t][c][s][p]",
-            CorrelatorConfig {
-                stations: 2048,
-                pols: 2,
-                channels: 4,
-                times: T,
-                format: Format::Ci8,
-                order: Order::StationPol,
-            },
-        ),
+        ("N=512 P=2 C=16 int8 [t][c][s][p]", dual_pol(512, 16, Format::Ci8, Order::StationPol)),
+        ("N=512 P=2 C=16 int8 [t][c][p][s]", dual_pol(512, 16, Format::Ci8, Order::PolStation)),
+        ("N=512 P=2 C=16 int4 [t][c][s][p]", dual_pol(512, 16, Format::Ci4, Order::StationPol)),
+        ("N=64 P=2 C=1024 int8 [t][c][s][p]", dual_pol(64, 1024, Format::Ci8, Order::StationPol)),
+        ("N=2048 P=2 C=4 int8 [t][c][s][p]", dual_pol(2048, 4, Format::Ci8, Order::StationPol)),
     ];
     for (label, config) in cases {
         let correlator = Correlator::new(&gpu, config).expect("valid configuration");

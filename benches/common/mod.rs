@@ -5,6 +5,17 @@ use radio_kernels::Gpu;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Opens GPU 0, or says in one line why a benchmark has nothing to measure.
+pub fn open_gpu(bench: &str) -> Option<Gpu> {
+    match radio_kernels::open(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e) => {
+            println!("{bench}: no GPU ({e}); nothing to measure");
+            None
+        }
+    }
+}
+
 /// One measured ceiling.
 pub struct Ceiling {
     pub name: String,

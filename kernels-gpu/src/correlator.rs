@@ -9,20 +9,26 @@
 //! order `[t][c][station][pol]` (xGPU) or `[t][c][pol][station]` (CHORD).
 //!
 //! Tiling (seed sec. 4.1-4.4 on tensor cores). Receivers (station, pol) are grouped in tiles
-//! of [`TILE`] = 64; one block of 4 warps computes one lower-triangle tile pair (seed sec. 4.2
-//! mapping of the linear block index) for one channel, each warp a 32 x 32 sub-tile as 2 x 4
-//! m16n8k32 fragments. Time runs in stages of [`TIME_TILE`] = 64 samples, loaded once per tile
-//! into shared memory (double-buffered, register-staged so int4 can be unpacked) as
-//! `smem[t][rho]` complex int8 with rows padded to [`SMEM_ROW_BYTES`]; `ldmatrix.trans` then
-//! hands each lane two consecutive time samples of one receiver, which is the A/B register
-//! assignment of m16n8k32 with `k = 2 t + ReIm`:
+//! of [`TILE`] = 64; one block computes one lower-triangle tile pair (seed sec. 4.2 mapping
+//! of the linear block index) for one channel and one time slice, its warps sub-tiles of
+//! m16n8k32 fragments ([`ASYNC_SHAPE`]: 2 warps of 32 x 64; [`STAGED_SHAPE`]: 4 of 32 x 32).
+//! Time runs in stages of [`TIME_TILE`] = 64 samples, each loaded once per tile into shared
+//! memory, double-buffered: with `cp.async` for 16-byte aligned int8 rows, through registers
+//! otherwise (int4 is unpacked to int8 on the way; ragged rows are loaded element-wise). The
+//! buffers hold `smem[t][rho]` complex int8, rows padded to [`SMEM_ROW_BYTES`] so every access
+//! is bank-conflict free; `ldmatrix.trans` hands each lane two consecutive time samples of
+//! one receiver, which is the m16n8k32 A/B register assignment with `k = 2 tau + ReIm`:
 //! ```text
-//! [(16 x 32) int8 A_ik]  b0 b1 <-> ReIm t0   r0 r1 <-> rho3 t3   t0 t1 t2 t3 t4 <-> t1 t2 rho0 rho1 rho2
+//! [(16 x 32) int8 A_rho,k]  b0 b1 <-> ReIm tau0   r0 r1 <-> rho3 tau3   t0 t1 t2 t3 t4 <-> tau1 tau2 rho0 rho1 rho2
 //! ```
+//! Long launches are split into time slices (grid z) that add their partial sums with
+//! integer atomics, which are exact and order-independent.
+//!
 //! Complex product without negating any input (so -128 and -8 are exact): with x = a + ib,
-//! `Re V = sum a1 a2 + b1 b2` (one MMA on [a, b] . [a, b]) and, with `~b = -b - 1` (bitwise
-//! not, always representable), `Im V = sum b1 a2 - a1 b2 = ([a1, b1] . [~b2, a2]) + sum_t a1`,
-//! the last term a per-receiver row sum taken with `dp4a` from the A fragments.
+//! `Re V = sum a1 a2 + b1 b2` (one MMA on [a1, b1] . [a2, b2]) and, with `~a = -a - 1`
+//! (bitwise not, always representable), `Im V = sum b1 a2 - a1 b2 = ([b1, ~a1] . [a2, b2]) +
+//! sum_t b2`: the row operand is transformed with one `prmt` and one xor per register, and
+//! the per-column sum is taken with `dp4a` from the B fragments.
 //! Every partial sum fits in int32 while `T * 2 * 128^2 < 2^31` (int8; int4: `T * 2 * 8^2`).
 
 /// Receivers per tile side.

@@ -28,13 +28,17 @@ fn random_input(config: &CorrelatorConfig, rng: &mut StdRng) -> Vec<u8> {
         .collect()
 }
 
-fn run_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) -> (Vec<[i32; 2]>, Vec<[i64; 2]>) {
-    let input = random_input(&config, rng);
+/// One launch on `input` into a poisoned output, and the CPU reference for it.
+fn run_on(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) -> (Vec<[i32; 2]>, Vec<[i64; 2]>) {
     let correlator = Correlator::new(gpu, config).unwrap();
-    let device_input = gpu.upload(&input).unwrap();
+    let device_input = gpu.upload(input).unwrap();
     let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
     correlator.correlate(&device_input, &mut output).unwrap();
-    (output.download().unwrap(), correlate_reference(&config, &input).unwrap())
+    (output.download().unwrap(), correlate_reference(&config, input).unwrap())
+}
+
+fn run_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) -> (Vec<[i32; 2]>, Vec<[i64; 2]>) {
+    run_on(gpu, config, &random_input(&config, rng))
 }
 
 fn assert_exact(config: &CorrelatorConfig, got: &[[i32; 2]], expected: &[[i64; 2]]) {
@@ -204,10 +208,8 @@ fn int32_sums_are_exact_at_the_bound() {
             }
         }
     }
-    let correlator = Correlator::new(&gpu, config).unwrap();
-    let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
-    correlator.correlate(&gpu.upload(&input).unwrap(), &mut output).unwrap();
-    assert_exact(&config, &output.download().unwrap(), &correlate_reference(&config, &input).unwrap());
+    let (got, expected) = run_on(&gpu, config, &input);
+    assert_exact(&config, &got, &expected);
 }
 
 #[test]

@@ -237,6 +237,11 @@ fn element_value(fragment: &Fragment, bits: u32) -> f64 {
     }
 }
 
+/// Every case's matrix of raw element bits as f64 values.
+fn values(all: &[Vec<u32>], fragment: &Fragment) -> Vec<Vec<f64>> {
+    all.iter().map(|v| v.iter().map(|&x| element_value(fragment, x)).collect()).collect()
+}
+
 fn random_accumulator(fragment: &Fragment, rng: &mut StdRng) -> u32 {
     if fragment.element_bits == 16 {
         random_f16_bits(rng)
@@ -303,14 +308,11 @@ pub fn check_f16_mma(gpu: &Gpu, shape: F16Shape, cases: usize, seed: u64) -> Res
         cases,
         shape.c.registers() as usize,
     )?;
-    let to_f64 = |all: &[Vec<u32>], fragment: &Fragment| -> Vec<Vec<f64>> {
-        all.iter().map(|v| v.iter().map(|&x| element_value(fragment, x)).collect()).collect()
-    };
     let (failures, compared, measure) = compare_float(
         &split(&d_image, shape.c),
-        &to_f64(&a_bits, shape.a),
-        &to_f64(&b_bits, shape.b),
-        &to_f64(&c_bits, shape.c),
+        &values(&a_bits, shape.a),
+        &values(&b_bits, shape.b),
+        &values(&c_bits, shape.c),
         (m, k, n),
         shape.c,
     );
@@ -383,11 +385,14 @@ pub fn check_sparse_mma(gpu: &Gpu, form: SparseForm, cases: usize, seed: u64) ->
             cases,
             2,
         )?;
-        let f = |all: &[Vec<u32>]| -> Vec<Vec<f64>> {
-            all.iter().map(|v| v.iter().map(|&x| f16::from_bits(x as u16).to_f64()).collect()).collect()
-        };
-        let (fail, count, m) =
-            compare_float(&split(&d_image, c_frag), &f(&dense), &f(&b), &f(&c), (16, 16, 8), c_frag);
+        let (fail, count, m) = compare_float(
+            &split(&d_image, c_frag),
+            &values(&dense, &layout::M16N8K16_F16_A),
+            &values(&b, b_frag),
+            &values(&c, c_frag),
+            (16, 16, 8),
+            c_frag,
+        );
         failures.extend(fail.into_iter().map(|s| format!("F={selector}: {s}")));
         compared += count;
         measure = m;
@@ -444,14 +449,11 @@ pub fn check_sparse_universal(gpu: &Gpu, cases: usize, seed: u64) -> Result<Chec
             cases,
             2,
         )?;
-        let f = |all: &[Vec<u32>]| -> Vec<Vec<f64>> {
-            all.iter().map(|v| v.iter().map(|&x| f16::from_bits(x as u16).to_f64()).collect()).collect()
-        };
         let (fail, count, m) = compare_float(
             &split(&d_image, c_frag),
-            &f(&dense_all),
-            &f(&b_all),
-            &f(&c_all),
+            &values(&dense_all, &layout::M16N8K16_F16_A),
+            &values(&b_all, b_frag),
+            &values(&c_all, c_frag),
             (16, 16, 8),
             c_frag,
         );

@@ -113,13 +113,9 @@ pub fn mma_sp_unordered_m16n8k16_f16<const F: u32>(
     [d0, d1]
 }
 
-/// Seed 000 eq. 173: the "universal" sparsity metadata `E^uni[i][j'][J][n] = 2 i_n + J`
-/// (eq. 171) in register assignment (172), `t0 t1 <-> n0 n1`: with selector `F = n` the
-/// sparse MMA sees the metadata of an A matrix containing `delta(i_n, j_1)` (eq. 168).
-#[inline(always)]
-pub fn universal_sparse_metadata(lane: u32) -> u32 {
-    crate::layout::universal_sparse_metadata(lane)
-}
+/// Seed 000 eq. 173 (the universal sparsity metadata for the selector `F = n`), shared with
+/// the host.
+pub use crate::layout::universal_sparse_metadata;
 
 /// m8n8k16 s8 with s32 accumulate (seed 001 App. A, eqs. 39-41), wrapping on overflow:
 /// ```text

@@ -1,5 +1,6 @@
 //! Host side of radio-kernels: the CUDA runtime (over cudarc), typed launchers with input
 //! validation, and the CPU references every kernel is tested against.
+pub mod baseband_beamformer;
 pub mod correlator;
 pub mod error;
 pub mod fragment;

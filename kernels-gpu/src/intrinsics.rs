@@ -468,6 +468,15 @@ pub fn cp_async_wait_all() {
     unsafe { asm!("cp.async.wait_all;", options(nostack)) };
 }
 
+/// `cp.async.wait_group N`: waits until at most `N` of this thread's most recent copy groups
+/// are still in flight (a ring of `N + 2` buffers keeps `N + 1` stages loading while one is
+/// read); a barrier afterwards makes the landed ones visible to the block.
+#[inline(always)]
+pub fn cp_async_wait_group<const N: u32>() {
+    // SAFETY: no operands.
+    unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
+}
+
 /// `red.global.add.u32`: atomic add without return (two's complement, so exact for signed
 /// integers modulo 2^32).
 ///

@@ -9,6 +9,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 
 pub mod bank;
+pub mod baseband_beamformer;
 pub mod correlator;
 pub mod layout;
 pub mod packing;

@@ -1,0 +1,370 @@
+//! GPU tests of the baseband beamformer: bit-exact against the CPU reference on fresh random
+//! inputs (E = -8 - 8i and A = -128 - 128i forced in) for the issue's (D, B) pairs, every dish
+//! count's kernel at its smallest and largest block, shifts {0, 1, 7, 15, 31} and the active
+//! range, the extreme product at every shift, saturation, a plane-wave steering check, and
+//! input validation.
+use radio_kernels::baseband_beamformer::{beamform_reference, BasebandBeamformer, BeamformerConfig, POLS};
+use radio_kernels::gpu_shared::baseband_beamformer::{max_warps, BEAMS_PER_WARP, KERNELS};
+use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
+use radio_kernels::{Error, Gpu};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn gpu() -> Gpu {
+    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
+}
+
+fn rng() -> StdRng {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    println!("seed {seed}");
+    StdRng::seed_from_u64(seed)
+}
+
+fn config(dishes: u32, beams: u32, freqs: u32, times: u32) -> BeamformerConfig {
+    BeamformerConfig { dishes, beams, freqs, times }
+}
+
+/// Random inputs: E and A over their full ranges with one value in eight forced to the most
+/// negative (E = -8 - 8i, A = -128 - 128i); shifts from the issue's set {0, 1, 7, 15, 31}
+/// for half the beams and from the range where random sums of D dishes neither vanish nor
+/// saturate for the other half.
+struct Inputs {
+    e: Vec<u8>,
+    weights: Vec<[i8; 2]>,
+    shifts: Vec<i32>,
+}
+
+fn random_inputs(c: &BeamformerConfig, rng: &mut StdRng) -> Inputs {
+    let e = (0..c.e_len()).map(|_| if rng.random_range(0..8) == 0 { 0x88 } else { rng.random() }).collect();
+    let weights = (0..c.weights_len())
+        .map(|_| if rng.random_range(0..8) == 0 { [-128, -128] } else { [rng.random(), rng.random()] })
+        .collect();
+    // A sum of D products of size ~128 * 8 has magnitude ~ 600 sqrt(D): shifts near
+    // log2(600 sqrt(D) / 4) keep outputs inside [-7, 7] with rounding in play.
+    let active = ((600.0 * (c.dishes as f64).sqrt() / 4.0).log2()) as i32;
+    let shifts = (0..c.shifts_len())
+        .map(|_| {
+            if rng.random() {
+                [0, 1, 7, 15, 31][rng.random_range(0..5)]
+            } else {
+                rng.random_range(active - 2..=active + 1)
+            }
+        })
+        .collect();
+    Inputs { e, weights, shifts }
+}
+
+/// One launch into a poisoned output; returns (GPU, CPU reference).
+fn run_on(gpu: &Gpu, c: BeamformerConfig, inputs: &Inputs) -> (Vec<u8>, Vec<u8>) {
+    let beamformer = BasebandBeamformer::new(gpu, c, &inputs.weights, &inputs.shifts).unwrap();
+    let e = gpu.upload(&inputs.e).unwrap();
+    let mut j = gpu.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+    beamformer.beamform(&e, &mut j).unwrap();
+    (j.download().unwrap(), beamform_reference(&c, &inputs.e, &inputs.weights, &inputs.shifts).unwrap())
+}
+
+fn assert_exact(c: &BeamformerConfig, got: &[u8], expected: &[u8]) {
+    assert_eq!(got.len(), expected.len());
+    let wrong: Vec<usize> = (0..got.len()).filter(|&n| got[n] != expected[n]).collect();
+    if let Some(&first) = wrong.first() {
+        let times = c.times as usize;
+        let (row, tau) = (first / times, first % times);
+        let fp = row % (c.freqs * POLS) as usize;
+        panic!(
+            "{c:?}: {} of {} outputs wrong; first J[beam {}][f {}][p {}][tau {tau}] = {:?}, expected {:?}",
+            wrong.len(),
+            got.len(),
+            row / (c.freqs * POLS) as usize,
+            fp / POLS as usize,
+            fp % POLS as usize,
+            unpack_ci4(got[first]),
+            unpack_ci4(expected[first])
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bit_exact_for_the_issue_sizes() {
+    let gpu = gpu();
+    let mut rng = rng();
+    // (D, B) from the issue, each with two (F, T); the larger runs give blocks several work
+    // items across an (f, p) change (weights reloaded mid-block).
+    let cases = [
+        config(512, 96, 2, 256),
+        config(512, 96, 16, 1024),
+        config(512, 16, 3, 128),
+        config(512, 16, 1, 2048),
+        config(512, 128, 2, 256),
+        config(512, 128, 5, 384),
+        config(64, 16, 5, 640),
+        config(64, 16, 128, 1024),
+        config(1024, 64, 2, 256),
+        config(1024, 64, 7, 512),
+    ];
+    for c in cases {
+        let inputs = random_inputs(&c, &mut rng);
+        let (got, expected) = run_on(&gpu, c, &inputs);
+        assert_exact(&c, &got, &expected);
+        // The data exercise both the clamp and the rounding.
+        let values: Vec<(i8, i8)> = got.iter().map(|&b| unpack_ci4(b)).collect();
+        assert!(values.iter().any(|&(re, _)| re == 7 || re == -7));
+        assert!(values.iter().any(|&(re, im)| re.abs() < 7 && re != 0 && im.abs() < 7 && im != 0));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_dish_count_at_its_smallest_and_largest_block() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for (dishes, name) in KERNELS {
+        for beams in [BEAMS_PER_WARP, max_warps(dishes) * BEAMS_PER_WARP] {
+            let c = config(dishes, beams, 1 + dishes % 3, 256);
+            let inputs = random_inputs(&c, &mut rng);
+            let (got, expected) = run_on(&gpu, c, &inputs);
+            println!("{name}: {beams} beams exact");
+            assert_exact(&c, &got, &expected);
+        }
+    }
+}
+
+/// E = -8 - 8i and A = -128 - 128i everywhere: each product is 2048i, the sum 2048 D i, the
+/// largest magnitude any input gives; every shift 0..=31 across the beams, and A = -128 + 127i
+/// on odd beams for a mixed-sign extreme.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn extreme_values_at_every_shift() {
+    let gpu = gpu();
+    for dishes in [64, 512, 1024] {
+        let c = config(dishes, 32, 1, 128);
+        let e = vec![pack_ci4(-8, -8); c.e_len()];
+        let mut weights = vec![[-128i8, -128]; c.weights_len()];
+        let mut shifts = vec![0i32; c.shifts_len()];
+        for p in 0..POLS {
+            for beam in 0..c.beams {
+                shifts[c.shift_index(0, p, beam)] = beam as i32;
+                if beam % 2 == 1 {
+                    for d in 0..dishes {
+                        weights[c.weight_index(0, p, beam, d)] = [-128, 127];
+                    }
+                }
+            }
+        }
+        let inputs = Inputs { e, weights, shifts };
+        let (got, expected) = run_on(&gpu, c, &inputs);
+        assert_exact(&c, &got, &expected);
+        // Beam 0 (s = 0) saturates, beam 30 (s = 30) rounds to zero.
+        assert_eq!(unpack_ci4(got[c.output_index(0, 0, 0, 0)]), (0, 7));
+        assert_eq!(unpack_ci4(got[c.output_index(30, 0, 1, 5)]), (0, 0));
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn saturation_clamps_most_outputs_to_plus_minus_seven() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let c = config(512, 96, 2, 256);
+    let mut inputs = random_inputs(&c, &mut rng);
+    inputs.shifts.iter_mut().enumerate().for_each(|(n, s)| *s = (n % 4) as i32); // 0..=3
+    let (got, expected) = run_on(&gpu, c, &inputs);
+    assert_exact(&c, &got, &expected);
+    let clamped =
+        got.iter().map(|&b| unpack_ci4(b)).filter(|&(re, im)| re.abs() == 7 || im.abs() == 7).count();
+    println!("{clamped} of {} outputs clamp", got.len());
+    assert!(clamped * 10 > got.len() * 9, "{clamped} of {} clamp", got.len());
+    assert!(got.iter().all(|&b| unpack_ci4(b).0 != -8 && unpack_ci4(b).1 != -8));
+}
+
+/// A plane wave from one direction on a line of dishes: the beam steered at it collects the
+/// most power, the others far less (the exact check runs on the same data).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn beam_pointed_at_an_injected_plane_wave_is_strongest() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let c = config(64, 16, 2, 512);
+    // Dish d at d half-wavelengths; beam b looks at sin(theta) = (b - 8) / 8 * 0.9.
+    let direction = |beam: u32| (beam as f64 - 8.0) / 8.0 * 0.9;
+    let source_beam = 11;
+    let phase = |d: u32, u: f64| std::f64::consts::PI * d as f64 * u;
+    let mut e = vec![0u8; c.e_len()];
+    for tau in 0..c.times {
+        for f in 0..c.freqs {
+            for p in 0..POLS {
+                let signal = 0.07 * tau as f64 + f as f64;
+                for d in 0..c.dishes {
+                    let angle = phase(d, direction(source_beam)) + signal;
+                    let re = (5.0 * angle.cos() + rng.random_range(-1.0..1.0)).round() as i8;
+                    let im = (5.0 * angle.sin() + rng.random_range(-1.0..1.0)).round() as i8;
+                    e[c.e_index(tau, f, p, d)] = pack_ci4(re.clamp(-7, 7), im.clamp(-7, 7));
+                }
+            }
+        }
+    }
+    let mut weights = vec![[0i8; 2]; c.weights_len()];
+    for f in 0..c.freqs {
+        for p in 0..POLS {
+            for beam in 0..c.beams {
+                for d in 0..c.dishes {
+                    let angle = -phase(d, direction(beam));
+                    weights[c.weight_index(f, p, beam, d)] =
+                        [(127.0 * angle.cos()).round() as i8, (127.0 * angle.sin()).round() as i8];
+                }
+            }
+        }
+    }
+    // Coherent sum ~ 64 * 127 * 5 = 40640 -> shift 13 gives ~5.
+    let inputs = Inputs { e, weights, shifts: vec![13; c.shifts_len()] };
+    let (got, expected) = run_on(&gpu, c, &inputs);
+    assert_exact(&c, &got, &expected);
+    let power = |beam: u32| -> f64 {
+        let mut total = 0.0;
+        for f in 0..c.freqs {
+            for p in 0..POLS {
+                for tau in 0..c.times {
+                    let (re, im) = unpack_ci4(got[c.output_index(beam, f, p, tau)]);
+                    total += (re as f64).powi(2) + (im as f64).powi(2);
+                }
+            }
+        }
+        total
+    };
+    let powers: Vec<f64> = (0..c.beams).map(power).collect();
+    println!("beam powers {powers:?}");
+    let strongest = (0..c.beams as usize).max_by(|&a, &b| powers[a].total_cmp(&powers[b])).unwrap();
+    assert_eq!(strongest as u32, source_beam);
+    for (beam, &p) in powers.iter().enumerate() {
+        if beam as u32 != source_beam {
+            assert!(
+                p < 0.25 * powers[source_beam as usize],
+                "beam {beam}: {p} vs {}",
+                powers[source_beam as usize]
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_input_gives_typed_errors() {
+    let gpu = gpu();
+    let good = config(512, 96, 2, 256);
+    let weights = vec![[1i8, 0]; good.weights_len()];
+    let shifts = vec![4i32; good.shifts_len()];
+    for (bad, word) in [
+        (config(512, 100, 2, 256), "beams"),
+        (config(500, 96, 2, 256), "dishes"),
+        (config(1024, 96, 2, 256), "65536"),
+        (config(512, 96, 2, 200), "times"),
+    ] {
+        let w = vec![[0i8; 2]; bad.weights_len()];
+        let s = vec![0i32; bad.shifts_len()];
+        match BasebandBeamformer::new(&gpu, bad, &w, &s) {
+            Err(Error::InvalidConfig(m)) => assert!(m.contains(word), "{m}"),
+            other => panic!("{bad:?}: {:?}", other.err()),
+        }
+    }
+    let mut bad_shifts = shifts.clone();
+    bad_shifts[7] = 32;
+    assert!(matches!(
+        BasebandBeamformer::new(&gpu, good, &weights, &bad_shifts),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        BasebandBeamformer::new(&gpu, good, &weights[1..], &shifts),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let mut beamformer = BasebandBeamformer::new(&gpu, good, &weights, &shifts).unwrap();
+    assert!(matches!(beamformer.set_weights(&weights, &bad_shifts), Err(Error::InvalidConfig(_))));
+    let e = gpu.alloc::<u8>(good.e_len(), 0).unwrap();
+    let short_e = gpu.alloc::<u8>(good.e_len() - 1, 0).unwrap();
+    let mut j = gpu.alloc::<u8>(good.output_len(), 0).unwrap();
+    let mut short_j = gpu.alloc::<u8>(good.output_len() - 128, 0).unwrap();
+    assert!(matches!(beamformer.beamform(&short_e, &mut j), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(beamformer.beamform(&e, &mut short_j), Err(Error::ShapeMismatch { .. })));
+    // The valid call still works after the rejected ones, and set_weights takes effect: with
+    // E = 1 everywhere, A = -128 - 128i and s = 0 every output clamps to -7 - 7i (the first
+    // weights, 1 + 0i with s = 4, would give 7 + 0i).
+    let ones = gpu.upload(&vec![pack_ci4(1, 0); good.e_len()]).unwrap();
+    beamformer.beamform(&ones, &mut j).unwrap();
+    assert!(j.download().unwrap().iter().all(|&b| b == pack_ci4(7, 0)));
+    beamformer.set_weights(&vec![[-128, -128]; good.weights_len()], &vec![0; good.shifts_len()]).unwrap();
+    j.poison(0xA5).unwrap();
+    beamformer.beamform(&ones, &mut j).unwrap();
+    assert!(j.download().unwrap().iter().all(|&b| b == pack_ci4(-7, -7)));
+}
+
+/// Structured inputs that make each mapping visible on its own: a beam-dependent weight on
+/// one dish (beam mapping), a time-dependent E on one dish (time mapping), and one dish at a
+/// time (dish mapping). Prints the first disagreement of each.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn structured_inputs_isolate_beam_time_and_dish_mappings() {
+    let gpu = gpu();
+    let c = config(64, 8, 1, 128);
+    let zero_shifts = vec![0i32; c.shifts_len()];
+    let mut failures = Vec::new();
+    // Beam mapping: E = 1 on dish 0; A[beam][0] = beam - 3.
+    let mut e = vec![0u8; c.e_len()];
+    let mut weights = vec![[0i8; 2]; c.weights_len()];
+    for tau in 0..c.times {
+        for p in 0..POLS {
+            e[c.e_index(tau, 0, p, 0)] = pack_ci4(1, 0);
+        }
+    }
+    for p in 0..POLS {
+        for beam in 0..c.beams {
+            weights[c.weight_index(0, p, beam, 0)] = [beam as i8 - 3, 0];
+        }
+    }
+    let mut cases =
+        vec![("beam", Inputs { e: e.clone(), weights: weights.clone(), shifts: zero_shifts.clone() })];
+    // Time mapping: A = 1 on dish 0 for every beam; E[tau][0] = (tau % 15) - 7.
+    let mut e_time = vec![0u8; c.e_len()];
+    for tau in 0..c.times {
+        for p in 0..POLS {
+            e_time[c.e_index(tau, 0, p, 0)] = pack_ci4((tau % 15) as i8 - 7, 0);
+        }
+    }
+    let mut w_one = vec![[0i8; 2]; c.weights_len()];
+    for p in 0..POLS {
+        for beam in 0..c.beams {
+            w_one[c.weight_index(0, p, beam, 0)] = [1, 0];
+        }
+    }
+    cases.push(("time", Inputs { e: e_time, weights: w_one, shifts: zero_shifts.clone() }));
+    // Dish mapping: E = 1 on every dish; A[beam][d] = 1 only for d = 8 beam + 3 (re) and
+    // d = 8 beam + 5 (im): J = 1 + 1i for every beam iff dishes line up.
+    let mut w_dish = vec![[0i8; 2]; c.weights_len()];
+    for p in 0..POLS {
+        for beam in 0..c.beams {
+            w_dish[c.weight_index(0, p, beam, 8 * beam + 3)] = [1, 0];
+            w_dish[c.weight_index(0, p, beam, 8 * beam + 5)] = [0, 1];
+        }
+    }
+    let mut e_dish = vec![0u8; c.e_len()];
+    for tau in 0..c.times {
+        for p in 0..POLS {
+            for d in 0..c.dishes {
+                e_dish[c.e_index(tau, 0, p, d)] =
+                    pack_ci4(if d % 8 == 3 { 1 } else { 0 }, if d % 8 == 5 { 2 } else { 0 });
+            }
+        }
+    }
+    cases.push(("dish", Inputs { e: e_dish, weights: w_dish, shifts: zero_shifts }));
+    for (name, inputs) in cases {
+        let (got, expected) = run_on(&gpu, c, &inputs);
+        for beam in 0..2 {
+            let row = |v: &[u8]| -> Vec<(i8, i8)> {
+                (0..12).map(|tau| unpack_ci4(v[c.output_index(beam, 0, 0, tau)])).collect()
+            };
+            println!("{name}: beam {beam} got {:?}\n{name}: beam {beam} exp {:?}", row(&got), row(&expected));
+        }
+        if got != expected {
+            failures.push(name);
+        }
+    }
+    assert!(failures.is_empty(), "mappings wrong: {failures:?}");
+}

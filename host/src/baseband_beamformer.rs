@@ -191,6 +191,8 @@ pub struct BasebandBeamformer<'g> {
     /// Persistent blocks per launch and the dynamic shared memory of each.
     blocks: u32,
     shared_bytes: u32,
+    /// Time rows per shared-memory stage (fits this device's shared memory).
+    stage_rows: u32,
 }
 
 impl<'g> BasebandBeamformer<'g> {
@@ -206,7 +208,16 @@ impl<'g> BasebandBeamformer<'g> {
         config.check_weights(weights, shifts)?;
         let name = layout::kernel_name(config.dishes).ok_or(Error::MissingKernel("baseband_beamform_d*"))?;
         let kernel = gpu.function(name)?;
-        let shared_bytes = layout::smem_bytes(config.dishes, config.beams);
+        let stage_rows = layout::stage_rows_for(config.dishes, config.beams, gpu.max_shared_per_block())
+            .ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "{} beams x {} dishes needs more shared memory than {} allows per block",
+                    config.beams,
+                    config.dishes,
+                    gpu.name()
+                ))
+            })?;
+        let shared_bytes = layout::smem_bytes(config.dishes, config.beams, stage_rows);
         kernel
             .set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -229,7 +240,7 @@ impl<'g> BasebandBeamformer<'g> {
         let blocks = (per_sm as u64 * gpu.sm_count() as u64).min(config.items()) as u32;
         let weights = gpu.upload(weights)?;
         let shifts = gpu.upload(shifts)?;
-        Ok(BasebandBeamformer { gpu, config, kernel, weights, shifts, blocks, shared_bytes })
+        Ok(BasebandBeamformer { gpu, config, kernel, weights, shifts, blocks, shared_bytes, stage_rows })
     }
 
     pub fn config(&self) -> &BeamformerConfig {
@@ -258,7 +269,8 @@ impl<'g> BasebandBeamformer<'g> {
             .arg(output.raw_mut())
             .arg(&c.beams)
             .arg(&fps)
-            .arg(&c.times);
+            .arg(&c.times)
+            .arg(&self.stage_rows);
         let threads = 32 * c.beams / layout::BEAMS_PER_WARP;
         // SAFETY: arguments match `baseband_beamform_d*` (kernels-gpu baseband_beamformer.rs)
         // for this dish count; E, A, s and J hold `e_len()`, `weights_len()`, `shifts_len()`

@@ -23,6 +23,7 @@ pub struct Gpu {
     name: String,
     compute_capability: (u32, u32),
     sm_count: u32,
+    max_shared_per_block: u32,
 }
 
 impl Gpu {
@@ -43,6 +44,9 @@ impl Gpu {
         let sm_count = context
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .during("reading the multiprocessor count")? as u32;
+        let max_shared_per_block = context
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .during("reading the shared-memory limit")? as u32;
         let module = context
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .during("loading the PTX module (JIT compilation by the driver)")?;
@@ -56,6 +60,7 @@ impl Gpu {
             name,
             compute_capability: (major, minor),
             sm_count,
+            max_shared_per_block,
         })
     }
 
@@ -77,6 +82,10 @@ impl Gpu {
     /// (major, minor), e.g. (9, 0) for an H100 or H200.
     pub fn compute_capability(&self) -> (u32, u32) {
         self.compute_capability
+    }
+    /// Dynamic shared memory a block may opt in to (99 KiB on sm_86, 227 KiB on sm_90).
+    pub fn max_shared_per_block(&self) -> u32 {
+        self.max_shared_per_block
     }
     pub fn sm_count(&self) -> u32 {
         self.sm_count

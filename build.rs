@@ -101,9 +101,9 @@ const REGISTER_LIMITS: [(&str, u32); 1] = [("correlate_ci8_station_pol_async", 2
 /// overrides or adds caps for experiments.
 fn limit_registers(ptx: &str) -> String {
     let mut limits: Vec<(String, u32)> = REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)).collect();
-    // Baseband beamformer: the largest block for each dish count must fit one SM's registers.
-    for (dishes, name) in radio_kernels_gpu::baseband_beamformer::KERNELS {
-        limits.push((name.to_string(), radio_kernels_gpu::baseband_beamformer::max_registers(dishes)));
+    // Baseband beamformer: each kernel's largest block must fit one SM's registers.
+    for (_, warps, name) in radio_kernels_gpu::baseband_beamformer::KERNELS {
+        limits.push((name.to_string(), radio_kernels_gpu::baseband_beamformer::max_registers(warps)));
     }
     if let Ok(v) = env::var("RADIO_KERNELS_MAXNREG") {
         for (k, n) in v.split(',').filter_map(|e| e.split_once('=')) {

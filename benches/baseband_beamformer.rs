@@ -48,11 +48,20 @@ fn main() {
     for (label, config) in cases {
         let weights: Vec<[i8; 2]> = (0..config.weights_len()).map(|_| [rng.random(), rng.random()]).collect();
         let shifts = vec![12i32; config.shifts_len()];
-        let beamformer =
-            BasebandBeamformer::new(&gpu, config, &weights, &shifts).expect("valid configuration");
+        let beamformer = match BasebandBeamformer::new(&gpu, config, &weights, &shifts) {
+            Ok(beamformer) => beamformer,
+            Err(error) => {
+                println!("{label}: skipped, {error}");
+                continue;
+            }
+        };
         let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
         fill_random(&gpu, &mut e, 17);
         let mut j = gpu.alloc::<u8>(config.output_len(), 0).expect("J");
+        if let Err(error) = beamformer.beamform(&e, &mut j).and_then(|_| gpu.synchronize()) {
+            println!("{label}: skipped, {error}");
+            continue;
+        }
         let ms = median_ms(&gpu, REPS, || beamformer.beamform(&e, &mut j).expect("launch"));
         rows.push((label, config, ms));
         group.throughput(Throughput::Elements(config.useful_ops() as u64));

@@ -185,14 +185,20 @@ pub fn beamform_reference(
 pub struct BasebandBeamformer<'g> {
     gpu: &'g Gpu,
     config: BeamformerConfig,
-    kernel: CudaFunction,
+    /// One kernel launch per beam range (one, except where no kernel takes all the beams).
+    launches: Vec<Launch>,
     weights: DeviceBuffer<[i8; 2]>,
     shifts: DeviceBuffer<i32>,
-    /// Persistent blocks per launch and the dynamic shared memory of each.
+}
+
+/// One kernel launch of a beamform call: beams `first_beam .. first_beam + beams`.
+struct Launch {
+    kernel: CudaFunction,
+    first_beam: u32,
+    beams: u32,
+    /// Persistent blocks and the dynamic shared memory of each.
     blocks: u32,
     shared_bytes: u32,
-    /// Time rows per shared-memory stage (fits this device's shared memory).
-    stage_rows: u32,
 }
 
 impl<'g> BasebandBeamformer<'g> {
@@ -206,41 +212,39 @@ impl<'g> BasebandBeamformer<'g> {
     ) -> Result<BasebandBeamformer<'g>> {
         config.validate()?;
         config.check_weights(weights, shifts)?;
-        let name = layout::kernel_name(config.dishes).ok_or(Error::MissingKernel("baseband_beamform_d*"))?;
-        let kernel = gpu.function(name)?;
-        let stage_rows = layout::stage_rows_for(config.dishes, config.beams, gpu.max_shared_per_block())
-            .ok_or_else(|| {
-                Error::InvalidConfig(format!(
-                    "{} beams x {} dishes needs more shared memory than {} allows per block",
-                    config.beams,
+        let mut launches = Vec::new();
+        for (first_beam, beams) in layout::launch_split(config.dishes, config.beams) {
+            if beams == 0 {
+                continue;
+            }
+            let warps = beams / layout::BEAMS_PER_WARP;
+            let name = layout::kernel_name(config.dishes, warps)
+                .ok_or(Error::MissingKernel("baseband_beamform_d*"))?;
+            let kernel = gpu.function(name)?;
+            let shared_bytes = layout::smem_bytes(config.dishes, beams);
+            kernel
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_bytes as i32,
+                )
+                .during("raising the beamformer's shared-memory limit")?;
+            let threads = 32 * warps;
+            let per_sm = kernel
+                .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
+                .during("querying the beamformer's occupancy")?;
+            if per_sm == 0 {
+                return Err(Error::InvalidConfig(format!(
+                    "{beams} beams x {} dishes does not fit one SM of {} ({threads} threads, {shared_bytes} bytes of shared memory)",
                     config.dishes,
-                    gpu.name()
-                ))
-            })?;
-        let shared_bytes = layout::smem_bytes(config.dishes, config.beams, stage_rows);
-        kernel
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_bytes as i32,
-            )
-            .during("raising the beamformer's shared-memory limit")?;
-        let threads = 32 * config.beams / layout::BEAMS_PER_WARP;
-        let per_sm = kernel
-            .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
-            .during("querying the beamformer's occupancy")?;
-        if per_sm == 0 {
-            return Err(Error::InvalidConfig(format!(
-                "{} beams x {} dishes does not fit one SM of {} ({} threads, {shared_bytes} bytes of shared memory)",
-                config.beams,
-                config.dishes,
-                gpu.name(),
-                threads
-            )));
+                    gpu.name(),
+                )));
+            }
+            let blocks = (per_sm as u64 * gpu.sm_count() as u64).min(config.items()) as u32;
+            launches.push(Launch { kernel, first_beam, beams, blocks, shared_bytes });
         }
-        let blocks = (per_sm as u64 * gpu.sm_count() as u64).min(config.items()) as u32;
         let weights = gpu.upload(weights)?;
         let shifts = gpu.upload(shifts)?;
-        Ok(BasebandBeamformer { gpu, config, kernel, weights, shifts, blocks, shared_bytes, stage_rows })
+        Ok(BasebandBeamformer { gpu, config, launches, weights, shifts })
     }
 
     pub fn config(&self) -> &BeamformerConfig {
@@ -261,23 +265,29 @@ impl<'g> BasebandBeamformer<'g> {
         c.check_len("beamformer E (bytes)", c.e_len(), e.len())?;
         c.check_len("beamformer output J (bytes)", c.output_len(), output.len())?;
         let fps = c.freqs * POLS;
-        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
-        launch
-            .arg(e.raw())
-            .arg(self.weights.raw())
-            .arg(self.shifts.raw())
-            .arg(output.raw_mut())
-            .arg(&c.beams)
-            .arg(&fps)
-            .arg(&c.times)
-            .arg(&self.stage_rows);
-        let threads = 32 * c.beams / layout::BEAMS_PER_WARP;
-        // SAFETY: arguments match `baseband_beamform_d*` (kernels-gpu baseband_beamformer.rs)
-        // for this dish count; E, A, s and J hold `e_len()`, `weights_len()`, `shifts_len()`
-        // and `output_len()` elements of a validated configuration; cudarc allocations are
-        // 256-byte aligned, as the kernel's 16-byte accesses need.
-        unsafe { launch.launch(launch_1d(self.blocks, threads, self.shared_bytes)) }
+        for part in &self.launches {
+            let first = part.first_beam as usize;
+            let weights = self.weights.raw().slice(first * c.dishes as usize * 2..);
+            let shifts = self.shifts.raw().slice(first * 4..);
+            let j_offset = first * fps as usize * c.times as usize;
+            let mut j = output.raw_mut().slice_mut(j_offset..);
+            let mut launch = self.gpu.stream().launch_builder(&part.kernel);
+            launch.arg(e.raw()).arg(&weights).arg(&shifts).arg(&mut j).arg(&c.beams).arg(&fps).arg(&c.times);
+            // SAFETY: arguments match `baseband_beamform_d*` (kernels-gpu
+            // baseband_beamformer.rs) for this dish count and block size; E, A, s and J hold
+            // `e_len()`, `weights_len()`, `shifts_len()` and `output_len()` elements of a
+            // validated configuration and the views start at beam `first_beam` of layouts with
+            // `beams` beams (`beam_stride`); cudarc allocations are 256-byte aligned and the
+            // offsets are multiples of 16 bytes, as the kernel's 16-byte accesses need.
+            unsafe {
+                launch.launch(launch_1d(
+                    part.blocks,
+                    32 * part.beams / layout::BEAMS_PER_WARP,
+                    part.shared_bytes,
+                ))
+            }
             .during("launching the baseband beamformer")?;
+        }
         Ok(())
     }
 }

@@ -13,30 +13,27 @@
 //! - One warp per 8 beams holds its whole `8 x D` slice of A in registers for as long as the
 //!   block stays on one (f, p) (seed eq. 9: `B D / 2` registers per block). So `W_d = 1`: no
 //!   cross-warp reduction (the seed's eq. 19-24 16-bit partial sums, which change low bits,
-//!   do not exist here), and each warp reads all of E from shared memory: two operand bytes
-//!   per 64 MMA operations, inside the shared-memory bandwidth up to ~80% of the MMA peak.
+//!   do not exist here), and each warp reads all of E from shared memory, which costs one
+//!   byte per 64 MMA operations (well inside the shared-memory bandwidth).
 //! - MMA roles: E is the 16 x 32 row operand (16 times x 32 dishes), A the 32 x 8 column
 //!   operand (32 dishes x 8 beams), J the 16 x 8 result (times x beams). With the dish order
 //!   of [`fragment_dish`] (the seed's eq. 12 idea), a lane's row fragment for two k-steps is
-//!   one 16-byte `ld.shared` per operand plane from the natural `[tau][d]` order,
-//!   conflict-free with rows of [`plane_row_bytes`] (eq. 13's padding), and its A fragment
-//!   one 32-byte global load:
+//!   one 16-byte `ld.shared` from the natural `[tau][d]` layout, conflict-free with rows of
+//!   [`smem_row_bytes`] (eq. 13's padding), and its A fragment one 32-byte global load:
 //! ```text
 //! [(16 x 32) ci4 E_tau,k]  b0 b1 <-> k0 k1   r0 r1 <-> tau3 k4   t0 t1 t2 t3 t4 <-> k2 k3 tau0 tau1 tau2
 //! [(32 x 8) int8 A_k,beta] b0 b1 <-> k0 k1   r0 <-> k4           t0 t1 t2 t3 t4 <-> k2 k3 beta0 beta1 beta2
 //! [(16 x 8) int32 J_tau,beta] r0 r1 <-> beta0 tau3               t0 t1 t2 t3 t4 <-> beta1 beta2 tau0 tau1 tau2
 //! ```
 //! - int4 is never fed to an int4 MMA (emulated on Hopper). Per E word: `lo = (w ^ 0x08..) &
-//!   0x0f..` is `Er + 8` (0..16), `hi = w & 0xf0..` is `16 Ei` (one `lop3` each), formed
-//!   once per block into two int8 planes (formed per warp, they made the integer pipe the
-//!   limit: ncu, BENCHMARKS.md). Four s8 MMAs per complex product, none on a negated value (so E = -8
+//!   0x0f..` is `Er + 8` (0..16, so the same as s8 or u8), `hi = w & 0xf0..` is `16 Ei` as s8
+//!   (one `lop3` each). Four s8 MMAs per complex product, none on a negated value (so E = -8
 //!   and A = -128 are exact): `Re = (A_re . lo) - 8 sum_d A_re - (A_im . hi) / 16` and
 //!   `Im = (A_im . lo) - 8 sum_d A_im + (A_re . hi) / 16`; the per-beam sums come with the
 //!   weights, the divisions by 16 are exact shifts. All partial sums are exact int32
 //!   (`|x| <= 2 D 128 * 16 < 2^26`).
-//! - E streams through a ring of [`STAGES`] raw stages of `stage_rows` rows
-//!   ([`stage_rows_for`]) via `cp.async`; each stage is converted to the planes between two
-//!   barriers. Blocks are persistent: block i takes a contiguous run of 128-sample work
+//! - E streams through a ring of [`STAGES`] shared-memory stages of [`stage_times`] rows via
+//!   `cp.async`. Blocks are persistent: block i takes a contiguous run of 128-sample work
 //!   items (f, p, chunk) and reloads A when its (f, p) changes.
 //! - Output (seed sec. 6): each 16-time block leaves one byte per (beam parity, tau3) in one
 //!   register of eight; after 128 samples three warp transposes and a 4 x 4 byte transpose
@@ -59,29 +56,61 @@ pub const MAX_BEAMS_TIMES_DISHES: u32 = 65536;
 /// Shared-memory stages in the cp.async ring.
 pub const STAGES: u32 = 3;
 
-/// Kernel entry points, one per dish count (the A slice's register count is compile-time).
-pub const KERNELS: [(u32, &str); 16] = [
-    (64, "baseband_beamform_d64"),
-    (128, "baseband_beamform_d128"),
-    (192, "baseband_beamform_d192"),
-    (256, "baseband_beamform_d256"),
-    (320, "baseband_beamform_d320"),
-    (384, "baseband_beamform_d384"),
-    (448, "baseband_beamform_d448"),
-    (512, "baseband_beamform_d512"),
-    (576, "baseband_beamform_d576"),
-    (640, "baseband_beamform_d640"),
-    (704, "baseband_beamform_d704"),
-    (768, "baseband_beamform_d768"),
-    (832, "baseband_beamform_d832"),
-    (896, "baseband_beamform_d896"),
-    (960, "baseband_beamform_d960"),
-    (1024, "baseband_beamform_d1024"),
+/// Kernel entry points: `(dishes, most warps, name)`. The A slice's register count is
+/// compile-time, so there is one kernel per dish count; and the register cap that lets a
+/// block fit one SM depends on its warps, so dish counts whose blocks may exceed 12 warps
+/// have a second, tighter-capped kernel ([`max_registers`]): a 12-warp block (CHORD's 96
+/// beams) then keeps 168 registers instead of the 128 a 16-warp block allows. 832 and 896
+/// dishes (112 and 104 weight registers) do not fit 168 without spilling, so their 9-warp
+/// configurations (72 beams) run as two launches of at most 8 warps ([`launch_split`]).
+pub const KERNELS: [(u32, u32, &str); 25] = [
+    (64, 12, "baseband_beamform_d64_w12"),
+    (64, 16, "baseband_beamform_d64_w16"),
+    (128, 12, "baseband_beamform_d128_w12"),
+    (128, 16, "baseband_beamform_d128_w16"),
+    (192, 12, "baseband_beamform_d192_w12"),
+    (192, 16, "baseband_beamform_d192_w16"),
+    (256, 12, "baseband_beamform_d256_w12"),
+    (256, 16, "baseband_beamform_d256_w16"),
+    (320, 12, "baseband_beamform_d320_w12"),
+    (320, 16, "baseband_beamform_d320_w16"),
+    (384, 12, "baseband_beamform_d384_w12"),
+    (384, 16, "baseband_beamform_d384_w16"),
+    (448, 12, "baseband_beamform_d448_w12"),
+    (448, 16, "baseband_beamform_d448_w16"),
+    (512, 12, "baseband_beamform_d512_w12"),
+    (512, 16, "baseband_beamform_d512_w16"),
+    (576, 12, "baseband_beamform_d576_w12"),
+    (576, 16, "baseband_beamform_d576_w16"),
+    (640, 12, "baseband_beamform_d640_w12"),
+    (704, 12, "baseband_beamform_d704_w12"),
+    (768, 12, "baseband_beamform_d768_w12"),
+    (832, 8, "baseband_beamform_d832_w8"),
+    (896, 8, "baseband_beamform_d896_w8"),
+    (960, 8, "baseband_beamform_d960_w8"),
+    (1024, 8, "baseband_beamform_d1024_w8"),
 ];
 
-/// The kernel for `dishes`, if supported.
-pub fn kernel_name(dishes: u32) -> Option<&'static str> {
-    KERNELS.iter().find(|(d, _)| *d == dishes).map(|(_, name)| *name)
+/// The kernel for `dishes` and a block of `warps` warps: the most generously capped one
+/// whose blocks may have that many warps (`None` if no kernel takes such a block).
+pub fn kernel_name(dishes: u32, warps: u32) -> Option<&'static str> {
+    if warps == 0 || warps > max_warps(dishes.max(1)) {
+        return None;
+    }
+    KERNELS.iter().find(|(d, w, _)| *d == dishes && warps <= *w).map(|(_, _, name)| *name)
+}
+
+/// How a launch of `beams` beams is split: `(first beam, beams)` per kernel launch. One
+/// launch when a kernel takes the whole block; otherwise (only 72 beams at 832 or 896
+/// dishes) halves of whole warps, each reading E once more.
+pub fn launch_split(dishes: u32, beams: u32) -> [(u32, u32); 2] {
+    let warps = beams / BEAMS_PER_WARP;
+    if kernel_name(dishes, warps).is_some() || warps < 2 {
+        [(0, beams), (beams, 0)]
+    } else {
+        let first = warps.div_ceil(2) * BEAMS_PER_WARP;
+        [(0, first), (first, beams - first)]
+    }
 }
 
 /// Most warps a block for `dishes` can have: `beams <= 128` and `beams * dishes <= 65536`.
@@ -95,10 +124,12 @@ pub const fn max_warps(dishes: u32) -> u32 {
     }
 }
 
-/// Register cap (`.maxnreg`) of the `dishes` kernel: the largest multiple of 8 that lets its
-/// biggest block fit in a 64K-register SM, at most 255.
-pub const fn max_registers(dishes: u32) -> u32 {
-    let fit = 65536 / (32 * max_warps(dishes)) / 8 * 8;
+/// Register cap (`.maxnreg`) of a kernel whose blocks have at most `warps` warps: the
+/// largest multiple of 8 that fits them in one SM. Each of the 4 schedulers has a quarter
+/// of the 64K registers and gets every fourth warp, so `ceil(warps / 4)` warps share 16K.
+pub const fn max_registers(warps: u32) -> u32 {
+    let per_scheduler = warps.div_ceil(4);
+    let fit = 16384 / (32 * per_scheduler) / 8 * 8;
     if fit > 255 {
         255
     } else {
@@ -106,10 +137,9 @@ pub const fn max_registers(dishes: u32) -> u32 {
     }
 }
 
-/// Preferred time rows per stage: about 16 KiB of raw E, a power of two in 16..=128 (so it
-/// divides [`CHUNK`] and is a whole number of 16-row MMA blocks). The launcher halves it
-/// while the block's shared memory exceeds the device's limit ([`stage_rows_for`]).
-pub const fn preferred_stage_rows(dishes: u32) -> u32 {
+/// Time rows per shared-memory stage: about 16 KiB of E, a power of two in 16..=128 (so it
+/// divides [`CHUNK`] and is a whole number of 16-row MMA blocks).
+pub const fn stage_times(dishes: u32) -> u32 {
     let mut t = 128;
     while t > 16 && t * dishes > 16384 {
         t /= 2;
@@ -117,26 +147,24 @@ pub const fn preferred_stage_rows(dishes: u32) -> u32 {
     t
 }
 
-/// Bytes per row of the operand planes: the `lo` operands of the row's D dishes, then the
-/// `hi` operands, padded to 64 mod 128 so the two rows a quarter-warp reads with one 16-byte
-/// load fall in distinct banks.
-pub const fn plane_row_bytes(dishes: u32) -> u32 {
-    2 * dishes + 64
+/// Bytes per shared-memory row (one time sample of `dishes` ci4 values): padded to 64 mod
+/// 128 so the two rows a quarter-warp reads with one 16-byte load fall in distinct banks.
+pub const fn smem_row_bytes(dishes: u32) -> u32 {
+    if dishes.is_multiple_of(128) {
+        dishes + 64
+    } else {
+        dishes
+    }
 }
 
-/// Bytes of one raw stage (ci4 rows as they arrive, `stage_rows x dishes`).
-pub const fn raw_stage_bytes(dishes: u32, stage_rows: u32) -> u32 {
-    stage_rows * dishes
+/// Bytes of one stage.
+pub const fn stage_bytes(dishes: u32) -> u32 {
+    stage_times(dishes) * smem_row_bytes(dishes)
 }
 
-/// Bytes of the operand planes of one stage.
-pub const fn planes_bytes(dishes: u32, stage_rows: u32) -> u32 {
-    stage_rows * plane_row_bytes(dishes)
-}
-
-/// Bytes per beam of the per-beam table in shared memory: `sum_d A_re`, `sum_d A_im`, the
-/// shift, padding (one 16-byte word, read once per 16-time block; kept out of registers so
-/// the 512-dish kernel fits 128 registers).
+/// Bytes per beam of the per-beam table in shared memory after the stages: `sum_d A_re`,
+/// `sum_d A_im`, the shift, padding (one 16-byte word, read once per 16-time block; kept
+/// out of registers so the 512-dish kernel fits 128 registers).
 pub const BEAM_TABLE_BYTES: u32 = 16;
 
 /// Bytes per warp of output staging: the quantised bytes of the 8 16-time blocks of a chunk,
@@ -144,26 +172,9 @@ pub const BEAM_TABLE_BYTES: u32 = 16;
 /// here instead of in 8 registers until the chunk's transposes.
 pub const OUT_STAGING_BYTES: u32 = 8 * 32 * 4;
 
-/// Dynamic shared memory of a block: the raw ring, the planes, the beam table, the output
-/// staging.
-pub const fn smem_bytes(dishes: u32, beams: u32, stage_rows: u32) -> u32 {
-    STAGES * raw_stage_bytes(dishes, stage_rows)
-        + planes_bytes(dishes, stage_rows)
-        + beams * BEAM_TABLE_BYTES
-        + beams / BEAMS_PER_WARP * OUT_STAGING_BYTES
-}
-
-/// The stage rows a launch uses: the preferred count, halved (down to 16) until the block
-/// fits `smem_limit` bytes of dynamic shared memory; `None` if even 16 rows do not fit.
-pub const fn stage_rows_for(dishes: u32, beams: u32, smem_limit: u32) -> Option<u32> {
-    let mut rows = preferred_stage_rows(dishes);
-    while smem_bytes(dishes, beams, rows) > smem_limit {
-        if rows == 16 {
-            return None;
-        }
-        rows /= 2;
-    }
-    Some(rows)
+/// Dynamic shared memory of a block of `beams` beams: stages, beam table, output staging.
+pub const fn smem_bytes(dishes: u32, beams: u32) -> u32 {
+    STAGES * stage_bytes(dishes) + beams * BEAM_TABLE_BYTES + beams / BEAMS_PER_WARP * OUT_STAGING_BYTES
 }
 
 /// The dish (within a 64-dish group) that MMA k-index `k` (0..32) of k-step `step` (0 or 1)
@@ -174,22 +185,10 @@ pub const fn fragment_dish(step: u32, k: u32) -> u32 {
     16 * c + 8 * step + 4 * (k >> 4) + (k & 3)
 }
 
-/// Byte offset in the planes of lane `lane`'s 16-byte row-fragment load for MMA row `half`
-/// (0: rows 0..8, 1: rows 8..16) of the 16-row block starting at `row0`, dish group `group`,
-/// plane `plane` (0: lo, 1: hi).
-pub const fn e_fragment_offset(dishes: u32, lane: u32, row0: u32, half: u32, group: u32, plane: u32) -> u32 {
-    (row0 + 8 * half + lane / 4) * plane_row_bytes(dishes)
-        + plane * dishes
-        + DISH_GROUP * group
-        + 16 * (lane % 4)
-}
-
-/// Where the conversion puts 16-byte chunk `chunk` of a raw stage (`dishes / 16` chunks per
-/// row): the raw offset it reads, and its lo-plane offset (the hi plane is `dishes` further).
-pub const fn conversion_offsets(dishes: u32, chunk: u32) -> (u32, u32) {
-    let per_row = dishes / 16;
-    let (row, col) = (chunk / per_row, chunk % per_row);
-    (row * dishes + 16 * col, row * plane_row_bytes(dishes) + 16 * col)
+/// Shared-memory byte offset of lane `lane`'s 16-byte row-fragment load for MMA row `half`
+/// (0: rows 0..8, 1: rows 8..16) of the 16-row block starting at `row0`, dish group `group`.
+pub const fn e_fragment_offset(dishes: u32, lane: u32, row0: u32, half: u32, group: u32) -> u32 {
+    (row0 + 8 * half + lane / 4) * smem_row_bytes(dishes) + DISH_GROUP * group + 16 * (lane % 4)
 }
 
 /// Byte offset in A (ci8 `[f][p][beta][d]`, `fp = f * POLS + p`) of lane `lane`'s 32 weight
@@ -293,13 +292,14 @@ mod device {
         a: *const u8,
         shifts: *const i32,
         j: *mut u8,
-        beams: u32,
+        beam_stride: u32,
         fps: u32,
         times: u32,
-        tc: u32,
     ) {
         let dishes = DISH_GROUP * DG as u32;
-        let raw_size = raw_stage_bytes(dishes, tc);
+        let tc = stage_times(dishes);
+        let row_bytes = smem_row_bytes(dishes);
+        let stage_size = stage_bytes(dishes);
         let stages_per_item = CHUNK / tc;
         let blocks_per_stage = tc / 16;
 
@@ -319,14 +319,14 @@ mod device {
                 let item = first + k / stages_per_item;
                 let fp = item / chunks;
                 let tau0 = (item % chunks) * CHUNK + (k % stages_per_item) * tc;
-                let buffer = smem + (k % STAGES) * raw_size;
+                let buffer = smem + (k % STAGES) * stage_size;
                 let per_row = dishes / 16;
                 let mut i = tid;
                 while i < tc * per_row {
                     let (row, col) = (i / per_row, i % per_row);
                     let src =
                         ((tau0 + row) as u64 * fps as u64 + fp as u64) * dishes as u64 + 16 * col as u64;
-                    cp_async_16(buffer + row * dishes + 16 * col, e.add(src as usize), 16);
+                    cp_async_16(buffer + row * row_bytes + 16 * col, e.add(src as usize), 16);
                     i += threads;
                 }
             }
@@ -336,9 +336,9 @@ mod device {
         let mut weights_re = [[0u32; 4]; DG];
         let mut weights_im = [[0u32; 4]; DG];
         // Beam table entry of beam 8 warp + b: sum_d A_re, sum_d A_im, shift.
-        let planes = smem + STAGES * raw_size;
-        let table = planes + planes_bytes(dishes, tc) + BEAMS_PER_WARP * warp * BEAM_TABLE_BYTES;
-        let staging = planes + planes_bytes(dishes, tc) + beams * BEAM_TABLE_BYTES + warp * OUT_STAGING_BYTES;
+        let table = smem + STAGES * stage_size + BEAMS_PER_WARP * warp * BEAM_TABLE_BYTES;
+        let block_beams = threads / 32 * BEAMS_PER_WARP;
+        let staging = smem + STAGES * stage_size + block_beams * BEAM_TABLE_BYTES + warp * OUT_STAGING_BYTES;
         let mut current_fp = u32::MAX;
 
         for k in 0..STAGES - 1 {
@@ -358,7 +358,7 @@ mod device {
                 let mut sum_im = 0i32;
                 unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                     if m < DG {
-                        let at = weight_offset(beams, dishes, fp, warp, lane, m as u32) as usize;
+                        let at = weight_offset(beam_stride, dishes, fp, warp, lane, m as u32) as usize;
                         let v0 = ld_global_nc_v4(a.add(at) as *const u32);
                         let v1 = ld_global_nc_v4(a.add(at + 16) as *const u32);
                         weights_re[m] = [
@@ -386,27 +386,14 @@ mod device {
                 sum_im += shfl_xor(sum_im as u32, 2) as i32;
                 if lane % 4 == 0 {
                     let beam = BEAMS_PER_WARP * warp + lane / 4;
-                    let shift = *shifts.add((fp * beams + beam) as usize) as u32;
+                    let shift = *shifts.add((fp * beam_stride + beam) as usize) as u32;
                     let entry = [sum_re as u32, sum_im as u32, shift, 0];
                     st_shared_v4(table + (lane / 4) * BEAM_TABLE_BYTES, entry);
                 }
                 sync_warp();
             }
 
-            // Operands are formed once per block, not once per warp: every warp reads all of
-            // E, so converting in each warp's inner loop cost 2 ALU operations per MMA (the
-            // integer pipe was the limit). The planes were last read in iteration k - 1.
-            let raw = smem + (k % STAGES) * raw_size;
-            let mut chunk = tid;
-            while chunk < tc * (dishes / 16) {
-                let (from, to) = conversion_offsets(dishes, chunk);
-                let words = ld_shared_v4(raw + from);
-                st_shared_v4(planes + to, words.map(low_operand));
-                st_shared_v4(planes + to + dishes, words.map(high_operand));
-                chunk += threads;
-            }
-            sync_threads();
-
+            let buffer = smem + (k % STAGES) * stage_size;
             for block in 0..blocks_per_stage {
                 let row0 = 16 * block;
                 let mut lo_re = [0i32; 4];
@@ -415,22 +402,18 @@ mod device {
                 let mut hi_im = [0i32; 4];
                 unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                     if m < DG {
-                        let at = |half, plane| planes + e_fragment_offset(dishes, lane, row0, half, m as u32, plane);
-                        // One plane at a time keeps 8 operand registers live, not 16 (the
-                        // 512-dish kernel must fit 128 registers).
-                        let (top, bottom) = (ld_shared_v4(at(0, 0)), ld_shared_v4(at(1, 0)));
+                        let top = ld_shared_v4(buffer + e_fragment_offset(dishes, lane, row0, 0, m as u32));
+                        let bottom = ld_shared_v4(buffer + e_fragment_offset(dishes, lane, row0, 1, m as u32));
                         unroll!(step in [0, 1] {
-                            let (i, j) = (2 * step, 2 * step + 1);
-                            let lo = [top[i], bottom[i], top[j], bottom[j]];
-                            lo_re = mma_m16n8k32_s8(lo, [weights_re[m][i], weights_re[m][j]], lo_re);
-                            lo_im = mma_m16n8k32_s8(lo, [weights_im[m][i], weights_im[m][j]], lo_im);
-                        });
-                        let (top, bottom) = (ld_shared_v4(at(0, 1)), ld_shared_v4(at(1, 1)));
-                        unroll!(step in [0, 1] {
-                            let (i, j) = (2 * step, 2 * step + 1);
-                            let hi = [top[i], bottom[i], top[j], bottom[j]];
-                            hi_re = mma_m16n8k32_s8(hi, [weights_im[m][i], weights_im[m][j]], hi_re);
-                            hi_im = mma_m16n8k32_s8(hi, [weights_re[m][i], weights_re[m][j]], hi_im);
+                            let words = [top[2 * step], bottom[2 * step], top[2 * step + 1], bottom[2 * step + 1]];
+                            let w_re = [weights_re[m][2 * step], weights_re[m][2 * step + 1]];
+                            let w_im = [weights_im[m][2 * step], weights_im[m][2 * step + 1]];
+                            let lo = words.map(low_operand);
+                            lo_re = mma_m16n8k32_s8(lo, w_re, lo_re);
+                            lo_im = mma_m16n8k32_s8(lo, w_im, lo_im);
+                            let hi = words.map(high_operand);
+                            hi_re = mma_m16n8k32_s8(hi, w_im, hi_re);
+                            hi_im = mma_m16n8k32_s8(hi, w_re, hi_im);
                         });
                     }
                 });
@@ -482,41 +465,50 @@ mod device {
     macro_rules! beamformer_kernel {
         ($name:ident, $groups:literal) => {
             /// See the module documentation. Block i of the grid computes work items
-            /// `block_items(fps * times / CHUNK, i, grid)`; `blockDim.x = 4 * beams`; dynamic
-            /// shared memory `smem_bytes(dishes, beams, stage_rows)`. `fps = F * POLS`;
-            /// `stage_rows` from [`stage_rows_for`].
+            /// `block_items(fps * times / CHUNK, i, grid)` for the block's `blockDim.x / 4`
+            /// beams; dynamic shared memory `smem_bytes(dishes, blockDim.x / 4)`;
+            /// `fps = F * POLS`. `a`, `shifts` and `j` point at the launch's first beam of
+            /// layouts with `beam_stride` beams (all B, or a part: [`launch_split`]).
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 e: *const u8,
                 a: *const u8,
                 shifts: *const i32,
                 j: *mut u8,
-                beams: u32,
+                beam_stride: u32,
                 fps: u32,
                 times: u32,
-                stage_rows: u32,
             ) {
-                beamform::<$groups>(e, a, shifts, j, beams, fps, times, stage_rows);
+                beamform::<$groups>(e, a, shifts, j, beam_stride, fps, times);
             }
         };
     }
 
-    beamformer_kernel!(baseband_beamform_d64, 1);
-    beamformer_kernel!(baseband_beamform_d128, 2);
-    beamformer_kernel!(baseband_beamform_d192, 3);
-    beamformer_kernel!(baseband_beamform_d256, 4);
-    beamformer_kernel!(baseband_beamform_d320, 5);
-    beamformer_kernel!(baseband_beamform_d384, 6);
-    beamformer_kernel!(baseband_beamform_d448, 7);
-    beamformer_kernel!(baseband_beamform_d512, 8);
-    beamformer_kernel!(baseband_beamform_d576, 9);
-    beamformer_kernel!(baseband_beamform_d640, 10);
-    beamformer_kernel!(baseband_beamform_d704, 11);
-    beamformer_kernel!(baseband_beamform_d768, 12);
-    beamformer_kernel!(baseband_beamform_d832, 13);
-    beamformer_kernel!(baseband_beamform_d896, 14);
-    beamformer_kernel!(baseband_beamform_d960, 15);
-    beamformer_kernel!(baseband_beamform_d1024, 16);
+    beamformer_kernel!(baseband_beamform_d64_w12, 1);
+    beamformer_kernel!(baseband_beamform_d64_w16, 1);
+    beamformer_kernel!(baseband_beamform_d128_w12, 2);
+    beamformer_kernel!(baseband_beamform_d128_w16, 2);
+    beamformer_kernel!(baseband_beamform_d192_w12, 3);
+    beamformer_kernel!(baseband_beamform_d192_w16, 3);
+    beamformer_kernel!(baseband_beamform_d256_w12, 4);
+    beamformer_kernel!(baseband_beamform_d256_w16, 4);
+    beamformer_kernel!(baseband_beamform_d320_w12, 5);
+    beamformer_kernel!(baseband_beamform_d320_w16, 5);
+    beamformer_kernel!(baseband_beamform_d384_w12, 6);
+    beamformer_kernel!(baseband_beamform_d384_w16, 6);
+    beamformer_kernel!(baseband_beamform_d448_w12, 7);
+    beamformer_kernel!(baseband_beamform_d448_w16, 7);
+    beamformer_kernel!(baseband_beamform_d512_w12, 8);
+    beamformer_kernel!(baseband_beamform_d512_w16, 8);
+    beamformer_kernel!(baseband_beamform_d576_w12, 9);
+    beamformer_kernel!(baseband_beamform_d576_w16, 9);
+    beamformer_kernel!(baseband_beamform_d640_w12, 10);
+    beamformer_kernel!(baseband_beamform_d704_w12, 11);
+    beamformer_kernel!(baseband_beamform_d768_w12, 12);
+    beamformer_kernel!(baseband_beamform_d832_w8, 13);
+    beamformer_kernel!(baseband_beamform_d896_w8, 14);
+    beamformer_kernel!(baseband_beamform_d960_w8, 15);
+    beamformer_kernel!(baseband_beamform_d1024_w8, 16);
 }
 
 #[cfg(test)]
@@ -529,18 +521,33 @@ mod tests {
     use std::vec::Vec;
 
     fn all_dishes() -> impl Iterator<Item = u32> {
-        KERNELS.iter().map(|(d, _)| *d)
+        (1..=16).map(|g| DISH_GROUP * g)
     }
 
     #[test]
-    fn kernels_cover_every_supported_dish_count() {
-        let expected: Vec<u32> = (1..=16).map(|g| 64 * g).collect();
-        assert_eq!(all_dishes().collect::<Vec<_>>(), expected);
-        for (d, name) in KERNELS {
-            assert_eq!(kernel_name(d), Some(name));
-            assert!(name.ends_with(&std::format!("_d{d}")));
+    fn kernels_cover_every_supported_block() {
+        for d in all_dishes() {
+            for warps in 1..=max_warps(d) {
+                let [(_, first), (start, second)] = launch_split(d, warps * BEAMS_PER_WARP);
+                assert_eq!((start, first + second), (first, warps * BEAMS_PER_WARP));
+                if second > 0 {
+                    assert!(kernel_name(d, first / BEAMS_PER_WARP).is_some());
+                    assert!(kernel_name(d, second / BEAMS_PER_WARP).is_some());
+                    assert!(d == 832 || d == 896, "split at d = {d}");
+                    continue;
+                }
+                let name = kernel_name(d, warps).expect("a kernel");
+                let &(_, most, _) = KERNELS.iter().find(|k| k.2 == name).unwrap();
+                assert!(name.starts_with(&std::format!("baseband_beamform_d{d}_w{most}")));
+                // The block fits one SM under the kernel's cap.
+                assert!(warps.div_ceil(4) * 32 * max_registers(most) <= 16384);
+            }
+            assert_eq!(kernel_name(d, max_warps(d) + 1), None);
+            assert_eq!(launch_split(d, 8), [(0, 8), (8, 0)]);
         }
-        assert_eq!(kernel_name(100), None);
+        assert_eq!(kernel_name(100, 1), None);
+        assert_eq!(kernel_name(512, 12), Some("baseband_beamform_d512_w12"));
+        assert_eq!(kernel_name(512, 13), Some("baseband_beamform_d512_w16"));
     }
 
     #[test]
@@ -552,57 +559,25 @@ mod tests {
             assert!(beams * d <= MAX_BEAMS_TIMES_DISHES && beams <= MAX_BEAMS);
             // One more warp would break a limit.
             assert!((beams + 8) * d > MAX_BEAMS_TIMES_DISHES || beams + 8 > MAX_BEAMS);
-            let cap = max_registers(d);
-            assert!(cap * 32 * warps <= 65536 && cap <= 255 && cap.is_multiple_of(8) || cap == 255);
+            let cap = max_registers(KERNELS.iter().filter(|k| k.0 == d).map(|k| k.1).max().unwrap());
             // A slice: 8 beams x d dishes x (re, im) bytes over 32 lanes, plus working room.
             let weight_registers = 8 * d * 2 / 4 / 32;
             assert!(weight_registers + 48 <= cap, "d = {d}: {weight_registers} weight registers, cap {cap}");
         }
-        assert_eq!(max_registers(512), 128);
-        assert_eq!(max_registers(1024), 255);
+        assert_eq!(max_registers(16), 128);
+        assert_eq!(max_registers(12), 168);
+        assert_eq!(max_registers(8), 255);
     }
 
     #[test]
-    fn stages_tile_the_chunk_and_every_block_fits_ampere_shared_memory() {
+    fn stages_tile_the_chunk_and_fit_ampere_shared_memory() {
         for d in all_dishes() {
-            assert!(plane_row_bytes(d) % 128 == 64 && plane_row_bytes(d) >= 2 * d);
-            for beams in (8..=max_warps(d) * BEAMS_PER_WARP).step_by(8) {
-                // sm_86 allows 99 KiB of dynamic shared memory per block, the H200 227 KiB.
-                for limit in [99 * 1024, 227 * 1024] {
-                    let rows = stage_rows_for(d, beams, limit).expect("fits");
-                    assert!(rows.is_power_of_two() && (16..=CHUNK).contains(&rows));
-                    assert!(rows <= preferred_stage_rows(d) && smem_bytes(d, beams, rows) <= limit);
-                    assert!(rows == preferred_stage_rows(d) || smem_bytes(d, beams, 2 * rows) > limit);
-                }
-            }
-        }
-        assert_eq!(stage_rows_for(512, 96, 227 * 1024), Some(32));
-        assert_eq!(stage_rows_for(64, 8, 0), None);
-    }
-
-    #[test]
-    fn conversion_moves_each_chunk_to_its_plane_position_without_bank_conflicts() {
-        for d in all_dishes() {
-            let rows = preferred_stage_rows(d);
-            let chunks = rows * d / 16;
-            for first in (0..chunks).step_by(32) {
-                let lanes = |f: fn(u32, u32) -> u32| -> [u32; 32] {
-                    core::array::from_fn(|l| f(d, (first + l as u32).min(chunks - 1)))
-                };
-                let raw = lanes(|d, c| conversion_offsets(d, c).0);
-                let lo = lanes(|d, c| conversion_offsets(d, c).1);
-                let hi = lanes(|d, c| conversion_offsets(d, c).1 + d);
-                if first + 32 <= chunks {
-                    assert!(
-                        is_conflict_free(&raw, 16) && is_conflict_free(&lo, 16) && is_conflict_free(&hi, 16)
-                    );
-                }
-            }
-            for chunk in 0..chunks {
-                let (raw, plane) = conversion_offsets(d, chunk);
-                let (row, dish) = (raw / d, raw % d);
-                assert_eq!(plane, row * plane_row_bytes(d) + dish);
-            }
+            let tc = stage_times(d);
+            assert!(tc.is_power_of_two() && (16..=CHUNK).contains(&tc) && CHUNK.is_multiple_of(tc));
+            assert!(smem_row_bytes(d) % 128 == 64 && smem_row_bytes(d) >= d);
+            // sm_86 allows 99 KiB of dynamic shared memory per block.
+            let beams = max_warps(d) * BEAMS_PER_WARP;
+            assert!(smem_bytes(d, beams) <= 99 * 1024, "d = {d}: {} bytes", smem_bytes(d, beams));
         }
     }
 
@@ -632,12 +607,10 @@ mod tests {
                         // Kernel: words = [top[2s], bottom[2s], top[2s+1], bottom[2s+1]].
                         let half = reg & 1;
                         let word = 2 * step + (reg >> 1);
-                        let base = e_fragment_offset(d, lane, 0, half, group, 0) + 4 * word;
-                        let hi_base = e_fragment_offset(d, lane, 0, half, group, 1) + 4 * word;
-                        assert_eq!(hi_base, base + d);
+                        let base = e_fragment_offset(d, lane, 0, half, group) + 4 * word;
                         for byte in 0..4 {
                             let at = base + byte;
-                            let (row, col) = (at / plane_row_bytes(d), at % plane_row_bytes(d));
+                            let (row, col) = (at / smem_row_bytes(d), at % smem_row_bytes(d));
                             let (i, k) =
                                 M16N8K32_S8_A.coordinates(Location { lane, register: reg, element: byte });
                             assert_eq!(row, i, "lane {lane} reg {reg} byte {byte}");
@@ -666,18 +639,15 @@ mod tests {
     #[test]
     fn row_fragment_loads_are_bank_conflict_free() {
         for d in all_dishes() {
-            for row0 in [0, 16, CHUNK - 16] {
+            for row0 in [0, 16, stage_times(d) - 16] {
                 for half in 0..2 {
                     for group in 0..d / DISH_GROUP {
-                        for plane in 0..2 {
-                            let addresses: [u32; 32] = core::array::from_fn(|lane| {
-                                e_fragment_offset(d, lane as u32, row0, half, group, plane)
-                            });
-                            assert!(
-                                is_conflict_free(&addresses, 16),
-                                "d {d} row0 {row0} half {half} group {group}"
-                            );
-                        }
+                        let addresses: [u32; 32] =
+                            core::array::from_fn(|lane| e_fragment_offset(d, lane as u32, row0, half, group));
+                        assert!(
+                            is_conflict_free(&addresses, 16),
+                            "d {d} row0 {row0} half {half} group {group}"
+                        );
                     }
                 }
             }

@@ -222,10 +222,14 @@ impl<'g> BasebandBeamformer<'g> {
                 .ok_or(Error::MissingKernel("baseband_beamform_d*"))?;
             let kernel = gpu.function(name)?;
             let shared_bytes = layout::smem_bytes(config.dishes, beams);
+            // The limit belongs to the kernel, which other configurations (and both parts of
+            // a split launch) share: allow its largest block (at most 99 KiB, tested).
+            let kernel_limit =
+                layout::smem_bytes(config.dishes, layout::max_warps(config.dishes) * layout::BEAMS_PER_WARP);
             kernel
                 .set_attribute(
                     cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared_bytes as i32,
+                    kernel_limit as i32,
                 )
                 .during("raising the beamformer's shared-memory limit")?;
             let threads = 32 * warps;

@@ -1,6 +1,7 @@
 //! Host side of radio-kernels: the CUDA runtime (over cudarc), typed launchers with input
 //! validation, and the CPU references every kernel is tested against.
 pub mod correlator;
+pub mod delay_beamformer;
 pub mod error;
 pub mod fragment;
 pub mod runtime;

@@ -10,8 +10,10 @@
 
 pub mod bank;
 pub mod correlator;
+pub mod delay_beamformer;
 pub mod layout;
 pub mod packing;
+pub mod xorwow;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod intrinsics;

@@ -336,17 +336,25 @@ mod device {
         tiles_per_group: u32,
     }
 
-    /// Issues the copies of stage `q` (tile `tile0 + q / per_tile`, antennas from
-    /// `(q % per_tile) * stage_antennas`) into ring buffer `q % STAGES`, and commits a group
-    /// (an empty one past the end, so the group count per thread stays uniform). Times past
-    /// the end are zero-filled; antennas past the end are not read by anyone.
+    /// Issues the copies of the stage of tile `tile`, antennas from `a0`, into ring buffer
+    /// `ring`, and commits a group (an empty one when `valid` is false, past the block's last
+    /// stage, so the group count per thread stays uniform). Times past the end are
+    /// zero-filled; antennas past the end are not read by anyone.
     #[inline(always)]
-    unsafe fn issue_stage(v: Variant, a: &Args, smem: u32, channel: u32, tile0: u32, q: u32, total: u32) {
-        if q < total {
-            let per_tile = a.antennas.div_ceil(v.stage_antennas());
-            let t0 = (tile0 + q / per_tile) * v.time_tile();
+    unsafe fn issue_stage(
+        v: Variant,
+        a: &Args,
+        smem: u32,
+        channel: u32,
+        tile: u32,
+        a0: u32,
+        ring: u32,
+        valid: bool,
+    ) {
+        if valid {
+            let t0 = tile * v.time_tile();
             let (antenna, byte) = stage_chunk(v, thread_idx_x(), 0);
-            let antenna = (q % per_tile) * v.stage_antennas() + antenna;
+            let antenna = a0 + antenna;
             let step = THREADS / v.chunks_per_row();
             let row_stride = a.channels as u64 * a.times as u64 * (v.pols * 2) as u64;
             let inside = t0 + byte / (v.pols * 2) < a.times;
@@ -355,7 +363,7 @@ mod device {
                 (antenna as u64 * a.channels as u64 + channel as u64) * a.times as u64 * (v.pols * 2) as u64
                     + t0 as u64 * (v.pols * 2) as u64
                     + if inside { byte as u64 } else { 0 };
-            let dst = smem + (q % STAGES) * STAGE_BYTES + 16 * thread_idx_x();
+            let dst = smem + ring * STAGE_BYTES + 16 * thread_idx_x();
             let size = if inside { 16 } else { 0 };
             let mut m = 0;
             while m < v.chunks_per_thread() {
@@ -367,6 +375,16 @@ mod device {
             }
         }
         cp_async_commit();
+    }
+
+    /// The next stage after (tile, a0): the next antennas of the tile, or the next tile.
+    #[inline(always)]
+    fn advance(v: Variant, antennas: u32, tile: &mut u32, a0: &mut u32) {
+        *a0 += v.stage_antennas();
+        if *a0 >= antennas {
+            *a0 = 0;
+            *tile += 1;
+        }
     }
 
     /// Coefficients of antennas `first .. first + count` for every slot into the planes
@@ -479,8 +497,6 @@ mod device {
             return; // block-uniform: the plan never launches such a group
         }
         let tile_end = (tile0 + a.tiles_per_group).min(tiles);
-        let per_tile = a.antennas.div_ceil(v.stage_antennas());
-        let total = (tile_end - tile0) * per_tile;
         let smem = dynamic_shared();
         let coefficients = smem + STAGES * STAGE_BYTES;
         let slots = a.slots.add(batch as usize * S);
@@ -496,38 +512,46 @@ mod device {
             rng = Xorwow::from_words(core::array::from_fn(|k| *state_at.add(k)));
         }
 
-        let mut q = 0;
-        while q < STAGES - 1 {
-            issue_stage(v, &a, smem, channel, tile0, q, total);
-            q += 1;
+        // Stages run over (tile, first antenna) pairs; the issuer runs STAGES - 1 ahead of
+        // the consumer. Counters instead of divisions by the run-time stage count.
+        let (mut issue_tile, mut issue_a0, mut issue_ring) = (tile0, 0, 0);
+        let mut n = 0;
+        while n < STAGES - 1 {
+            issue_stage(v, &a, smem, channel, issue_tile, issue_a0, issue_ring, issue_tile < tile_end);
+            advance(v, a.antennas, &mut issue_tile, &mut issue_a0);
+            issue_ring += 1;
+            n += 1;
         }
 
         // k[0] += p (a + b), k[1] += (q - p) a, k[2] += -(p + q) b, per slot and sample.
         let mut k = [[[0.0f32; TPT]; S]; 3];
-        let mut loaded_batch = u32::MAX;
-        let mut q = 0;
-        while q < total {
-            let tile = tile0 + q / per_tile;
-            let a0 = (q % per_tile) * v.stage_antennas();
-            let coefficient_batch = a0 / a.coefficient_antennas;
-            if coefficient_batch != loaded_batch {
-                if loaded_batch != u32::MAX {
+        // First antenna of the coefficient batch in shared memory (none yet).
+        let mut w_first = u32::MAX;
+        let (mut tile, mut a0, mut ring) = (tile0, 0, 0);
+        while tile < tile_end {
+            // A new batch starts a tile (unless one batch holds every antenna) or follows the
+            // last antenna of the previous batch.
+            if w_first == u32::MAX || (a0 != w_first && (a0 == 0 || a0 == w_first + a.coefficient_antennas)) {
+                if w_first != u32::MAX {
                     sync_threads(); // every thread is done with the previous batch
                 }
-                let first = coefficient_batch * a.coefficient_antennas;
-                compute_coefficients(v, &a, slots, coefficients, channel, first);
-                loaded_batch = coefficient_batch;
+                compute_coefficients(v, &a, slots, coefficients, channel, a0);
+                w_first = a0;
             }
             cp_async_wait_group::<{ STAGES - 2 }>();
-            sync_threads(); // stage q and the coefficients are visible; buffer (q-1) is free
-            issue_stage(v, &a, smem, channel, tile0, q + STAGES - 1, total);
+            sync_threads(); // this stage and the coefficients are visible; the last buffer is free
+            if issue_ring == STAGES {
+                issue_ring = 0;
+            }
+            issue_stage(v, &a, smem, channel, issue_tile, issue_a0, issue_ring, issue_tile < tile_end);
+            advance(v, a.antennas, &mut issue_tile, &mut issue_a0);
+            issue_ring += 1;
 
             if a0 == 0 {
                 k = [[[0.0; TPT]; S]; 3];
             }
-            let buffer = smem + (q % STAGES) * STAGE_BYTES + tid * v.thread_bytes();
-            let mut w_at =
-                coefficients + (a0 - coefficient_batch * a.coefficient_antennas) * v.coefficient_bytes();
+            let buffer = smem + ring * STAGE_BYTES + tid * v.thread_bytes();
+            let mut w_at = coefficients + (a0 - w_first) * v.coefficient_bytes();
             let n = (a.antennas - a0).min(v.stage_antennas());
             // Two antennas per iteration (stages hold an even number unless the last is
             // ragged), so the second's loads can be scheduled under the first's FMAs.
@@ -550,7 +574,8 @@ mod device {
             if a0 + v.stage_antennas() >= a.antennas {
                 finish_tile::<S, TPT>(v, &a, slots, channel, tile, &k, &mut rng);
             }
-            q += 1;
+            advance(v, a.antennas, &mut tile, &mut a0);
+            ring = if ring + 1 == STAGES { 0 } else { ring + 1 };
         }
         cp_async_wait_all();
         if !state_at.is_null() {
@@ -588,8 +613,10 @@ mod device {
                                 let mut re = k[0][slot][j] + k[2][slot][j];
                                 let mut im = k[0][slot][j] + k[1][slot][j];
                                 if dithered {
-                                    re += xorwow::dither(rng.next_u32());
-                                    im += xorwow::dither(rng.next_u32());
+                                    // dither(r) is an exact multiple of 2^-32, so one fused
+                                    // step rounds exactly as `re + dither(r)` does.
+                                    re = fma_f32(xorwow::dither_units(rng.next_u32()), xorwow::DITHER_UNIT, re);
+                                    im = fma_f32(xorwow::dither_units(rng.next_u32()), xorwow::DITHER_UNIT, im);
                                 }
                                 let (qr, sr) = quantise(re);
                                 let (qi, si) = quantise(im);

@@ -2,6 +2,7 @@
 //! validation, and the CPU references every kernel is tested against.
 pub mod baseband_beamformer;
 pub mod correlator;
+pub mod delay_beamformer;
 pub mod error;
 pub mod fragment;
 pub mod runtime;

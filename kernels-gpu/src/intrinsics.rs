@@ -495,3 +495,73 @@ pub unsafe fn red_add_u32(ptr: *mut u32, value: u32) {
 pub unsafe fn red_add_u64(ptr: *mut u64, value: u64) {
     asm!("red.global.add.u64 [{0}], {1};", in(reg64) ptr, in(reg64) value, options(nostack));
 }
+
+// ---------------------------------------------------------------------------------------
+// Float arithmetic with a stated rounding, conversions and warp reductions.
+
+/// `fma.rn.f32`: `a * b + c` rounded once (what `xorwow` and `delay_beamformer` model on the
+/// host with an exact emulation).
+#[inline(always)]
+pub fn fma_rn_f32(a: f32, b: f32, c: f32) -> f32 {
+    let out: f32;
+    // SAFETY: pure ALU instruction.
+    unsafe {
+        asm!("fma.rn.f32 {0}, {1}, {2}, {3};", out(reg32) out, in(reg32) a, in(reg32) b, in(reg32) c,
+            options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `cvt.rz.f32.s32`: int32 to f32 rounding toward zero.
+#[inline(always)]
+pub fn cvt_rz_f32_s32(i: i32) -> f32 {
+    let out: f32;
+    // SAFETY: pure conversion.
+    unsafe { asm!("cvt.rz.f32.s32 {0}, {1};", out(reg32) out, in(reg32) i, options(pure, nomem, nostack)) };
+    out
+}
+
+/// `cvt.rni.s32.f32`: round to nearest even, saturating to the int32 range, NaN to 0.
+#[inline(always)]
+pub fn cvt_rni_s32_f32(v: f32) -> i32 {
+    let out: i32;
+    // SAFETY: pure conversion.
+    unsafe { asm!("cvt.rni.s32.f32 {0}, {1};", out(reg32) out, in(reg32) v, options(pure, nomem, nostack)) };
+    out
+}
+
+/// `redux.sync.add.u32` over the full warp (sm_80): every lane gets the sum.
+#[inline(always)]
+pub fn redux_add_u32(value: u32) -> u32 {
+    let out: u32;
+    // SAFETY: warp-collective over the full warp.
+    unsafe {
+        asm!("redux.sync.add.u32 {0}, {1}, {2};", out(reg32) out, in(reg32) value, in(reg32) FULL_WARP,
+            options(nomem, nostack))
+    };
+    out
+}
+
+/// `ld.shared.v2.b32` from an 8-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 8-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn ld_shared_v2(address: u32) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    asm!("ld.shared.v2.b32 {{{0}, {1}}}, [{2}];", out(reg32) x, out(reg32) y, in(reg32) address,
+        options(readonly, nostack));
+    [x, y]
+}
+
+/// `ld.global.nc.v2.b32`: 8 bytes through the read-only path.
+///
+/// # Safety
+/// `ptr` must be 8-byte aligned, readable, and not written during the launch.
+#[inline(always)]
+pub unsafe fn ld_global_nc_v2(ptr: *const u32) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    asm!("ld.global.nc.v2.b32 {{{0}, {1}}}, [{2}];", out(reg32) x, out(reg32) y, in(reg64) ptr,
+        options(readonly, nostack));
+    [x, y]
+}

@@ -11,8 +11,10 @@
 pub mod bank;
 pub mod baseband_beamformer;
 pub mod correlator;
+pub mod delay_beamformer;
 pub mod layout;
 pub mod packing;
+pub mod xorwow;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod intrinsics;

@@ -196,9 +196,10 @@ struct Launch {
     kernel: CudaFunction,
     first_beam: u32,
     beams: u32,
-    /// Persistent blocks and the dynamic shared memory of each.
+    /// Persistent blocks, the dynamic shared memory of each, and its stage rows.
     blocks: u32,
     shared_bytes: u32,
+    stage_rows: u32,
 }
 
 impl<'g> BasebandBeamformer<'g> {
@@ -221,15 +222,22 @@ impl<'g> BasebandBeamformer<'g> {
             let name = layout::kernel_name(config.dishes, warps)
                 .ok_or(Error::MissingKernel("baseband_beamform_d*"))?;
             let kernel = gpu.function(name)?;
-            let shared_bytes = layout::smem_bytes(config.dishes, beams);
+            let too_big = || {
+                Error::InvalidConfig(format!(
+                    "{beams} beams x {} dishes needs more shared memory than {} allows per block",
+                    config.dishes,
+                    gpu.name()
+                ))
+            };
+            let stage_rows =
+                layout::stage_rows(config.dishes, warps, gpu.max_shared_per_block()).ok_or_else(too_big)?;
+            let shared_bytes = layout::smem_bytes(config.dishes, beams, stage_rows);
             // The limit belongs to the kernel, which other configurations (and both parts of
-            // a split launch) share: allow its largest block (at most 99 KiB, tested).
-            let kernel_limit =
-                layout::smem_bytes(config.dishes, layout::max_warps(config.dishes) * layout::BEAMS_PER_WARP);
+            // a split launch) share: allow what the device allows.
             kernel
                 .set_attribute(
                     cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    kernel_limit as i32,
+                    gpu.max_shared_per_block() as i32,
                 )
                 .during("raising the beamformer's shared-memory limit")?;
             let threads = 32 * warps;
@@ -244,7 +252,7 @@ impl<'g> BasebandBeamformer<'g> {
                 )));
             }
             let blocks = (per_sm as u64 * gpu.sm_count() as u64).min(config.items()) as u32;
-            launches.push(Launch { kernel, first_beam, beams, blocks, shared_bytes });
+            launches.push(Launch { kernel, first_beam, beams, blocks, shared_bytes, stage_rows });
         }
         let weights = gpu.upload(weights)?;
         let shifts = gpu.upload(shifts)?;
@@ -276,7 +284,15 @@ impl<'g> BasebandBeamformer<'g> {
             let j_offset = first * fps as usize * c.times as usize;
             let mut j = output.raw_mut().slice_mut(j_offset..);
             let mut launch = self.gpu.stream().launch_builder(&part.kernel);
-            launch.arg(e.raw()).arg(&weights).arg(&shifts).arg(&mut j).arg(&c.beams).arg(&fps).arg(&c.times);
+            launch
+                .arg(e.raw())
+                .arg(&weights)
+                .arg(&shifts)
+                .arg(&mut j)
+                .arg(&c.beams)
+                .arg(&fps)
+                .arg(&c.times)
+                .arg(&part.stage_rows);
             // SAFETY: arguments match `baseband_beamform_d*` (kernels-gpu
             // baseband_beamformer.rs) for this dish count and block size; E, A, s and J hold
             // `e_len()`, `weights_len()`, `shifts_len()` and `output_len()` elements of a

@@ -137,14 +137,27 @@ pub const fn max_registers(warps: u32) -> u32 {
     }
 }
 
-/// Time rows per shared-memory stage: about 16 KiB of E, a power of two in 16..=128 (so it
-/// divides [`CHUNK`] and is a whole number of 16-row MMA blocks).
-pub const fn stage_times(dishes: u32) -> u32 {
-    let mut t = 128;
-    while t > 16 && t * dishes > 16384 {
-        t /= 2;
+/// Time rows per shared-memory stage for a block of `warps` warps on a device allowing
+/// `smem_limit` bytes of shared memory per block: about 16 KiB of E (a power of two in
+/// 16..=128, so it divides [`CHUNK`] and is a whole number of 16-row MMA blocks), doubled for
+/// blocks of 8 or more warps where it fits (they run one block per SM, and every stage ends
+/// in a barrier that drains the tensor pipe: on the H200 CHORD's 96 beams get 64 rows, 4%
+/// faster than 32). `None` if not even 16 rows fit.
+pub const fn stage_rows(dishes: u32, warps: u32, smem_limit: u32) -> Option<u32> {
+    let mut rows = 128;
+    while rows > 16 && rows * dishes > 16384 {
+        rows /= 2;
     }
-    t
+    if warps >= 8 && rows < 128 && smem_bytes(dishes, warps * BEAMS_PER_WARP, 2 * rows) <= smem_limit {
+        return Some(2 * rows);
+    }
+    while smem_bytes(dishes, warps * BEAMS_PER_WARP, rows) > smem_limit {
+        if rows == 16 {
+            return None;
+        }
+        rows /= 2;
+    }
+    Some(rows)
 }
 
 /// Bytes per shared-memory row (one time sample of `dishes` ci4 values): padded to 64 mod
@@ -157,9 +170,9 @@ pub const fn smem_row_bytes(dishes: u32) -> u32 {
     }
 }
 
-/// Bytes of one stage.
-pub const fn stage_bytes(dishes: u32) -> u32 {
-    stage_times(dishes) * smem_row_bytes(dishes)
+/// Bytes of one stage of `rows` time rows.
+pub const fn stage_bytes(dishes: u32, rows: u32) -> u32 {
+    rows * smem_row_bytes(dishes)
 }
 
 /// Bytes per beam of the per-beam table in shared memory after the stages: `sum_d A_re`,
@@ -173,8 +186,8 @@ pub const BEAM_TABLE_BYTES: u32 = 16;
 pub const OUT_STAGING_BYTES: u32 = 8 * 32 * 4;
 
 /// Dynamic shared memory of a block of `beams` beams: stages, beam table, output staging.
-pub const fn smem_bytes(dishes: u32, beams: u32) -> u32 {
-    STAGES * stage_bytes(dishes) + beams * BEAM_TABLE_BYTES + beams / BEAMS_PER_WARP * OUT_STAGING_BYTES
+pub const fn smem_bytes(dishes: u32, beams: u32, rows: u32) -> u32 {
+    STAGES * stage_bytes(dishes, rows) + beams * BEAM_TABLE_BYTES + beams / BEAMS_PER_WARP * OUT_STAGING_BYTES
 }
 
 /// The dish (within a 64-dish group) that MMA k-index `k` (0..32) of k-step `step` (0 or 1)
@@ -295,11 +308,11 @@ mod device {
         beam_stride: u32,
         fps: u32,
         times: u32,
+        tc: u32,
     ) {
         let dishes = DISH_GROUP * DG as u32;
-        let tc = stage_times(dishes);
         let row_bytes = smem_row_bytes(dishes);
-        let stage_size = stage_bytes(dishes);
+        let stage_size = stage_bytes(dishes, tc);
         let stages_per_item = CHUNK / tc;
         let blocks_per_stage = tc / 16;
 
@@ -466,7 +479,8 @@ mod device {
         ($name:ident, $groups:literal) => {
             /// See the module documentation. Block i of the grid computes work items
             /// `block_items(fps * times / CHUNK, i, grid)` for the block's `blockDim.x / 4`
-            /// beams; dynamic shared memory `smem_bytes(dishes, blockDim.x / 4)`;
+            /// beams; dynamic shared memory `smem_bytes(dishes, blockDim.x / 4, stage_rows)`,
+            /// `stage_rows` from [`stage_rows`];
             /// `fps = F * POLS`. `a`, `shifts` and `j` point at the launch's first beam of
             /// layouts with `beam_stride` beams (all B, or a part: [`launch_split`]).
             #[no_mangle]
@@ -478,8 +492,9 @@ mod device {
                 beam_stride: u32,
                 fps: u32,
                 times: u32,
+                stage_rows: u32,
             ) {
-                beamform::<$groups>(e, a, shifts, j, beam_stride, fps, times);
+                beamform::<$groups>(e, a, shifts, j, beam_stride, fps, times, stage_rows);
             }
         };
     }
@@ -572,13 +587,20 @@ mod tests {
     #[test]
     fn stages_tile_the_chunk_and_fit_ampere_shared_memory() {
         for d in all_dishes() {
-            let tc = stage_times(d);
-            assert!(tc.is_power_of_two() && (16..=CHUNK).contains(&tc) && CHUNK.is_multiple_of(tc));
             assert!(smem_row_bytes(d) % 128 == 64 && smem_row_bytes(d) >= d);
-            // sm_86 allows 99 KiB of dynamic shared memory per block.
-            let beams = max_warps(d) * BEAMS_PER_WARP;
-            assert!(smem_bytes(d, beams) <= 99 * 1024, "d = {d}: {} bytes", smem_bytes(d, beams));
+            for warps in 1..=max_warps(d) {
+                // sm_86 allows 99 KiB of dynamic shared memory per block, the H200 227 KiB.
+                for limit in [99 * 1024, 227 * 1024] {
+                    let rows = stage_rows(d, warps, limit).expect("fits");
+                    assert!(rows.is_power_of_two() && (16..=CHUNK).contains(&rows), "d {d} rows {rows}");
+                    assert!(smem_bytes(d, warps * BEAMS_PER_WARP, rows) <= limit);
+                }
+            }
         }
+        assert_eq!(stage_rows(512, 12, 227 * 1024), Some(64));
+        assert_eq!(stage_rows(512, 12, 99 * 1024), Some(32));
+        assert_eq!(stage_rows(512, 2, 227 * 1024), Some(32));
+        assert_eq!(stage_rows(64, 1, 0), None);
     }
 
     #[test]
@@ -639,7 +661,7 @@ mod tests {
     #[test]
     fn row_fragment_loads_are_bank_conflict_free() {
         for d in all_dishes() {
-            for row0 in [0, 16, stage_times(d) - 16] {
+            for row0 in [0, 16, CHUNK - 16] {
                 for half in 0..2 {
                     for group in 0..d / DISH_GROUP {
                         let addresses: [u32; 32] =

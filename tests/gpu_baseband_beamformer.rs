@@ -101,8 +101,9 @@ fn bit_exact_for_the_issue_sizes() {
         config(64, 16, 128, 1024),
         config(1024, 64, 2, 256),
         config(1024, 64, 7, 512),
-        // No kernel takes 9 warps at 896 dishes: two launches of 40 and 32 beams.
+        // No kernel takes 9 warps at 896 dishes or 14 at 576: two launches each.
         config(896, 72, 3, 256),
+        config(576, 112, 2, 256),
     ];
     for c in cases {
         let inputs = random_inputs(&c, &mut rng);

@@ -60,10 +60,11 @@ pub const STAGES: u32 = 3;
 /// compile-time, so there is one kernel per dish count; and the register cap that lets a
 /// block fit one SM depends on its warps, so dish counts whose blocks may exceed 12 warps
 /// have a second, tighter-capped kernel ([`max_registers`]): a 12-warp block (CHORD's 96
-/// beams) then keeps 168 registers instead of the 128 a 16-warp block allows. 832 and 896
-/// dishes (112 and 104 weight registers) do not fit 168 without spilling, so their 9-warp
-/// configurations (72 beams) run as two launches of at most 8 warps ([`launch_split`]).
-pub const KERNELS: [(u32, u32, &str); 25] = [
+/// beams) then keeps 168 registers instead of the 128 a 16-warp block allows. Where the
+/// weights leave too few registers under a cap (576 dishes at 128, 832 and 896 at 168), the
+/// larger blocks (104 or 112 beams at 576 dishes, 72 at 832 or 896) run as two launches of
+/// fewer warps ([`launch_split`]).
+pub const KERNELS: [(u32, u32, &str); 24] = [
     (64, 12, "baseband_beamform_d64_w12"),
     (64, 16, "baseband_beamform_d64_w16"),
     (128, 12, "baseband_beamform_d128_w12"),
@@ -81,7 +82,6 @@ pub const KERNELS: [(u32, u32, &str); 25] = [
     (512, 12, "baseband_beamform_d512_w12"),
     (512, 16, "baseband_beamform_d512_w16"),
     (576, 12, "baseband_beamform_d576_w12"),
-    (576, 16, "baseband_beamform_d576_w16"),
     (640, 12, "baseband_beamform_d640_w12"),
     (704, 12, "baseband_beamform_d704_w12"),
     (768, 12, "baseband_beamform_d768_w12"),
@@ -101,8 +101,8 @@ pub fn kernel_name(dishes: u32, warps: u32) -> Option<&'static str> {
 }
 
 /// How a launch of `beams` beams is split: `(first beam, beams)` per kernel launch. One
-/// launch when a kernel takes the whole block; otherwise (only 72 beams at 832 or 896
-/// dishes) halves of whole warps, each reading E once more.
+/// launch when a kernel takes the whole block; otherwise (only the cases in [`KERNELS`]'
+/// comment) halves of whole warps, the second reading E once more.
 pub fn launch_split(dishes: u32, beams: u32) -> [(u32, u32); 2] {
     let warps = beams / BEAMS_PER_WARP;
     if kernel_name(dishes, warps).is_some() || warps < 2 {
@@ -516,7 +516,6 @@ mod device {
     beamformer_kernel!(baseband_beamform_d512_w12, 8);
     beamformer_kernel!(baseband_beamform_d512_w16, 8);
     beamformer_kernel!(baseband_beamform_d576_w12, 9);
-    beamformer_kernel!(baseband_beamform_d576_w16, 9);
     beamformer_kernel!(baseband_beamform_d640_w12, 10);
     beamformer_kernel!(baseband_beamform_d704_w12, 11);
     beamformer_kernel!(baseband_beamform_d768_w12, 12);
@@ -548,7 +547,7 @@ mod tests {
                 if second > 0 {
                     assert!(kernel_name(d, first / BEAMS_PER_WARP).is_some());
                     assert!(kernel_name(d, second / BEAMS_PER_WARP).is_some());
-                    assert!(d == 832 || d == 896, "split at d = {d}");
+                    assert!(d == 576 || d == 832 || d == 896, "split at d = {d}");
                     continue;
                 }
                 let name = kernel_name(d, warps).expect("a kernel");

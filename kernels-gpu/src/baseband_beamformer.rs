@@ -293,12 +293,6 @@ mod device {
     use crate::mma::mma_m16n8k32_s8;
     use crate::packing::pack_ci4;
 
-    /// Repeats `$body` with `$v` bound to each listed constant (a guaranteed unroll, so
-    /// register arrays are indexed by constants).
-    macro_rules! unroll {
-        ($v:ident in [$($i:literal),*] $body:block) => { $( { let $v: usize = $i; $body } )* };
-    }
-
     /// The kernel body for `DG` 64-dish groups. See the module documentation.
     #[inline(always)]
     unsafe fn beamform<const DG: usize>(

@@ -234,11 +234,6 @@ mod device {
     use crate::mma::mma_m16n8k32_s8;
     use crate::packing::unpack_ci4_word_to_i8x4;
 
-    /// Repeats `$body` with `$v` bound to each listed constant (a guaranteed unroll).
-    macro_rules! unroll {
-        ($v:ident in [$($i:literal),*] $body:block) => { $( { let $v: usize = $i; $body } )* };
-    }
-
     /// Kernel parameters shared by every variant.
     #[derive(Clone, Copy)]
     struct Params {

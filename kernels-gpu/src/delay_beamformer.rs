@@ -312,12 +312,6 @@ mod device {
     use crate::intrinsics::*;
     use crate::xorwow::{self, Xorwow, STATE_WORDS};
 
-    /// Repeats `$body` with `$v` bound to each listed constant (a guaranteed unroll, so the
-    /// accumulators are only ever indexed by constants and stay in registers).
-    macro_rules! unroll {
-        ($v:ident in [$($i:literal),*] $body:block) => { $( { #[allow(unused)] let $v: usize = $i; $body } )* };
-    }
-
     #[derive(Clone, Copy)]
     struct Args {
         input: *const u8,

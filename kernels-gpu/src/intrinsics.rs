@@ -17,6 +17,13 @@ use core::arch::asm;
 /// Full warp member mask.
 pub const FULL_WARP: u32 = 0xffff_ffff;
 
+/// Repeats `$body` with `$v` bound to each listed constant: a guaranteed unroll, so register
+/// arrays are indexed by constants (a runtime index would put them in local memory).
+macro_rules! unroll {
+    ($v:ident in [$($i:literal),*] $body:block) => { $( { #[allow(unused)] let $v: usize = $i; $body } )* };
+}
+pub(crate) use unroll;
+
 // ---------------------------------------------------------------------------------------
 // Thread, block, lane and warp indices.
 

@@ -4,23 +4,13 @@
 //! end-to-end rate including host-to-device transfers.
 mod common;
 
-use common::{median_ms, read_ceiling};
+use common::{fill_random, median_ms, read_ceiling};
 use criterion::{Criterion, Throughput};
 use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format, Order};
-use radio_kernels::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use std::time::{Duration, Instant};
 
 const REPS: usize = 7;
 const T: u32 = 65472; // the largest multiple of 64 with exact int32 sums for int8
-
-fn fill_random(gpu: &Gpu, buffer: &mut DeviceBuffer<u8>, seed: u32) {
-    let function = gpu.function("bench_fill_random").expect("bench_fill_random in the PTX");
-    let words = (buffer.len() / 4) as u64;
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(buffer.raw_mut()).arg(&words).arg(&seed);
-    // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds `4 * words` bytes.
-    unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }.expect("fill launch");
-}
 
 fn main() {
     let Some(gpu) = common::open_gpu("correlator bench") else {

@@ -4,22 +4,12 @@
 //! 64 dual-pol antennas, with dither (and 8 beams without, to show the cost of the states).
 mod common;
 
-use common::{median_ms, read_ceiling};
+use common::{fill_random, median_ms, read_ceiling};
 use criterion::{Criterion, Throughput};
 use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig, Variant};
-use radio_kernels::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use std::time::Duration;
 
 const REPS: usize = 21;
-
-fn fill_random(gpu: &Gpu, buffer: &mut DeviceBuffer<[i8; 2]>, seed: u32) {
-    let function = gpu.function("bench_fill_random").expect("bench_fill_random in the PTX");
-    let words = (buffer.len() / 2) as u64; // two complex int8 per word
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(buffer.raw_mut()).arg(&words).arg(&seed);
-    // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds `4 * words` bytes.
-    unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }.expect("fill launch");
-}
 
 fn main() {
     let Some(gpu) = common::open_gpu("delay beamformer bench") else {

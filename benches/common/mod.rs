@@ -1,7 +1,7 @@
 //! Shared pieces of the benchmarks: CUDA-event timing and the ceilings file.
 #![allow(dead_code)] // each bench binary uses a subset
 
-use radio_kernels::Gpu;
+use radio_kernels::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,6 +14,18 @@ pub fn open_gpu(bench: &str) -> Option<Gpu> {
             None
         }
     }
+}
+
+/// Fills `buffer` with random bytes on the device (`bench_fill_random`): whole 32-bit words,
+/// so a trailing part of a word is left as it was.
+pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, seed: u32) {
+    let function = gpu.function("bench_fill_random").expect("bench_fill_random in the PTX");
+    let words = (buffer.len() * std::mem::size_of::<T>() / 4) as u64;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(buffer.raw_mut()).arg(&words).arg(&seed);
+    // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds at least
+    // `4 * words` bytes.
+    unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }.expect("fill launch");
 }
 
 /// One measured ceiling.

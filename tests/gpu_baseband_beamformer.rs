@@ -3,22 +3,15 @@
 //! count's kernel at its smallest and largest block, shifts {0, 1, 7, 15, 31} and the active
 //! range, the extreme product at every shift, saturation, a plane-wave steering check, and
 //! input validation.
+mod common;
+
+use common::*;
 use radio_kernels::baseband_beamformer::{beamform_reference, BasebandBeamformer, BeamformerConfig, POLS};
 use radio_kernels::gpu_shared::baseband_beamformer::{max_warps, BEAMS_PER_WARP, KERNELS};
 use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-
-fn gpu() -> Gpu {
-    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
-}
-
-fn rng() -> StdRng {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    println!("seed {seed}");
-    StdRng::seed_from_u64(seed)
-}
+use rand::Rng;
 
 fn config(dishes: u32, beams: u32, freqs: u32, times: u32) -> BeamformerConfig {
     BeamformerConfig { dishes, beams, freqs, times }

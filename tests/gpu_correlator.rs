@@ -2,20 +2,13 @@
 //! inputs (with -128 / -8 forced in), for every format, memory order, polarisation count and
 //! a spread of station and channel counts; int64 accumulation, the streaming path, the int32
 //! bound at its edge, output properties, and input validation.
+mod common;
+
+use common::*;
 use radio_kernels::correlator::{correlate_reference, Correlator, CorrelatorConfig, Format, Order};
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-
-fn gpu() -> Gpu {
-    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
-}
-
-fn rng() -> StdRng {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    println!("seed {seed}");
-    StdRng::seed_from_u64(seed)
-}
+use rand::Rng;
 
 /// Random input with one value in eight forced to the most negative component (-128 or -8).
 fn random_input(config: &CorrelatorConfig, rng: &mut StdRng) -> Vec<u8> {

@@ -4,25 +4,18 @@
 //! error bound; the dither stream bit for bit (states, raw draws, dithered outputs); dither
 //! statistics over 10^8 draws; unbiased output for a constant input; steering; input
 //! validation. Outputs are poisoned before every launch.
+mod common;
+
+use common::*;
 use radio_kernels::delay_beamformer::{
     beamform_reference, curand_init, dither, engine_subsequence, reference_states, Beam, DelayBeamformer,
     DelayBeamformerConfig, Reference, Variant, Xorwow, TUNING_VARIANTS, VARIANTS,
 };
 use radio_kernels::{DeviceBuffer, Error, Gpu};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 
 const POISON: u8 = 0xA5;
-
-fn gpu() -> Gpu {
-    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
-}
-
-fn rng() -> StdRng {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    println!("seed {seed}");
-    StdRng::seed_from_u64(seed)
-}
 
 /// Random complex int8 with one sample in sixteen a -128 component.
 fn random_input(len: usize, rng: &mut StdRng) -> Vec<[i8; 2]> {

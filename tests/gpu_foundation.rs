@@ -2,20 +2,13 @@
 //! the register-assignment tables (the executable form of those tables), and the device
 //! intrinsics. Each test draws fresh random inputs (the seed is printed) and poisons its
 //! outputs. Run on a GPU with `cargo test -- --include-ignored` (see CONTRIBUTING.md).
+mod common;
+
+use common::*;
 use radio_kernels::selftest::{self, Check, SparseForm};
 use radio_kernels::Gpu;
 
 const CASES: usize = 256;
-
-fn gpu() -> Gpu {
-    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
-}
-
-fn fresh_seed() -> u64 {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    println!("seed {seed}");
-    seed
-}
 
 fn assert_passed(check: Check) {
     println!("{}: {}", check.name, check.detail);

@@ -5,11 +5,10 @@
 mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use radio_kernels::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::time::Duration;
 
 const REPS: usize = 9;
 const T: u32 = 32768;
@@ -20,11 +19,7 @@ fn main() {
     };
     let peak = read_ceiling("mma s8 m16n8k32");
     let copy = read_ceiling("device copy");
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_secs(2))
-        .configure_from_args();
+    let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("baseband_beamformer");
     let mut rows = Vec::new();
     let cases = [

@@ -5,9 +5,9 @@
 mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format, Order};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const REPS: usize = 7;
 const T: u32 = 65472; // the largest multiple of 64 with exact int32 sums for int8
@@ -17,11 +17,7 @@ fn main() {
         return;
     };
     let peak = read_ceiling("mma s8 m16n8k32");
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_secs(2))
-        .configure_from_args();
+    let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("correlator");
     let mut rows = Vec::new();
     let mut streaming = Vec::new();

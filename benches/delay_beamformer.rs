@@ -5,9 +5,8 @@
 mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig, Variant};
-use std::time::Duration;
 
 const REPS: usize = 21;
 
@@ -16,11 +15,7 @@ fn main() {
         return;
     };
     let copy = read_ceiling("device copy");
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_secs(2))
-        .configure_from_args();
+    let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("delay_beamformer");
     let mut rows = Vec::new();
 

@@ -28,6 +28,16 @@ pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, se
     unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }.expect("fill launch");
 }
 
+/// The criterion settings of the kernel benchmarks (10 samples, 0.2 s warm-up, 2 s of
+/// measurement; the command line may override them).
+pub fn kernel_criterion() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(200))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args()
+}
+
 /// One measured ceiling.
 pub struct Ceiling {
     pub name: String,

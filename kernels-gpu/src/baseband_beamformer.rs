@@ -32,11 +32,12 @@
 //!   `Im = (A_im . lo) - 8 sum_d A_im + (A_re . hi) / 16`; the per-beam sums come with the
 //!   weights, the divisions by 16 are exact shifts. All partial sums are exact int32
 //!   (`|x| <= 2 D 128 * 16 < 2^26`).
-//! - E streams through a ring of [`STAGES`] shared-memory stages of [`stage_times`] rows via
+//! - E streams through a ring of [`STAGES`] shared-memory stages of [`stage_rows`] rows via
 //!   `cp.async`. Blocks are persistent: block i takes a contiguous run of 128-sample work
 //!   items (f, p, chunk) and reloads A when its (f, p) changes.
 //! - Output (seed sec. 6): each 16-time block leaves one byte per (beam parity, tau3) in one
-//!   register of eight; after 128 samples three warp transposes and a 4 x 4 byte transpose
+//!   32-bit word per lane (staged in shared memory, [`OUT_STAGING_BYTES`]); after 128 samples
+//!   the eight words are loaded back and three warp transposes and a 4 x 4 byte transpose
 //!   ([`transpose_output`]) give each lane 16 consecutive samples of one beam, stored with
 //!   16-byte stores of 128-byte runs.
 

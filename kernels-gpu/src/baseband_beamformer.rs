@@ -25,13 +25,16 @@
 //! [(32 x 8) int8 A_k,beta] b0 b1 <-> k0 k1   r0 <-> k4           t0 t1 t2 t3 t4 <-> k2 k3 beta0 beta1 beta2
 //! [(16 x 8) int32 J_tau,beta] r0 r1 <-> beta0 tau3               t0 t1 t2 t3 t4 <-> beta1 beta2 tau0 tau1 tau2
 //! ```
-//! - int4 is never fed to an int4 MMA (emulated on Hopper). Per E word: `lo = (w ^ 0x08..) &
-//!   0x0f..` is `Er + 8` (0..16, so the same as s8 or u8), `hi = w & 0xf0..` is `16 Ei` as s8
-//!   (one `lop3` each). Four s8 MMAs per complex product, none on a negated value (so E = -8
-//!   and A = -128 are exact): `Re = (A_re . lo) - 8 sum_d A_re - (A_im . hi) / 16` and
-//!   `Im = (A_im . lo) - 8 sum_d A_im + (A_re . hi) / 16`; the per-beam sums come with the
-//!   weights, the divisions by 16 are exact shifts. All partial sums are exact int32
-//!   (`|x| <= 2 D 128 * 16 < 2^26`).
+//! - int4 is never fed to an int4 MMA (emulated on Hopper). Each E word gives two s8 operands
+//!   with one single-constant `lop3` each: `v = w ^ 0x08..` is `16 Ei + Er + 8` and
+//!   `h = w & 0xf0..` is `16 Ei` ([`real_offset_operand`], [`imaginary_operand`]; the
+//!   `Er + 8` operand `(w ^ 0x08..) & 0x0f..` would need two, as `lop3` takes one immediate).
+//!   Four s8 MMAs per complex product, none on a negated value (so E = -8 and A = -128 are
+//!   exact): with `Q1 = A_re . v`, `Q2 = A_im . v`, `Q3 = A_re . h`, `Q4 = A_im . h`,
+//!   `Re = Q1 - Q3 - Q4 / 16 - 8 sum_d A_re` and `Im = Q2 - Q4 + Q3 / 16 - 8 sum_d A_im`
+//!   ([`combine`]): the divisions by 16 are exact shifts, and the per-beam constants
+//!   ([`beam_constants`]) come with the weights. All partial sums are exact int32
+//!   (`|x| <= 2 D 128 * 128 < 2^26`).
 //! - E streams through a ring of [`STAGES`] shared-memory stages of [`stage_rows`] rows via
 //!   `cp.async`. Blocks are persistent: block i takes a contiguous run of 128-sample work
 //!   items (f, p, chunk) and reloads A when its (f, p) changes.
@@ -177,8 +180,8 @@ pub const fn stage_bytes(dishes: u32, rows: u32) -> u32 {
     rows * smem_row_bytes(dishes)
 }
 
-/// Bytes per beam of the per-beam table in shared memory after the stages: `sum_d A_re`,
-/// `sum_d A_im`, the shift, padding (one 16-byte word, read once per 16-time block; kept
+/// Bytes per beam of the per-beam table in shared memory after the stages: the two
+/// [`beam_constants`], the shift, padding (one 16-byte word, read once per 16-time block; kept
 /// out of registers so the 512-dish kernel fits 128 registers).
 pub const BEAM_TABLE_BYTES: u32 = 16;
 
@@ -215,20 +218,28 @@ pub const fn weight_offset(beams: u32, dishes: u32, fp: u32, warp: u32, lane: u3
         * 2
 }
 
-/// The first MMA operand of an E word: the real parts (low nibbles) offset to `re + 8` in 0..16.
-pub const fn low_operand(word: u32) -> u32 {
-    (word ^ 0x0808_0808) & 0x0f0f_0f0f
+/// The first s8 MMA operand of an E word: each byte `16 im + re + 8` (the real part offset to
+/// 0..16 in the low nibble, the imaginary part's two's complement in the high nibble).
+pub const fn real_offset_operand(word: u32) -> u32 {
+    word ^ 0x0808_0808
 }
 
-/// The s8 MMA operand of an E word: the imaginary parts (high nibbles) as `16 im`.
-pub const fn high_operand(word: u32) -> u32 {
+/// The second s8 MMA operand of an E word: each byte `16 im`.
+pub const fn imaginary_operand(word: u32) -> u32 {
     word & 0xf0f0_f0f0
 }
 
-/// Re and im of one output from the four accumulators (see the module comment): `lo_*` are
-/// the u8-operand sums, `hi_*` the `16 im` sums, `sum_*` the beam's weight sums over dishes.
-pub const fn combine(lo_re: i32, hi_re: i32, lo_im: i32, hi_im: i32, sum_re: i32, sum_im: i32) -> (i32, i32) {
-    (lo_re - 8 * sum_re - (hi_re >> 4), lo_im - 8 * sum_im + (hi_im >> 4))
+/// A beam's constant terms of [`combine`] from its weight sums over dishes: `-8 sum_d A_re`,
+/// `-8 sum_d A_im`.
+pub const fn beam_constants(sum_re: i32, sum_im: i32) -> (i32, i32) {
+    (-8 * sum_re, -8 * sum_im)
+}
+
+/// Re and im of one output from the four accumulators (see the module comment):
+/// `q1 = A_re . v`, `q2 = A_im . v`, `q3 = A_re . h`, `q4 = A_im . h`, and the beam's
+/// [`beam_constants`].
+pub const fn combine(q1: i32, q2: i32, q3: i32, q4: i32, (const_re, const_im): (i32, i32)) -> (i32, i32) {
+    (q1 - q3 - (q4 >> 4) + const_re, q2 - q4 + (q3 >> 4) + const_im)
 }
 
 /// The output rule `saturate(round(x / 2^s), 7)` in 32-bit arithmetic, valid for
@@ -344,7 +355,7 @@ mod device {
 
         let mut weights_re = [[0u32; 4]; DG];
         let mut weights_im = [[0u32; 4]; DG];
-        // Beam table entry of beam 8 warp + b: sum_d A_re, sum_d A_im, shift.
+        // Beam table entry of beam 8 warp + b: its beam_constants and shift.
         let table = smem + STAGES * stage_size + BEAMS_PER_WARP * warp * BEAM_TABLE_BYTES;
         let block_beams = threads / 32 * BEAMS_PER_WARP;
         let staging = smem + STAGES * stage_size + block_beams * BEAM_TABLE_BYTES + warp * OUT_STAGING_BYTES;
@@ -396,7 +407,8 @@ mod device {
                 if lane % 4 == 0 {
                     let beam = BEAMS_PER_WARP * warp + lane / 4;
                     let shift = *shifts.add((fp * beam_stride + beam) as usize) as u32;
-                    let entry = [sum_re as u32, sum_im as u32, shift, 0];
+                    let (const_re, const_im) = beam_constants(sum_re, sum_im);
+                    let entry = [const_re as u32, const_im as u32, shift, 0];
                     st_shared_v4(table + (lane / 4) * BEAM_TABLE_BYTES, entry);
                 }
                 sync_warp();
@@ -405,10 +417,10 @@ mod device {
             let buffer = smem + (k % STAGES) * stage_size;
             for block in 0..blocks_per_stage {
                 let row0 = 16 * block;
-                let mut lo_re = [0i32; 4];
-                let mut hi_re = [0i32; 4];
-                let mut lo_im = [0i32; 4];
-                let mut hi_im = [0i32; 4];
+                let mut q1 = [0i32; 4];
+                let mut q2 = [0i32; 4];
+                let mut q3 = [0i32; 4];
+                let mut q4 = [0i32; 4];
                 unroll!(m in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                     if m < DG {
                         let top = ld_shared_v4(buffer + e_fragment_offset(dishes, lane, row0, 0, m as u32));
@@ -417,22 +429,22 @@ mod device {
                             let words = [top[2 * step], bottom[2 * step], top[2 * step + 1], bottom[2 * step + 1]];
                             let w_re = [weights_re[m][2 * step], weights_re[m][2 * step + 1]];
                             let w_im = [weights_im[m][2 * step], weights_im[m][2 * step + 1]];
-                            let lo = words.map(low_operand);
-                            lo_re = mma_m16n8k32_s8(lo, w_re, lo_re);
-                            lo_im = mma_m16n8k32_s8(lo, w_im, lo_im);
-                            let hi = words.map(high_operand);
-                            hi_re = mma_m16n8k32_s8(hi, w_im, hi_re);
-                            hi_im = mma_m16n8k32_s8(hi, w_re, hi_im);
+                            let v = words.map(real_offset_operand);
+                            q1 = mma_m16n8k32_s8(v, w_re, q1);
+                            q2 = mma_m16n8k32_s8(v, w_im, q2);
+                            let h = words.map(imaginary_operand);
+                            q3 = mma_m16n8k32_s8(h, w_re, q3);
+                            q4 = mma_m16n8k32_s8(h, w_im, q4);
                         });
                     }
                 });
                 let mut word = 0u32;
                 unroll!(e in [0, 1] {
                     let entry = ld_shared_v4(table + (2 * (lane % 4) + e as u32) * BEAM_TABLE_BYTES);
-                    let (sum_re, sum_im, shift) = (entry[0] as i32, entry[1] as i32, entry[2]);
+                    let (constants, shift) = ((entry[0] as i32, entry[1] as i32), entry[2]);
                     unroll!(h in [0, 1] {
                         let r = 2 * h + e;
-                        let (re, im) = combine(lo_re[r], hi_re[r], lo_im[r], hi_im[r], sum_re, sum_im);
+                        let (re, im) = combine(q1[r], q2[r], q3[r], q4[r], constants);
                         let byte = pack_ci4(quantize(re, shift) as i8, quantize(im, shift) as i8);
                         word |= (byte as u32) << (8 * output_byte(h as u32, e as u32));
                     });
@@ -677,13 +689,14 @@ mod tests {
         for byte in 0..=255u8 {
             let (er, ei) = unpack_ci4(byte);
             let word = u32::from_le_bytes([byte; 4]);
-            let lo = low_operand(word).to_le_bytes()[0] as i32; // u8
-            let hi = high_operand(word).to_le_bytes()[0] as i8 as i32; // s8
-            assert_eq!(lo, er as i32 + 8);
-            assert_eq!(hi, 16 * ei as i32);
+            let v = real_offset_operand(word).to_le_bytes()[0] as i8 as i32;
+            let h = imaginary_operand(word).to_le_bytes()[0] as i8 as i32;
+            assert_eq!(v, 16 * ei as i32 + er as i32 + 8);
+            assert_eq!(h, 16 * ei as i32);
             for (ar, ai) in [(-128i32, -128i32), (127, -128), (-128, 127), (5, -3), (0, 0)] {
                 let n = 4; // dishes with these values
-                let (re, im) = combine(n * ar * lo, n * ai * hi, n * ai * lo, n * ar * hi, n * ar, n * ai);
+                let constants = beam_constants(n * ar, n * ai);
+                let (re, im) = combine(n * ar * v, n * ai * v, n * ar * h, n * ai * h, constants);
                 assert_eq!(re, n * (ar * er as i32 - ai * ei as i32));
                 assert_eq!(im, n * (ar * ei as i32 + ai * er as i32));
             }

@@ -122,20 +122,26 @@ impl Variant {
     }
 }
 
-/// The variants plans choose from, smallest batch first for each polarisation count.
-pub const VARIANTS: [Variant; 6] = [
-    Variant { slots: 8, times_per_thread: 4, pols: 1 },
+/// The variants plans use, one per polarisation count: 8 beam slots of 4 samples per thread,
+/// over as many beam batches as the beams need. On the H200 it was the fastest compiled
+/// variant for every beam count from 8 to 256 at one and two polarisations (BENCHMARKS.md,
+/// `DELAY_BF_SWEEP`): the wider kernels save input conversions per beam but need 175
+/// registers, so an SM holds 2 of their blocks against 3, and batches re-read the input from
+/// L2, not DRAM.
+pub const VARIANTS: [Variant; 2] =
+    [Variant { slots: 8, times_per_thread: 4, pols: 1 }, Variant { slots: 8, times_per_thread: 4, pols: 2 }];
+
+/// Further compiled variants for tuning (a plan takes them only when asked): 8 slots with
+/// half the samples per thread (half the accumulators, more blocks per SM), and 16 or 32
+/// slots (fewer batches, fewer blocks per SM).
+pub const TUNING_VARIANTS: [Variant; 6] = [
+    Variant { slots: 8, times_per_thread: 2, pols: 1 },
+    Variant { slots: 8, times_per_thread: 2, pols: 2 },
     Variant { slots: 16, times_per_thread: 2, pols: 1 },
     Variant { slots: 32, times_per_thread: 1, pols: 1 },
-    Variant { slots: 8, times_per_thread: 4, pols: 2 },
     Variant { slots: 16, times_per_thread: 2, pols: 2 },
     Variant { slots: 32, times_per_thread: 1, pols: 2 },
 ];
-
-/// Further compiled variants for tuning (a plan takes them only when asked): 8 slots with
-/// half the samples per thread, so half the accumulators and more blocks per SM.
-pub const TUNING_VARIANTS: [Variant; 2] =
-    [Variant { slots: 8, times_per_thread: 2, pols: 1 }, Variant { slots: 8, times_per_thread: 2, pols: 2 }];
 
 /// Which 16-byte chunk of a stage copy `m` of thread `thread` moves: (antenna within the
 /// stage, byte within the antenna's row). Consecutive threads take consecutive chunks, so
@@ -795,7 +801,7 @@ mod tests {
 
     #[test]
     fn slots_split_evenly_between_polarisations() {
-        for v in VARIANTS {
+        for v in VARIANTS.into_iter().chain(TUNING_VARIANTS) {
             let per_pol: Vec<u32> =
                 (0..v.pols).map(|p| (0..v.slots).filter(|&s| v.slot_pol(s) == p).count() as u32).collect();
             assert!(per_pol.iter().all(|&n| n == v.slots / v.pols), "{v:?}");
@@ -808,7 +814,7 @@ mod tests {
 
     #[test]
     fn threads_tile_time_and_states_are_distinct() {
-        let v = VARIANTS[3];
+        let v = VARIANTS[1];
         let mut seen = std::collections::BTreeSet::new();
         for tile in 0..3 {
             for thread in 0..THREADS {

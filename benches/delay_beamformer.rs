@@ -6,7 +6,7 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig, Variant};
+use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
 
 const REPS: usize = 21;
 
@@ -29,34 +29,18 @@ fn main() {
     };
     let mut input = gpu.alloc::<[i8; 2]>(case(8, true).input_len(), 0).expect("input");
     fill_random(&gpu, &mut input, 23);
-    // (beams, dither, forced variant): the plans' choices, then alternatives for comparison.
-    let forced = |slots, times_per_thread| Some(Variant { slots, times_per_thread, pols: 2 });
-    let all = [
-        (8, true, None),
-        (8, false, None),
-        (16, true, None),
-        (64, true, None),
-        (256, true, None),
-        (8, true, forced(8, 2)),
-        (16, true, forced(16, 2)),
-        (64, true, forced(32, 1)),
-        (256, true, forced(16, 2)),
-    ];
+    // (beams, dither).
+    let all = [(8, true), (8, false), (16, true), (64, true), (256, true)];
     // DELAY_BF_CASES=0,4 runs only those rows (e.g. under a profiler).
-    if std::env::var_os("DELAY_BF_SWEEP").is_some() {
-        sweep(&gpu, &input, case);
-        return;
-    }
     let chosen: Option<Vec<usize>> = std::env::var("DELAY_BF_CASES")
         .ok()
         .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
-    for (n, &(beams, dither, variant)) in all.iter().enumerate() {
+    for (n, &(beams, dither)) in all.iter().enumerate() {
         if chosen.as_ref().is_some_and(|c| !c.contains(&n)) {
             continue;
         }
         let config = case(beams, dither);
-        let beamformer =
-            DelayBeamformer::with_variant(&gpu, config.clone(), variant).expect("valid configuration");
+        let beamformer = DelayBeamformer::new(&gpu, config.clone()).expect("valid configuration");
         let plan = beamformer.plan().clone();
         let n = config.steering_len();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -78,11 +62,7 @@ fn main() {
                 .expect("launch")
         };
         let ms = median_ms(&gpu, REPS, &mut run);
-        let label = format!(
-            "A=64 P=2 C=512 T=4096 B={beams}{}{}",
-            if dither { " dither" } else { "" },
-            if variant.is_some() { " (forced)" } else { "" }
-        );
+        let label = format!("A=64 P=2 C=512 T=4096 B={beams}{}", if dither { " dither" } else { "" });
         rows.push((label.clone(), plan, config.bytes(), ms));
         group.throughput(Throughput::Bytes(config.bytes()));
         group.bench_function(&label, |b| b.iter_custom(|iters| common::event_time(&gpu, iters, &mut run)));
@@ -102,45 +82,4 @@ fn main() {
         );
     }
     criterion.final_summary();
-}
-
-/// `DELAY_BF_SWEEP=1`: the median time of every compiled variant (forced) for 8 to 256 beams,
-/// and the plan's own choice, to tune [`Plan`](radio_kernels::delay_beamformer::Plan)'s
-/// variant choice.
-fn sweep(
-    gpu: &radio_kernels::Gpu,
-    input: &radio_kernels::DeviceBuffer<[i8; 2]>,
-    case: impl Fn(u32, bool) -> DelayBeamformerConfig,
-) {
-    use radio_kernels::delay_beamformer::{TUNING_VARIANTS, VARIANTS};
-    println!("\nDelay beamformer variant sweep on {} (medians of {REPS}, ms):", gpu.name());
-    for (pols, beams) in [1u32, 2].into_iter().flat_map(|p| [8u32, 16, 32, 64, 128, 256].map(|b| (p, b))) {
-        let mut config = case(beams, true);
-        config.pols = pols;
-        config.channels = config.channels * 2 / pols; // the same input bytes
-        config.beams.iter_mut().for_each(|beam| beam.pol %= pols);
-        let n = config.steering_len();
-        let w = gpu.upload(&vec![[0.01f32, -0.005]; n]).expect("weights");
-        let d = gpu.upload(&vec![0.3f32; n]).expect("delays");
-        let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), 0).expect("output");
-        let mut saturated = gpu.alloc::<u32>(beams as usize, 0).expect("counts");
-        let candidates = VARIANTS.into_iter().chain(TUNING_VARIANTS).filter(|v| v.pols == pols);
-        for variant in std::iter::once(None).chain(candidates.map(Some)) {
-            let beamformer = DelayBeamformer::with_variant(gpu, config.clone(), variant).expect("valid");
-            let mut state = beamformer.dither_state(7, 0, 0).expect("dither states");
-            let ms = median_ms(gpu, REPS, || {
-                beamformer
-                    .beamform(input, &w, &d, Some(&mut state), &mut output, &mut saturated)
-                    .expect("launch")
-            });
-            let plan = beamformer.plan();
-            println!(
-                "  P={pols} B={beams:<4} {:6} {:2} slots x{} samples, {:2} batches: {ms:8.3}",
-                if variant.is_none() { "plan" } else { "forced" },
-                plan.variant.slots,
-                plan.variant.times_per_thread,
-                plan.batches
-            );
-        }
-    }
 }

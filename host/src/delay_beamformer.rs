@@ -10,7 +10,7 @@ use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::delay_beamformer as layout;
-pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, TUNING_VARIANTS, VARIANTS};
+pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, VARIANTS};
 use radio_kernels_gpu::xorwow::{self, Jump, STATE_WORDS};
 pub use radio_kernels_gpu::xorwow::{dither, Xorwow};
 use std::sync::OnceLock;
@@ -134,40 +134,21 @@ pub struct Plan {
 impl Plan {
     /// Chooses the plan for `config` on a GPU that runs `concurrent_blocks` blocks at once.
     ///
-    /// Variant: the one of [`VARIANTS`] for the polarisations (measured fastest at every beam
-    /// count). Beams of each polarisation fill that polarisation's slots batch by batch, in
-    /// beam order. Time groups: the run of
+    /// Variant: the one of [`VARIANTS`] for the polarisations. Beams of each polarisation
+    /// fill that polarisation's slots batch by batch, in beam order. Time groups: the run of
     /// tiles per block that minimises the idle share of the last wave of blocks plus the
-    /// traffic of loading and storing the dither states (when dithered) relative to the data.
+    /// traffic of loading and storing the dither states (when dithered) and the block's
+    /// coefficient work, relative to the data.
     pub fn new(config: &DelayBeamformerConfig, concurrent_blocks: u32) -> Result<Plan> {
-        Plan::with_variant(config, concurrent_blocks, None)
-    }
-
-    /// As [`Plan::new`], with the kernel variant forced (for tuning): one of [`VARIANTS`] or
-    /// [`TUNING_VARIANTS`] for the configuration's polarisations.
-    pub fn with_variant(
-        config: &DelayBeamformerConfig,
-        concurrent_blocks: u32,
-        variant: Option<Variant>,
-    ) -> Result<Plan> {
         config.validate()?;
         let by_pol: Vec<Vec<u32>> = (0..config.pols)
             .map(|p| (0..config.beams.len() as u32).filter(|&b| config.beams[b as usize].pol == p).collect())
             .collect();
         let most = by_pol.iter().map(Vec::len).max().unwrap_or(0) as u32;
-        let variant = match variant {
-            Some(v) if v.pols == config.pols && VARIANTS.iter().chain(&TUNING_VARIANTS).any(|&c| c == v) => v,
-            Some(v) => {
-                return Err(Error::InvalidConfig(format!(
-                    "{v:?} is not a compiled variant for {} polarisation(s)",
-                    config.pols
-                )))
-            }
-            None => VARIANTS
-                .into_iter()
-                .find(|v| v.pols == config.pols)
-                .expect("a variant for each polarisation count"),
-        };
+        let variant = VARIANTS
+            .into_iter()
+            .find(|v| v.pols == config.pols)
+            .expect("a variant for each polarisation count");
         let per_pol = variant.slots_per_pol();
         let batches = most.div_ceil(per_pol);
         let mut slot_table = vec![layout::EMPTY_SLOT; (batches * variant.slots) as usize];
@@ -188,12 +169,15 @@ impl Plan {
             + (variant.slots * variant.time_tile() * 2) as f64;
         let state_bytes =
             if config.dithered() { 2.0 * (THREADS as usize * 4 * STATE_WORDS) as f64 } else { 0.0 };
+        // Each block computes its coefficients once: counted as 64 bytes of streaming per
+        // (antenna, slot) (on the H200, one tile per block ran 15% slower than seven).
+        let setup_bytes = (config.antennas * variant.slots * 64) as f64;
         let mut best = (tiles, f64::MAX);
         for per_group in 1..=tiles {
             let blocks = columns * tiles.div_ceil(per_group) as u64;
             let waves = blocks as f64 / concurrent_blocks.max(1) as f64;
             let idle = (waves.ceil() - waves) / waves.ceil();
-            let cost = idle + state_bytes / (per_group as f64 * block_bytes);
+            let cost = idle + (state_bytes + setup_bytes) / (per_group as f64 * block_bytes);
             if cost < best.1 - 1e-9 {
                 best = (per_group, cost);
             }
@@ -422,17 +406,8 @@ pub struct DelayBeamformer<'g> {
 impl<'g> DelayBeamformer<'g> {
     /// Validates `config`, chooses the plan for this GPU and uploads the slot table.
     pub fn new(gpu: &'g Gpu, config: DelayBeamformerConfig) -> Result<DelayBeamformer<'g>> {
-        DelayBeamformer::with_variant(gpu, config, None)
-    }
-
-    /// As [`new`](Self::new) with the kernel variant forced (see [`Plan::with_variant`]).
-    pub fn with_variant(
-        gpu: &'g Gpu,
-        config: DelayBeamformerConfig,
-        variant: Option<Variant>,
-    ) -> Result<DelayBeamformer<'g>> {
         // Any plan of this configuration has the same variant and so the same kernel.
-        let probe = Plan::with_variant(&config, 1, variant)?;
+        let probe = Plan::new(&config, 1)?;
         let variant = probe.variant;
         let kernel = gpu.function(variant.kernel_name())?;
         let most_shared = variant.shared_bytes(variant.max_coefficient_antennas());
@@ -445,7 +420,7 @@ impl<'g> DelayBeamformer<'g> {
         let per_sm = kernel
             .occupancy_max_active_blocks_per_multiprocessor(THREADS, probe.shared_bytes() as usize, None)
             .during("querying the delay beamformer's occupancy")?;
-        let plan = Plan::with_variant(&config, per_sm.max(1) * gpu.sm_count(), Some(variant))?;
+        let plan = Plan::new(&config, per_sm.max(1) * gpu.sm_count())?;
         let slot_table = gpu.upload(&plan.slot_table)?;
         Ok(DelayBeamformer { gpu, config, plan, kernel, slot_table })
     }
@@ -824,21 +799,6 @@ mod tests {
         assert_eq!((meerkat.variant.slots, meerkat.batches), (8, 1));
         let many = Plan::new(&config(64, 2, 512, 4096, &[0, 1].repeat(128)), 396).unwrap();
         assert_eq!((many.variant.slots, many.batches), (8, 32));
-    }
-
-    #[test]
-    fn forced_variants_must_be_compiled_and_match_the_polarisations() {
-        let c = config(8, 2, 4, 256, &[0, 1, 1]);
-        for v in VARIANTS.into_iter().chain(TUNING_VARIANTS) {
-            let plan = Plan::with_variant(&c, 100, Some(v));
-            if v.pols == 2 {
-                assert_eq!(plan.unwrap().variant, v);
-            } else {
-                assert!(matches!(plan, Err(Error::InvalidConfig(_))));
-            }
-        }
-        let odd = Variant { slots: 12, times_per_thread: 2, pols: 2 };
-        assert!(matches!(Plan::with_variant(&c, 100, Some(odd)), Err(Error::InvalidConfig(_))));
     }
 
     #[test]

@@ -308,6 +308,25 @@ pub unsafe fn st_shared_u32(address: u32, value: u32) {
     asm!("st.shared.b32 [{0}], {1};", in(reg32) address, in(reg32) value, options(nostack));
 }
 
+/// `st.shared.u8` of one byte to a shared-window address.
+///
+/// # Safety
+/// `address` must be inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn st_shared_u8(address: u32, value: u8) {
+    asm!("st.shared.u8 [{0}], {1};", in(reg32) address, in(reg16) value as u16, options(nostack));
+}
+
+/// `st.shared.v2.b32` to an 8-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 8-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn st_shared_v2(address: u32, v: [u32; 2]) {
+    asm!("st.shared.v2.b32 [{0}], {{{1}, {2}}};", in(reg32) address, in(reg32) v[0], in(reg32) v[1],
+        options(nostack));
+}
+
 /// `ld.shared.v4.b32` from a 16-byte aligned shared-window address.
 ///
 /// # Safety

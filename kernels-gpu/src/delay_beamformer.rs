@@ -668,6 +668,20 @@ mod device {
         compute_units::<S>(&a, slots, r.units);
 
         let mut acc = [[[[0i32; 4]; 3]; 2]; 4];
+        // Every slot used and dithered (or none dithered): the epilogue then has no per-slot
+        // branch, so the generator's state stays in place instead of being moved into
+        // canonical registers at each branch.
+        let (mut used, mut dithered) = (0, 0);
+        for slot in 0..S {
+            let entry = *slots.add(slot);
+            used += (entry != EMPTY_SLOT) as u32;
+            dithered += (entry != EMPTY_SLOT && entry & DITHER_FLAG != 0) as u32;
+        }
+        let dither_mode = match (used == S as u32, dithered) {
+            (true, d) if d == S as u32 => ALL_DITHERED,
+            (true, 0) => NONE_DITHERED,
+            _ => MIXED,
+        };
         // First antenna of the coefficient batch in shared memory (none yet).
         let mut w_first = u32::MAX;
         let (mut tile, mut a0, mut ring) = (tile0, 0, 0);
@@ -721,7 +735,15 @@ mod device {
                     });
                 });
                 sync_threads();
-                finish_tile::<S>(v, &a, slots, r.staging, channel, tile, &mut rng);
+                match dither_mode {
+                    ALL_DITHERED => {
+                        finish_tile::<S, ALL_DITHERED>(v, &a, slots, r.staging, channel, tile, &mut rng)
+                    }
+                    NONE_DITHERED => {
+                        finish_tile::<S, NONE_DITHERED>(v, &a, slots, r.staging, channel, tile, &mut rng)
+                    }
+                    _ => finish_tile::<S, MIXED>(v, &a, slots, r.staging, channel, tile, &mut rng),
+                }
             }
             advance(v, a.antennas, &mut tile, &mut a0);
             ring = if ring + 1 == STAGES { 0 } else { ring + 1 };
@@ -734,11 +756,17 @@ mod device {
         }
     }
 
+    /// Epilogue modes of a block: every slot used and dithered, every slot used and none
+    /// dithered, anything else.
+    const ALL_DITHERED: u32 = 0;
+    const NONE_DITHERED: u32 = 1;
+    const MIXED: u32 = 2;
+
     /// Dithers, quantises and stores this thread's samples of one tile for every slot (from
     /// the staging area), and adds the saturated samples (either component clipped) to the
     /// beams' counters.
     #[inline(always)]
-    unsafe fn finish_tile<const S: usize>(
+    unsafe fn finish_tile<const S: usize, const MODE: u32>(
         v: Variant,
         a: &Args,
         slots: *const u32,
@@ -753,9 +781,13 @@ mod device {
         unroll!(slot in [0, 1, 2, 3, 4, 5, 6, 7] {
             if slot < S {
                 let entry = *slots.add(slot);
-                if entry != EMPTY_SLOT {
+                if MODE != MIXED || entry != EMPTY_SLOT {
                     let beam = entry & BEAM_MASK;
-                    let dithered = entry & DITHER_FLAG != 0;
+                    let dithered = match MODE {
+                        ALL_DITHERED => true,
+                        NONE_DITHERED => false,
+                        _ => entry & DITHER_FLAG != 0,
+                    };
                     let mut saturated = 0u32;
                     if inside {
                         let y = ld_shared_v4(staging + staging_offset(v, slot as u32, TPT as u32 * thread_idx_x()));

@@ -79,9 +79,11 @@ fn launch(
     (output.download().unwrap(), saturated.download().unwrap())
 }
 
-/// The f32 error bound of one output: coefficients to ~5e-7 relative, Gauss products and
-/// sequential sums of `antennas` terms (3 (A + 2) units of 2^-24 of the magnitude), and the
-/// final additions of the dither (a few units of the value).
+/// The f32 error bound of one output (the bound of an f32 kernel, which the int8 tensor-core
+/// kernel keeps well inside): coefficients to ~5e-7 relative (`sincospi`) plus their fixed
+/// point, 2^-23 of the beam's largest weight (at most ~3 of the weights here, so ~4e-7 of the
+/// magnitude); exact integer sums where an f32 kernel would lose 3 (A + 2) units of 2^-24 of
+/// the magnitude; and the final roundings and the dither addition (a few units of the value).
 fn tolerance(antennas: u32, magnitude: f64, value: f64) -> f64 {
     let u = 2f64.powi(-24);
     magnitude * (1e-6 + 3.0 * (antennas as f64 + 2.0) * u) + 8.0 * u * (value.abs() + 1.0)

@@ -31,6 +31,11 @@ for arg in "$@"; do
     esac
 done
 
+# scripts/gpu-bundle packs the binaries into payload.tar.gz; unpack them on first use.
+if [[ -f "$BUNDLE/payload.tar.gz" && ! -e "$BUNDLE/tests" ]]; then
+    tar xzf "$BUNDLE/payload.tar.gz" -C "$BUNDLE" || { echo "gpu-run: cannot unpack $BUNDLE/payload.tar.gz" >&2; exit 1; }
+fi
+
 LOG_DIR="${OUT:-$BUNDLE/logs}"
 mkdir -p "$LOG_DIR"
 LOG_DIR="$(cd "$LOG_DIR" && pwd)"

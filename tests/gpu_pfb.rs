@@ -42,12 +42,14 @@ fn random_gains(config: &ChannelizerConfig, sigma: f32, rng: &mut StdRng) -> Vec
         .collect()
 }
 
-/// A delay track whose coarse part changes within a chunk (|delay| stays below `max`).
-fn random_model(max: f64, rng: &mut StdRng) -> DelayModel {
+/// A delay track whose coarse part changes within a chunk: |delay| stays below `max` over a
+/// stream of `len` samples.
+fn random_model(max: f64, len: usize, rng: &mut StdRng) -> DelayModel {
+    let rate = max / 4.0 / len as f64;
     DelayModel {
-        reference_sample: rng.random_range(0.0..1e5),
+        reference_sample: rng.random_range(0.0..len as f64),
         delay: rng.random_range(-max / 2.0..max / 2.0),
-        delay_rate: rng.random_range(-1e-4..1e-4),
+        delay_rate: rng.random_range(-rate..rate),
         phase: rng.random_range(0.0..std::f64::consts::TAU),
         phase_rate: rng.random_range(-1e-3..1e-3),
     }
@@ -115,7 +117,7 @@ fn check_case(gpu: &Gpu, case: &Case, rng: &mut StdRng) {
     let samples = [0, 1].map(|_| random_stream(len, config.bits, rng));
     let packets = len / config.packet_samples as usize;
     let present = [0, 1].map(|_| (0..packets).map(|_| rng.random_range(0..40) != 0).collect::<Vec<bool>>());
-    let models = [random_model(200.0, rng), random_model(200.0, rng)];
+    let models = [random_model(280.0, len, rng), random_model(280.0, len, rng)];
     let gains = random_gains(&config, case.sigma, rng);
     let weights = hann_sinc_weights(config.channels, config.taps);
 

@@ -61,7 +61,7 @@ pub struct ChannelizerConfig {
     pub taps: u32,
     /// Input sample width: 4, 8, 10, 12 or 16 bits, packed MSB first.
     pub bits: u32,
-    /// Spectra per output heap S (a multiple of 8; MeerKAT: 256).
+    /// Spectra per output heap S (a multiple of `SPECTRA_PER_POST_THREAD` = 4; MeerKAT: 256).
     pub spectra_per_heap: u32,
     /// Heaps per output chunk (one GPU launch of each kernel).
     pub heaps_per_chunk: u32,
@@ -281,13 +281,14 @@ impl DelayModel {
     }
 }
 
-/// Per-spectrum launch parameters of one output chunk, both polarisations: window starts
-/// (absolute samples), fine delays in samples and phases in half turns, as the kernels take them.
+/// Per-spectrum launch parameters of one output chunk, both polarisations, as the kernels
+/// take them: window starts (absolute samples), fine delays in samples, and the rotations
+/// `(exp(j phase), exp(-j pi fine / 4))` computed in f64 (see `radio_kernels_gpu::pfb::rotations`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
     pub starts: [Vec<i64>; 2],
     pub fine: [Vec<f32>; 2],
-    pub phase: [Vec<f32>; 2],
+    pub rotation: [Vec<[f32; 4]>; 2],
 }
 
 impl Schedule {
@@ -303,7 +304,7 @@ impl Schedule {
         let mut s = Schedule {
             starts: [Vec::with_capacity(count), Vec::with_capacity(count)],
             fine: [Vec::with_capacity(count), Vec::with_capacity(count)],
-            phase: [Vec::with_capacity(count), Vec::with_capacity(count)],
+            rotation: [Vec::with_capacity(count), Vec::with_capacity(count)],
         };
         for (p, model) in models.iter().enumerate() {
             if !model.is_finite() {
@@ -321,7 +322,9 @@ impl Schedule {
                 }
                 s.starts[p].push(2 * config.channels as i64 * m - d.coarse);
                 s.fine[p].push(d.fine as f32);
-                s.phase[p].push((d.phase / std::f64::consts::PI).rem_euclid(2.0) as f32);
+                let (fs, fc) = d.phase.sin_cos();
+                let (ss, sc) = (-std::f64::consts::FRAC_PI_4 * d.fine).sin_cos();
+                s.rotation[p].push([fc as f32, fs as f32, sc as f32, ss as f32]);
             }
         }
         Ok(s)
@@ -572,7 +575,7 @@ pub struct Channelizer<'g> {
     next_spectrum: i64,
     offsets: DeviceBuffer<u32>,
     fine: DeviceBuffer<f32>,
-    phase: DeviceBuffer<f32>,
+    rotation: DeviceBuffer<[f32; 4]>,
     fir_out: DeviceBuffer<[f32; 2]>,
     fft_out: DeviceBuffer<[f32; 2]>,
     output: DeviceBuffer<u8>,
@@ -628,7 +631,7 @@ impl<'g> Channelizer<'g> {
             next_spectrum: 0,
             offsets: gpu.alloc(2 * spectra, 0)?,
             fine: gpu.alloc(2 * spectra, 0)?,
-            phase: gpu.alloc(2 * spectra, 0)?,
+            rotation: gpu.alloc(2 * spectra, 0)?,
             fir_out: gpu.alloc(values, 0)?,
             fft_out: gpu.alloc(values, 0)?,
             output: gpu.alloc(config.output_bytes(), 0)?,
@@ -814,7 +817,7 @@ impl<'g> Channelizer<'g> {
         }
         self.offsets.upload(&offsets)?;
         self.fine.upload(&schedule.fine.concat())?;
-        self.phase.upload(&schedule.phase.concat())?;
+        self.rotation.upload(&schedule.rotation.concat())?;
         self.run_fir()?;
         self.run_fft()?;
         self.run_post()
@@ -872,13 +875,13 @@ impl<'g> Channelizer<'g> {
             .arg(self.fft_out.raw())
             .arg(self.gains.raw())
             .arg(self.fine.raw())
-            .arg(self.phase.raw())
+            .arg(self.rotation.raw())
             .arg(self.output.raw_mut())
             .arg(self.saturated.raw_mut())
             .arg(&c.channels)
             .arg(&spectra)
             .arg(&c.spectra_per_heap);
-        // SAFETY: matches `pfb_post_ci*(fft, gains, fine, phase, out, saturated, channels,
+        // SAFETY: matches `pfb_post_ci*(fft, gains, fine, rotation, out, saturated, channels,
         // spectra, spectra_per_heap)` with the sizes allocated in `new`.
         unsafe { launch.launch(cfg) }.during("launching the PFB post-processing")?;
         Ok(())
@@ -1053,6 +1056,39 @@ mod tests {
     }
 
     #[test]
+    fn rotations_match_the_f64_phase_of_every_channel() {
+        let mut rng = rng();
+        for n in [64u32, 4096, 65536] {
+            for _ in 0..200 {
+                let fine = rng.random_range(-0.5..=0.5f64);
+                let phase = rng.random_range(-10.0..10.0f64);
+                let u = rng.random_range(0..layout::post_threads_per_group(n));
+                let (_, w) = layout::post_columns(u, n);
+                let fringe = [phase.cos() as f32, phase.sin() as f32];
+                let step = [
+                    (-std::f64::consts::FRAC_PI_4 * fine).cos() as f32,
+                    (-std::f64::consts::FRAC_PI_4 * fine).sin() as f32,
+                ];
+                let (r, rm) = layout::rotations(u, n, fine as f32, fringe, step);
+                for v in 0..4 {
+                    // Column 0's mirror is itself; its second set is not used.
+                    let pairs = if u == 0 {
+                        vec![(u, r[v as usize])]
+                    } else {
+                        vec![(u, r[v as usize]), (w, rm[v as usize])]
+                    };
+                    for (col, got) in pairs {
+                        let k = (col + n / 4 * v) as f64;
+                        let angle = phase - std::f64::consts::PI * fine * k / n as f64;
+                        let err = (got[0] as f64 - angle.cos()).hypot(got[1] as f64 - angle.sin());
+                        assert!(err < 2e-6, "n {n} u {u} column {col} v {v}: error {err}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn fft_index_is_a_permutation_and_post_columns_cover_each_column_once() {
         for n in [64u32, 1024, 65536] {
             let mut seen = vec![false; n as usize];
@@ -1143,7 +1179,7 @@ mod tests {
             ChannelizerConfig { taps: 33, ..ok.clone() },
             ChannelizerConfig { bits: 9, ..ok.clone() },
             ChannelizerConfig { bits: 0, ..ok.clone() },
-            ChannelizerConfig { spectra_per_heap: 12, ..ok.clone() },
+            ChannelizerConfig { spectra_per_heap: 10, ..ok.clone() },
             ChannelizerConfig { spectra_per_heap: 0, ..ok.clone() },
             ChannelizerConfig { heaps_per_chunk: 0, ..ok.clone() },
             ChannelizerConfig { packet_samples: 0, ..ok.clone() },

@@ -27,11 +27,12 @@
 //!
 //! Why no shared-memory transpose (sec. 3.6): a post thread owns [`SPECTRA_PER_POST_THREAD`]
 //! consecutive spectra of its 8 channels, so the channel-major output leaves its registers as
-//! whole 32-byte sectors (16 for int4) per channel; the transpose happens in registers.
+//! 16-byte pieces (8 for int4) per channel; the transpose happens in registers.
 //! Coarse delay (sec. 3.3) is an index offset per spectrum and polarisation read by the FIR
 //! kernel; where it changes, the thread reloads its window instead of sliding it, so one
 //! launch serves any delay track.
 
+use crate::delay_beamformer::{fma_f32, sincospi, sincospi_reduced};
 use crate::packing::saturate_symmetric;
 
 /// Supported sample widths in bits.
@@ -49,7 +50,16 @@ pub const FIR_VARIANTS: [u32; 5] = [1, 4, 8, 16, 32];
 /// Threads per block of both kernels.
 pub const THREADS: u32 = 128;
 /// Spectra one post-processing thread handles (so the heap size must be a multiple).
-pub const SPECTRA_PER_POST_THREAD: u32 = 8;
+pub const SPECTRA_PER_POST_THREAD: u32 = 4;
+/// Spectra a FIR thread computes together (its window holds `taps + batch - 1` sample pairs),
+/// by compiled tap count: fewer where the window takes most registers.
+pub const fn fir_batch(variant_taps: u32) -> u32 {
+    if variant_taps >= 32 {
+        4
+    } else {
+        8
+    }
+}
 /// Input buffers are u32 words; every launch's sample base is a multiple of this.
 pub const SAMPLE_GRANULE: u32 = 32;
 
@@ -64,6 +74,11 @@ pub const fn fir_variant(taps: u32) -> u32 {
     }
     MAX_TAPS
 }
+
+/// Register caps (`.maxnreg`, applied by the root `build.rs`): without them ptxas gives the
+/// FIR's window reload more registers than occupancy can afford (16 taps: 174 -> 128, four
+/// blocks of 128 threads per SM instead of two; no spills on sm_80/86/90).
+pub const REGISTER_LIMITS: [(&str, u32); 2] = [("pfb_fir_t16", 128), ("pfb_fir_t8", 96)];
 
 pub const fn fir_kernel_name(variant_taps: u32) -> &'static str {
     match variant_taps {
@@ -84,16 +99,16 @@ pub const fn post_kernel_name(int4: bool) -> &'static str {
 }
 
 /// Spectra per FIR thread (seed sec. 3.4): each thread computes at least 8T real outputs (4T
-/// spectra of its two columns) unless that leaves fewer than 2^17 threads.
+/// spectra of its two columns) unless that leaves fewer than 2^17 threads; then rounded up to
+/// whole batches ([`fir_batch`]), so only a delay step or the end of the launch leaves the
+/// batched path.
 pub const fn fir_spectra_per_thread(channels: u32, taps: u32, spectra: u32) -> u32 {
     let by_outputs = 4 * taps;
     let by_threads = (channels as u64 * spectra as u64 / (1 << 17)) as u32;
     let k = if by_threads < by_outputs { by_threads } else { by_outputs };
-    if k == 0 {
-        1
-    } else {
-        k
-    }
+    let k = if k == 0 { 1 } else { k };
+    let batch = fir_batch(fir_variant(taps));
+    k.div_ceil(batch) * batch
 }
 
 /// Position of `z[q]` (complex) of one spectrum in the unzipped FFT input: row `q % 4`,
@@ -129,15 +144,16 @@ pub const fn output_index(
 }
 
 /// Samples `sample` and `sample + 1` of a packed stream of `bits`-bit two's complement values,
-/// MSB first, whose u32 words (little-endian, as loaded from memory) `word(i)` returns. Reads
-/// the second word only when the pair reaches into it.
+/// MSB first, whose u32 words (little-endian, as loaded from memory) `word(i)` returns. Always
+/// reads the word after the pair's first word (no divergent branch on the device), so buffers
+/// carry one word of padding.
 #[inline(always)]
 pub fn unpack_pair(word: impl Fn(usize) -> u32, sample: u64, bits: u32) -> (i32, i32) {
     let bit = sample * bits as u64;
     let w = (bit / 32) as usize;
     let shift = (bit % 32) as u32;
     let hi = word(w).swap_bytes() as u64;
-    let lo = if shift + 2 * bits > 32 { word(w + 1).swap_bytes() as u64 } else { 0 };
+    let lo = word(w + 1).swap_bytes() as u64;
     let v = ((hi << 32) | lo) << shift;
     let first = (v as i64 >> (64 - bits)) as i32;
     let second = ((v << bits) as i64 >> (64 - bits)) as i32;
@@ -149,9 +165,16 @@ pub fn unpack_pair(word: impl Fn(usize) -> u32, sample: u64, bits: u32) -> (i32,
 
 pub type C32 = [f32; 2];
 
+/// Complex product with two FMAs (Rust never contracts `a * b + c` by itself).
 #[inline(always)]
 pub fn cmul(a: C32, b: C32) -> C32 {
-    [a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]]
+    [fma_f32(a[0], b[0], -(a[1] * b[1])), fma_f32(a[0], b[1], a[1] * b[0])]
+}
+
+/// `a * conj(b)`.
+#[inline(always)]
+pub fn cmul_conj(a: C32, b: C32) -> C32 {
+    [fma_f32(a[0], b[0], a[1] * b[1]), fma_f32(a[1], b[0], -(a[0] * b[1]))]
 }
 
 #[inline(always)]
@@ -173,8 +196,26 @@ fn mul_neg_j(x: C32) -> C32 {
 /// `exp(j pi x)` as a complex value.
 #[inline(always)]
 pub fn expj_pi(x: f32) -> C32 {
-    let (s, c) = crate::delay_beamformer::sincospi(x);
+    let (s, c) = sincospi(x);
     [c, s]
+}
+
+/// The fine-delay and fringe rotations `exp(j pi (phase - fine k / n))` of channels
+/// `u + a v` and `w + a v` (v = 0..4, w the mirror column), from the spectrum's `fringe =
+/// exp(j pi phase)` and `step = exp(-j pi fine / 4)` (precomputed on the host in f64) and one
+/// short polynomial: `|fine u / n| <= 1/16` needs no range reduction, and the mirror's
+/// `exp(-j pi fine w / n) = step conj(exp(-j pi fine u / n))`.
+#[inline(always)]
+pub fn rotations(u: u32, channels: u32, fine: f32, fringe: C32, step: C32) -> ([C32; 4], [C32; 4]) {
+    let (s, c) = sincospi_reduced(-fine * (u as f32 / channels as f32));
+    let ru = [c, s];
+    let rot = cmul(fringe, ru);
+    let rotm = cmul(fringe, cmul_conj(step, ru));
+    // Written out, not looped (see `post_pair`).
+    let (rot1, rotm1) = (cmul(rot, step), cmul(rotm, step));
+    let (rot2, rotm2) = (cmul(rot1, step), cmul(rotm1, step));
+    let (rot3, rotm3) = (cmul(rot2, step), cmul(rotm2, step));
+    ([rot, rot1, rot2, rot3], [rotm, rotm1, rotm2, rotm3])
 }
 
 /// Twiddles of column `u`: `W_n^(u r)` for rows r = 1, 2, 3, and `exp(-j pi u / n)`.
@@ -229,16 +270,25 @@ pub fn post_pair(
 ) -> ([C32; 4], [C32; 4]) {
     let z = unzip_column(y, tw);
     let zm = unzip_column(ym, twm);
-    let mut x = [[0.0; 2]; 4];
-    let mut xm = [[0.0; 2]; 4];
-    let mut v = 0;
-    while v < 4 {
-        // Z[n - (u + a v)] is Z[w + a (3 - v)]; for u = 0 it is Z[a ((4 - v) % 4)].
-        let mirror = if u == 0 { z[(4 - v) % 4] } else { zm[3 - v] };
-        x[v] = r2c_fixup(z[v], mirror, cmul(e, ROW_TWIDDLE[v]));
-        xm[v] = r2c_fixup(zm[v], z[3 - v], cmul(em, ROW_TWIDDLE[v]));
-        v += 1;
-    }
+    // Written out, not looped: with a loop the compiler kept z and zm in local memory.
+    // Z[n - (u + a v)] is Z[w + a (3 - v)]; for u = 0 it is Z[a ((4 - v) % 4)].
+    // (Selecting the values, not the arrays: a select of two arrays became a select of their
+    // addresses, which puts them in local memory.)
+    let pick =
+        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
+    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
+    let x = [
+        r2c_fixup(z[0], mirror(0), e),
+        r2c_fixup(z[1], mirror(1), cmul(e, ROW_TWIDDLE[1])),
+        r2c_fixup(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
+        r2c_fixup(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
+    ];
+    let xm = [
+        r2c_fixup(zm[0], z[3], em),
+        r2c_fixup(zm[1], z[2], cmul(em, ROW_TWIDDLE[1])),
+        r2c_fixup(zm[2], z[1], cmul(em, ROW_TWIDDLE[2])),
+        r2c_fixup(zm[3], z[0], cmul(em, ROW_TWIDDLE[3])),
+    ];
     (x, xm)
 }
 
@@ -277,6 +327,14 @@ mod device {
     use super::*;
     use crate::intrinsics::*;
 
+    /// One complex f32 through the read-only path (the FFT output and gains are not written
+    /// during the launch).
+    #[inline(always)]
+    unsafe fn load_c32(ptr: *const [f32; 2]) -> [f32; 2] {
+        let [re, im] = ld_global_nc_v2(ptr as *const u32);
+        [f32::from_bits(re), f32::from_bits(im)]
+    }
+
     /// Loads the pair of samples at `sample` (relative to `input`).
     #[inline(always)]
     unsafe fn load_pair(input: *const u32, sample: u64, bits: u32) -> [f32; 2] {
@@ -288,6 +346,15 @@ mod device {
     /// Thread: column pair q (`g[2q], g[2q+1]`), a run of `per_thread` spectra of one
     /// polarisation (grid y). `offsets[pol][spectrum]`: first sample of the spectrum's window
     /// relative to the polarisation's input. `weights[t + 2n j]` (f32, `2n taps`).
+    ///
+    /// Spectra go in batches of B = [`fir_batch`] with consecutive windows (the common case: no
+    /// coarse-delay step inside the batch). The thread keeps `TV + B - 1` sample pairs in
+    /// registers: the batch loads its B new pairs at once (independent loads in flight, which
+    /// a one-spectrum-at-a-time loop lacked), computes B outputs per weight it loads (weights
+    /// come from L1, which keeps registers for occupancy), and shifts the window once per
+    /// batch. A batch that continues the previous one keeps its `TV - 1` older pairs; one
+    /// that does not (first batch, a delay step just before it) loads all. A batch with a
+    /// delay step inside, or the ragged end, goes one spectrum at a time, each read directly.
     #[inline(always)]
     unsafe fn fir<const TV: usize>(
         inputs: [*const u32; 2],
@@ -312,45 +379,81 @@ mod device {
         let last = if first + per_thread < spectra { first + per_thread } else { spectra };
         let input = if pol == 0 { inputs[0] } else { inputs[1] };
         let offsets = offsets.add((pol * spectra) as usize);
-        let step = 2 * channels as u64;
+        let step = 2 * channels;
         let pad = TV as u32 - taps;
-        let mut w = [[0.0f32; 2]; TV];
-        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-            if j < TV && j as u32 >= pad {
-                let at = (j as u32 - pad) as usize * step as usize + 2 * q as usize;
-                w[j] = [*weights.add(at), *weights.add(at + 1)];
-            }
-        });
-        let mut window = [[0.0f32; 2]; TV];
-        let mut previous = 0u64;
+        let b = fir_batch(TV as u32) as usize;
+        let weight = |j: u32| -> [f32; 2] {
+            let [w0, w1] = ld_global_nc_v2(weights.add(((j - pad) * step + 2 * q) as usize) as *const u32);
+            [f32::from_bits(w0), f32::from_bits(w1)]
+        };
         let out = out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize);
+        // window[k]: the pair at (batch start) + 2q + 2n (k - pad).
+        let mut window = [[0.0f32; 2]; 40];
+        let mut expected = u32::MAX; // first offset of a batch that continues the window
         let mut m = first;
         while m < last {
-            let start = *offsets.add(m as usize) as u64 + 2 * q as u64;
-            if m == first || start != previous + step {
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                    if j < TV && j as u32 >= pad {
-                        window[j] = load_pair(input, start + (j as u32 - pad) as u64 * step, bits);
-                    }
-                });
-            } else {
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                    if j + 1 < TV {
-                        window[j] = window[j + 1];
-                    }
-                });
-                window[TV - 1] = load_pair(input, start + (TV as u32 - 1 - pad) as u64 * step, bits);
-            }
-            previous = start;
-            let mut acc = [0.0f32; 2];
-            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                if j < TV {
-                    acc[0] = fma_rn_f32(w[j][0], window[j][0], acc[0]);
-                    acc[1] = fma_rn_f32(w[j][1], window[j][1], acc[1]);
+            let s0 = *offsets.add(m as usize);
+            let mut contiguous = m + b as u32 <= last;
+            unroll!(i in [1, 2, 3, 4, 5, 6, 7] {
+                if i < b && contiguous {
+                    contiguous = *offsets.add(m as usize + i) == s0.wrapping_add(i as u32 * step);
                 }
             });
-            *out.add(m as usize * channels as usize) = acc;
-            m += 1;
+            if contiguous {
+                let base = s0 as u64 + 2 * q as u64;
+                if s0 == expected {
+                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                        if k + 1 < TV {
+                            window[k] = window[k + b];
+                        }
+                    });
+                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        if i < b {
+                            let k = TV - 1 + i;
+                            window[k] = load_pair(input, base + (k as u32 - pad) as u64 * step as u64, bits);
+                        }
+                    });
+                } else {
+                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39] {
+                        if k + 1 < TV + b && k as u32 >= pad {
+                            window[k] = load_pair(input, base + (k as u32 - pad) as u64 * step as u64, bits);
+                        }
+                    });
+                }
+                let mut acc = [[0.0f32; 2]; 8];
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                    if j < TV && j as u32 >= pad {
+                        let w = weight(j as u32);
+                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            if i < b {
+                                acc[i][0] = fma_rn_f32(w[0], window[i + j][0], acc[i][0]);
+                                acc[i][1] = fma_rn_f32(w[1], window[i + j][1], acc[i][1]);
+                            }
+                        });
+                    }
+                });
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if i < b {
+                        *out.add((m as usize + i) * channels as usize) = acc[i];
+                    }
+                });
+                expected = s0.wrapping_add(b as u32 * step);
+                m += b as u32;
+            } else {
+                let base = s0 as u64 + 2 * q as u64;
+                let mut acc = [0.0f32; 2];
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                    if j < TV && j as u32 >= pad {
+                        let w = weight(j as u32);
+                        let x = load_pair(input, base + (j as u32 - pad) as u64 * step as u64, bits);
+                        acc[0] = fma_rn_f32(w[0], x[0], acc[0]);
+                        acc[1] = fma_rn_f32(w[1], x[1], acc[1]);
+                    }
+                });
+                *out.add(m as usize * channels as usize) = acc;
+                expected = u32::MAX;
+                m += 1;
+            }
         }
     }
 
@@ -394,14 +497,15 @@ mod device {
 
     /// Post-processing body. Thread: column pair u (`0 ..= n/8`, fastest) and a group of
     /// `SPECTRA_PER_POST_THREAD` spectra. `fft[pol][spectrum][row][column]` (cuFFT output);
-    /// `gains[pol][channel]` complex f32; `fine[pol][spectrum]` residual delay in samples and
-    /// `phase[pol][spectrum]` fringe phase in half turns; `saturated[heap][pol]`.
+    /// `gains[pol][channel]` complex f32; `fine[pol][spectrum]` residual delay in samples;
+    /// `rotation[pol][spectrum]` = (exp(j pi phase), exp(-j pi fine / 4)) ([`rotations`]);
+    /// `saturated[heap][pol]`.
     #[inline(always)]
     unsafe fn post<const INT4: bool>(
         fft: *const [f32; 2],
         gains: *const [f32; 2],
         fine: *const f32,
-        phase: *const f32,
+        rotation: *const [f32; 4],
         out: *mut u32,
         saturated: *mut u32,
         channels: u32,
@@ -421,68 +525,67 @@ mod device {
         let (_, w) = post_columns(u, channels);
         let (tw, e) = column_twiddles(u, channels);
         let (twm, em) = column_twiddles(w, channels);
-        // Each output word: int8, both polarisations of one spectrum (4 bytes); int4, both
-        // polarisations of two spectra.
+        // packed[c][j]: channel c's value of spectrum j of the group, both polarisations
+        // (int8: 4 bytes; int4: 2 bytes in the low half). The spectra are a real loop (when
+        // unrolled, the compiler hoisted every load of the group and spilled), and a spectrum's
+        // values go to their slot by selects, which keeps `packed` in registers.
         let mut packed = [[0u32; G]; 8];
         let mut clipped = [0u32; 2];
-        unroll!(p in [0, 1] {
-            let mut gain = [[0.0f32; 2]; 8];
-            unroll!(v in [0, 1, 2, 3] {
-                gain[v] = *gains.add(p * channels as usize + (u + a * v as u32) as usize);
-                gain[4 + v] = *gains.add(p * channels as usize + (w + a * v as u32) as usize);
-            });
-            unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
-                let m = (s0 + s as u32) as usize;
+        let mut s = 0;
+        while s < G {
+            let m = s0 as usize + s;
+            let mut piece = [0u32; 8];
+            unroll!(p in [0, 1] {
                 let base = fft.add((p * spectra as usize + m) * channels as usize);
                 let mut y = [[0.0f32; 2]; 4];
                 let mut ym = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
-                    y[r] = *base.add(r * a as usize + u as usize);
-                    ym[r] = *base.add(r * a as usize + w as usize);
+                    y[r] = load_c32(base.add(r * a as usize + u as usize));
+                    ym[r] = load_c32(base.add(r * a as usize + w as usize));
                 });
                 let (x, xm) = post_pair(u, y, ym, &tw, &twm, e, em);
-                let f = *fine.add(p * spectra as usize + m);
-                let ph = *phase.add(p * spectra as usize + m);
-                // exp(j pi (phase - f k / n)) for k = u + a v: a base rotation and a step of
-                // exp(-j pi f / 4) per row.
-                let step = expj_pi(-0.25 * f);
-                let mut rot = expj_pi(ph - f * (u as f32 / channels as f32));
-                let mut rotm = expj_pi(ph - f * (w as f32 / channels as f32));
+                let at = p * spectra as usize + m;
+                let [fr, fi, sr, si] = *rotation.add(at);
+                let (rot, rotm) = rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
+                let gains = gains.add(p * channels as usize);
                 unroll!(v in [0, 1, 2, 3] {
-                    let (q, c) = quantise_complex(cmul(x[v], cmul(gain[v], rot)), INT4);
-                    let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gain[4 + v], rotm)), INT4);
+                    let g = load_c32(gains.add((u + a * v as u32) as usize));
+                    let gm = load_c32(gains.add((w + a * v as u32) as usize));
+                    let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
+                    let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
                     clipped[p] += c as u32;
                     // The mirror column of u = 0 and u = n/8 is u itself: not counted twice.
-                    if w != u && u != 0 {
+                    if w != u {
                         clipped[p] += cm as u32;
                     }
-                    if INT4 {
-                        packed[v][s / 2] |= q << (8 * (2 * (s % 2) + p));
-                        packed[4 + v][s / 2] |= qm << (8 * (2 * (s % 2) + p));
-                    } else {
-                        packed[v][s] |= q << (16 * p);
-                        packed[4 + v][s] |= qm << (16 * p);
-                    }
-                    rot = cmul(rot, step);
-                    rotm = cmul(rotm, step);
+                    let shift = if INT4 { 8 * p } else { 16 * p };
+                    piece[v] |= q << shift;
+                    piece[4 + v] |= qm << shift;
                 });
             });
-        });
+            unroll!(j in [0, 1, 2, 3] {
+                let here = s == j;
+                unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    packed[c][j] = if here { piece[c] } else { packed[c][j] };
+                });
+            });
+            s += 1;
+        }
         let heap = s0 / spectra_per_heap;
         let s_in_heap = s0 % spectra_per_heap;
         unroll!(v in [0, 1, 2, 3, 4, 5, 6, 7] {
             let column = if v < 4 { u } else { w };
-            if v < 4 || (w != u && u != 0) {
+            if v < 4 || w != u {
                 let k = column + a * (v as u32 % 4);
                 let at = output_index(heap, k, s_in_heap, 0, channels, spectra_per_heap);
                 // int8: 4 bytes per (spectrum, both pols); int4: 2 bytes.
                 let word = if INT4 { at / 4 } else { at / 2 };
                 let ptr = out.add(word as usize);
                 if INT4 {
-                    st_global_v4(ptr, [packed[v][0], packed[v][1], packed[v][2], packed[v][3]]);
+                    let pair = |j: usize| packed[v][2 * j] | (packed[v][2 * j + 1] << 16);
+                    st_global_v2(ptr, [pair(0), pair(1)]);
                 } else {
                     st_global_v4(ptr, [packed[v][0], packed[v][1], packed[v][2], packed[v][3]]);
-                    st_global_v4(ptr.add(4), [packed[v][4], packed[v][5], packed[v][6], packed[v][7]]);
                 }
             }
         });
@@ -502,14 +605,24 @@ mod device {
                 fft: *const [f32; 2],
                 gains: *const [f32; 2],
                 fine: *const f32,
-                phase: *const f32,
+                rotation: *const [f32; 4],
                 out: *mut u32,
                 saturated: *mut u32,
                 channels: u32,
                 spectra: u32,
                 spectra_per_heap: u32,
             ) {
-                post::<$int4>(fft, gains, fine, phase, out, saturated, channels, spectra, spectra_per_heap);
+                post::<$int4>(
+                    fft,
+                    gains,
+                    fine,
+                    rotation,
+                    out,
+                    saturated,
+                    channels,
+                    spectra,
+                    spectra_per_heap,
+                );
             }
         };
     }

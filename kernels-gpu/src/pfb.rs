@@ -52,12 +52,12 @@ pub const THREADS: u32 = 128;
 /// Spectra one post-processing thread handles (so the heap size must be a multiple).
 pub const SPECTRA_PER_POST_THREAD: u32 = 4;
 /// Spectra a FIR thread computes together (its window holds `taps + batch - 1` sample pairs),
-/// by compiled tap count: fewer where the window takes most registers.
+/// by compiled tap count: as many as fit the register cap with the weights (16 taps: 12).
 pub const fn fir_batch(variant_taps: u32) -> u32 {
-    if variant_taps >= 32 {
-        4
-    } else {
-        8
+    match variant_taps {
+        32.. => 4,
+        16.. => 12,
+        _ => 16,
     }
 }
 /// Input buffers are u32 words; every launch's sample base is a multiple of this.
@@ -76,8 +76,8 @@ pub const fn fir_variant(taps: u32) -> u32 {
 }
 
 /// Register caps (`.maxnreg`, applied by the root `build.rs`): without them ptxas gives the
-/// FIR's window reload more registers than occupancy can afford (16 taps: 174 -> 128, four
-/// blocks of 128 threads per SM instead of two; no spills on sm_80/86/90).
+/// FIR's window reload more registers than occupancy can afford (16 taps: four blocks of 128
+/// threads per SM instead of two; no spills on sm_80/86/90).
 pub const REGISTER_LIMITS: [(&str, u32); 2] = [("pfb_fir_t16", 128), ("pfb_fir_t8", 96)];
 
 pub const fn fir_kernel_name(variant_taps: u32) -> &'static str {
@@ -348,13 +348,13 @@ mod device {
     /// relative to the polarisation's input. `weights[t + 2n j]` (f32, `2n taps`).
     ///
     /// Spectra go in batches of B = [`fir_batch`] with consecutive windows (the common case: no
-    /// coarse-delay step inside the batch). The thread keeps `TV + B - 1` sample pairs in
-    /// registers: the batch loads its B new pairs at once (independent loads in flight, which
-    /// a one-spectrum-at-a-time loop lacked), computes B outputs per weight it loads (weights
-    /// come from L1, which keeps registers for occupancy), and shifts the window once per
-    /// batch. A batch that continues the previous one keeps its `TV - 1` older pairs; one
-    /// that does not (first batch, a delay step just before it) loads all. A batch with a
-    /// delay step inside, or the ragged end, goes one spectrum at a time, each read directly.
+    /// coarse-delay step inside the batch). The thread keeps its `2 TV` weights and `TV + B - 1`
+    /// sample pairs in registers: the batch loads its B new pairs at once (independent loads
+    /// in flight, which a one-spectrum-at-a-time loop lacked: that kernel was latency-bound),
+    /// then computes its B outputs and shifts the window once per batch, not per spectrum.
+    /// A batch that continues the previous one keeps its `TV - 1` older pairs; one that does
+    /// not (first batch, a delay step just before it) loads all. A batch with a delay step
+    /// inside, or the ragged end, goes one spectrum at a time, each read directly.
     #[inline(always)]
     unsafe fn fir<const TV: usize>(
         inputs: [*const u32; 2],
@@ -386,15 +386,21 @@ mod device {
             let [w0, w1] = ld_global_nc_v2(weights.add(((j - pad) * step + 2 * q) as usize) as *const u32);
             [f32::from_bits(w0), f32::from_bits(w1)]
         };
+        let mut w = [[0.0f32; 2]; TV];
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+            if j < TV && j as u32 >= pad {
+                w[j] = weight(j as u32);
+            }
+        });
         let out = out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize);
         // window[k]: the pair at (batch start) + 2q + 2n (k - pad).
-        let mut window = [[0.0f32; 2]; 40];
+        let mut window = [[0.0f32; 2]; 48];
         let mut expected = u32::MAX; // first offset of a batch that continues the window
         let mut m = first;
         while m < last {
             let s0 = *offsets.add(m as usize);
             let mut contiguous = m + b as u32 <= last;
-            unroll!(i in [1, 2, 3, 4, 5, 6, 7] {
+            unroll!(i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < b && contiguous {
                     contiguous = *offsets.add(m as usize + i) == s0.wrapping_add(i as u32 * step);
                 }
@@ -407,34 +413,31 @@ mod device {
                             window[k] = window[k + b];
                         }
                     });
-                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                         if i < b {
                             let k = TV - 1 + i;
                             window[k] = load_pair(input, base + (k as u32 - pad) as u64 * step as u64, bits);
                         }
                     });
                 } else {
-                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39] {
+                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47] {
                         if k + 1 < TV + b && k as u32 >= pad {
                             window[k] = load_pair(input, base + (k as u32 - pad) as u64 * step as u64, bits);
                         }
                     });
                 }
-                let mut acc = [[0.0f32; 2]; 8];
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                    if j < TV && j as u32 >= pad {
-                        let w = weight(j as u32);
-                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                            if i < b {
-                                acc[i][0] = fma_rn_f32(w[0], window[i + j][0], acc[i][0]);
-                                acc[i][1] = fma_rn_f32(w[1], window[i + j][1], acc[i][1]);
+                // One spectrum at a time against the weights in registers: two accumulators
+                // live, not 2B.
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if i < b {
+                        let mut acc = [0.0f32; 2];
+                        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                            if j < TV {
+                                acc[0] = fma_rn_f32(w[j][0], window[i + j][0], acc[0]);
+                                acc[1] = fma_rn_f32(w[j][1], window[i + j][1], acc[1]);
                             }
                         });
-                    }
-                });
-                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    if i < b {
-                        *out.add((m as usize + i) * channels as usize) = acc[i];
+                        *out.add((m as usize + i) * channels as usize) = acc;
                     }
                 });
                 expected = s0.wrapping_add(b as u32 * step);
@@ -444,10 +447,9 @@ mod device {
                 let mut acc = [0.0f32; 2];
                 unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
                     if j < TV && j as u32 >= pad {
-                        let w = weight(j as u32);
                         let x = load_pair(input, base + (j as u32 - pad) as u64 * step as u64, bits);
-                        acc[0] = fma_rn_f32(w[0], x[0], acc[0]);
-                        acc[1] = fma_rn_f32(w[1], x[1], acc[1]);
+                        acc[0] = fma_rn_f32(w[j][0], x[0], acc[0]);
+                        acc[1] = fma_rn_f32(w[j][1], x[1], acc[1]);
                     }
                 });
                 *out.add(m as usize * channels as usize) = acc;

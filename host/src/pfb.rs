@@ -76,8 +76,9 @@ pub struct ChannelizerConfig {
 }
 
 impl ChannelizerConfig {
-    /// MeerKAT-like defaults for `channels`: 16 taps, 10 bits, 256 spectra per heap, 4096-sample
-    /// packets, chunks of 2^24 samples... scaled so a chunk holds at least one heap.
+    /// MeerKAT-like defaults for `channels`: 16 taps, 10 bits, 256 spectra per heap, one heap
+    /// per output chunk, 4096-sample packets, input chunks of one heap's samples (clamped to
+    /// 2^16 ..= 2^24), int8 output, coarse delays up to 65536 samples.
     pub fn new(channels: u32) -> ChannelizerConfig {
         let heap_samples = 2 * channels as u64 * 256;
         ChannelizerConfig {
@@ -1086,6 +1087,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn fir_threads_take_whole_batches_and_follow_the_seed_heuristic() {
+        for (n, taps, spectra) in
+            [(64u32, 1u32, 8u32), (1024, 16, 65536), (32768, 16, 2048), (65536, 32, 8), (4096, 3, 16)]
+        {
+            let k = layout::fir_spectra_per_thread(n, taps, spectra);
+            let batch = layout::fir_batch(layout::fir_variant(taps));
+            assert!(k >= batch && k.is_multiple_of(batch), "n {n} T {taps}: {k} spectra per thread");
+            // 4T spectra (8T outputs) per thread, rounded up to whole batches, unless that
+            // leaves fewer than 2^17 threads.
+            let by_threads = ((n as u64 * spectra as u64) >> 17) as u32;
+            if by_threads >= 4 * taps {
+                assert_eq!(k, (4 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
+            } else {
+                assert_eq!(k, by_threads.max(1).div_ceil(batch) * batch, "n {n} T {taps}");
+            }
+            assert!(k < 4 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
+        }
+        assert_eq!(layout::fir_variant(3), 4);
+        assert_eq!(layout::fir_variant(17), 32);
+        assert_eq!(layout::fir_kernel_name(layout::fir_variant(16)), "pfb_fir_t16");
     }
 
     #[test]

@@ -601,7 +601,7 @@ mod device {
     macro_rules! post_kernel {
         ($name:ident, $int4:literal) => {
             /// See the module documentation (int4 output when the name says ci4). 1-D blocks of
-            /// `THREADS` threads over `(n/8 + 1) * spectra / 8` threads.
+            /// `THREADS` threads over `(n/8 + 1) * spectra / SPECTRA_PER_POST_THREAD` threads.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 fft: *const [f32; 2],

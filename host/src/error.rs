@@ -22,6 +22,10 @@ pub enum Error {
     ShapeMismatch { what: &'static str, expected: usize, actual: usize },
     /// A buffer's address or length is not a multiple of the required alignment.
     Misaligned { what: &'static str, alignment: usize },
+    /// A CUDA library the call needs (e.g. `cufft`) cannot be loaded on this machine.
+    MissingLibrary(&'static str),
+    /// A CUDA library call failed with status `code`; `during` says which step.
+    Library { library: &'static str, during: &'static str, code: i32 },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -48,6 +52,11 @@ impl fmt::Display for Error {
             Error::Misaligned { what, alignment } => {
                 write!(f, "{what} must be aligned to {alignment} bytes")
             }
+            Error::MissingLibrary(library) => write!(
+                f,
+                "the CUDA library lib{library} cannot be loaded (not installed or not on the library path)"
+            ),
+            Error::Library { library, during, code } => write!(f, "{library} error {code} while {during}"),
         }
     }
 }

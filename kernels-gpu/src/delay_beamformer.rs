@@ -335,12 +335,28 @@ const SIN: [f32; 4] = [-5.167_712_7, 2.550_164, -0.599_264_5, 0.082_145_885];
 const COS: [f32; 5] = [-4.934_802, 4.058_712, -1.335_262_8, 0.235_330_63, -0.025_806_89];
 
 /// `(sin(pi x), cos(pi x))` in f32 for |x| < 2^22: x = q/2 + f with |f| <= 1/4 exactly, two
-/// polynomials in f, then the quadrant q mod 4. Max error about 1 ulp (CPU test:
+/// polynomials in f ([`sincospi_reduced`]), then the quadrant q mod 4, chosen with selects
+/// (a `match` here became an indirect branch on the device). Max error about 1 ulp (CPU test:
 /// `sincospi_is_accurate_to_about_one_ulp`).
 #[inline(always)]
 pub fn sincospi(x: f32) -> (f32, f32) {
     let q = rint_f32(x + x);
     let f = fma_f32(q, -0.5, x); // exact: |f| <= 1/4 and a multiple of x's ulp
+    let (s, c) = sincospi_reduced(f);
+    let q = q as i32;
+    // Quadrant 1: (c, -s); 2: (-s, -c); 3: (-c, s) = the swap of odd quadrants, then the
+    // negation of quadrants 2 and 3.
+    let (s, c) = if q & 1 != 0 { (c, -s) } else { (s, c) };
+    if q & 2 != 0 {
+        (-s, -c)
+    } else {
+        (s, c)
+    }
+}
+
+/// `(sin(pi f), cos(pi f))` in f32 for |f| <= 1/4, without range reduction.
+#[inline(always)]
+pub fn sincospi_reduced(f: f32) -> (f32, f32) {
     let f2 = f * f;
     let mut ps = SIN[3];
     ps = fma_f32(ps, f2, SIN[2]);
@@ -354,12 +370,7 @@ pub fn sincospi(x: f32) -> (f32, f32) {
     pc = fma_f32(pc, f2, COS[1]);
     pc = fma_f32(pc, f2, COS[0]);
     let c = fma_f32(f2, pc, 1.0);
-    match (q as i32) & 3 {
-        0 => (s, c),
-        1 => (c, -s),
-        2 => (-s, -c),
-        _ => (-c, s),
-    }
+    (s, c)
 }
 
 /// `channel * d` modulo 2 (in half turns), in [-2, 2], with one rounding: the product is

@@ -1,0 +1,93 @@
+//! `cargo bench --bench pfb`: PFB channelizer (three-kernel path: FIR, cuFFT C2C,
+//! post-processing) for n in {1024, 4096, 32768}, 16 taps, 10-bit input, int8 output, on
+//! device-resident random input of about 2^27 samples per polarisation per launch.
+//! Reports Msample/s per polarisation, each kernel's bandwidth (bytes it must read and write
+//! once) as a fraction of this GPU's device-copy ceiling (from `ceilings.json`; run the
+//! ceilings bench first), and bytes moved per input sample against the minimum (input read
+//! once, output written once).
+mod common;
+
+use common::{fill_random, median_ms, read_ceiling};
+use criterion::Throughput;
+use radio_kernels::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
+
+const REPS: usize = 21;
+
+fn main() {
+    let Some(gpu) = common::open_gpu("pfb bench") else {
+        return;
+    };
+    let copy = read_ceiling("device copy");
+    let mut criterion = common::kernel_criterion();
+    let mut group = criterion.benchmark_group("pfb");
+    let mut rows = Vec::new();
+    for channels in [1024u32, 4096, 32768] {
+        let spectra_per_heap = 256;
+        let heaps = (1u32 << 27) / (2 * channels * spectra_per_heap);
+        let config = ChannelizerConfig {
+            channels,
+            taps: 16,
+            bits: 10,
+            spectra_per_heap,
+            heaps_per_chunk: heaps,
+            chunk_samples: 1 << 16,
+            packet_samples: 4096,
+            max_delay: 4096,
+            output: OutputFormat::Ci8,
+        };
+        let mut ch = match Channelizer::new(&gpu, config.clone(), None) {
+            Ok(ch) => ch,
+            Err(e) => {
+                println!("pfb bench: cannot build the channelizer ({e}); nothing to measure");
+                return;
+            }
+        };
+        ch.fill_input_with(|buffer| fill_random(&gpu, buffer, 17)).expect("fill");
+        // Random words include the 10-bit extremes; a gain of 1/64 keeps the output in range.
+        ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
+        ch.run().expect("first run");
+        let samples = 2 * channels as u64 * config.spectra_per_chunk() as u64; // per polarisation
+        let all = median_ms(&gpu, REPS, || ch.run().expect("run"));
+        let fir = median_ms(&gpu, REPS, || ch.run_fir().expect("fir"));
+        let fft = median_ms(&gpu, REPS, || ch.run_fft().expect("fft"));
+        let post = median_ms(&gpu, REPS, || ch.run_post().expect("post"));
+        let label = format!("n={channels} T=16 10-bit");
+        group.throughput(Throughput::Elements(samples));
+        group.bench_function(&label, |b| {
+            b.iter_custom(|iters| common::event_time(&gpu, iters, || ch.run().expect("run")))
+        });
+        ch.output().download().expect("the launches ran");
+        rows.push((label, samples, ch.kernel_bytes(), config.output_bytes() as u64, [all, fir, fft, post]));
+    }
+    group.finish();
+
+    println!(
+        "\nPFB channelizer on {} ({} SMs), medians of {REPS} launches, ~2^27 samples per pol:",
+        gpu.name(),
+        gpu.sm_count()
+    );
+    let fraction = |bytes: u64, ms: f64| {
+        let gbps = bytes as f64 / ms / 1e6;
+        match copy {
+            Some(c) => format!("{gbps:6.0} GB/s {:5.1}%", 100.0 * gbps / c),
+            None => format!("{gbps:6.0} GB/s (no ceiling)"),
+        }
+    };
+    for (label, samples, (b_fir, b_fft, b_post), out_bytes, [all, fir, fft, post]) in &rows {
+        let msps = *samples as f64 / all / 1e3;
+        let total = b_fir + b_fft + b_post;
+        let minimum = 2 * samples * 10 / 8 + out_bytes;
+        println!(
+            "  {label}: all {all:.3} ms = {msps:.0} Msample/s per pol; {:.2} B/sample moved vs {:.2} minimum ({:.1}x); \
+             total {}",
+            total as f64 / (2 * samples) as f64,
+            minimum as f64 / (2 * samples) as f64,
+            total as f64 / minimum as f64,
+            fraction(total, *all)
+        );
+        println!("    FIR  {fir:.3} ms  {}", fraction(*b_fir, *fir));
+        println!("    FFT  {fft:.3} ms  {}", fraction(*b_fft, *fft));
+        println!("    post {post:.3} ms  {}", fraction(*b_post, *post));
+    }
+    criterion.final_summary();
+}

@@ -1,0 +1,1296 @@
+//! PFB channelizer (F-engine, seed 004): configuration and validation, sample packing, PFB
+//! weights, the delay model, lost-data flags, the f64 CPU reference, and the [`Channelizer`]
+//! that runs the three-kernel GPU path (FIR, cuFFT C2C, post-processing) on a stream of
+//! chunks. Device side, formulas and layouts: `radio_kernels_gpu::pfb`.
+//!
+//! Time: stream sample 0 is the first sample of the first chunk; spectrum m's window nominally
+//! starts at sample `2 n m` (critically sampled, sec. 2.1). The delay model of each
+//! polarisation is evaluated at the window's nominal centre `2 n m + n T`; the delay `d` (in
+//! samples, the delay to apply: output(t) = input(t - d)) is split into `coarse = round(d)`
+//! (ties to even), applied as an index offset (the window starts at `2 n m - coarse`), and
+//! `fine = d - coarse` in [-1/2, 1/2], applied with the fringe phase as
+//! `exp(j (phase - pi k fine / n))` on channel k (sec. 2.1 step 4).
+//!
+//! Streaming (Fig. 2): the channelizer keeps, per polarisation, a device buffer holding the
+//! samples from shortly before the next output chunk's earliest window to the newest input.
+//! Each output chunk (`heaps_per_chunk` heaps of `spectra_per_heap` spectra) is computed by
+//! the same three launches from that buffer as soon as its last window has arrived, so a
+//! stream cut into any chunk size gives the same bytes as one long buffer.
+use crate::error::{DriverContext, Error, Result};
+use crate::runtime::{DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
+use cudarc::cufft::{result as cufft, sys as cufft_sys};
+use cudarc::driver::{CudaFunction, DevicePtrMut};
+use radio_kernels_gpu::pfb as layout;
+pub use radio_kernels_gpu::pfb::{
+    BITS, FIR_VARIANTS, MAX_CHANNELS, MAX_TAPS, MIN_CHANNELS, SAMPLE_GRANULE, SPECTRA_PER_POST_THREAD,
+    THREADS, UNZIP,
+};
+pub use rustfft::num_complex::Complex;
+use rustfft::FftPlanner;
+
+/// Output sample format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Complex int8, saturated to [-127, 127]: 2 bytes per value.
+    Ci8,
+    /// Complex int4, saturated to [-7, 7]: 1 byte per value, real in the low nibble.
+    Ci4,
+}
+
+impl OutputFormat {
+    pub fn bytes_per_value(self) -> usize {
+        match self {
+            OutputFormat::Ci8 => 2,
+            OutputFormat::Ci4 => 1,
+        }
+    }
+    pub fn max(self) -> i32 {
+        match self {
+            OutputFormat::Ci8 => 127,
+            OutputFormat::Ci4 => 7,
+        }
+    }
+}
+
+/// What one channelizer (one antenna, two polarisations) computes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChannelizerConfig {
+    /// Output channels n: a power of two, 64 ..= 65536 (the FFT is 2n real points).
+    pub channels: u32,
+    /// PFB taps T, 1 ..= 32.
+    pub taps: u32,
+    /// Input sample width: 4, 8, 10, 12 or 16 bits, packed MSB first.
+    pub bits: u32,
+    /// Spectra per output heap S (a multiple of `SPECTRA_PER_POST_THREAD` = 4; MeerKAT: 256).
+    pub spectra_per_heap: u32,
+    /// Heaps per output chunk (one GPU launch of each kernel).
+    pub heaps_per_chunk: u32,
+    /// Input samples per polarisation in each pushed chunk: a multiple of `packet_samples`
+    /// and of 32 (so chunks are whole u32 words at every width).
+    pub chunk_samples: u32,
+    /// Samples per input packet, the unit of lost-data marking (MeerKAT: 4096).
+    pub packet_samples: u32,
+    /// Largest |coarse delay| in samples the stream may ask for; sizes the kept overlap.
+    pub max_delay: u32,
+    pub output: OutputFormat,
+}
+
+impl ChannelizerConfig {
+    /// MeerKAT-like defaults for `channels`: 16 taps, 10 bits, 256 spectra per heap, one heap
+    /// per output chunk, 4096-sample packets, input chunks of one heap's samples (clamped to
+    /// 2^16 ..= 2^24), int8 output, coarse delays up to 65536 samples.
+    pub fn new(channels: u32) -> ChannelizerConfig {
+        let heap_samples = 2 * channels as u64 * 256;
+        ChannelizerConfig {
+            channels,
+            taps: 16,
+            bits: 10,
+            spectra_per_heap: 256,
+            heaps_per_chunk: 1,
+            chunk_samples: heap_samples.clamp(1 << 16, 1 << 24) as u32,
+            packet_samples: 4096,
+            max_delay: 65536,
+            output: OutputFormat::Ci8,
+        }
+    }
+
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |message: String| Err(Error::InvalidConfig(message));
+        let n = self.channels;
+        if !n.is_power_of_two() || !(MIN_CHANNELS..=MAX_CHANNELS).contains(&n) {
+            return bad(format!(
+                "channels must be a power of two in {MIN_CHANNELS}..={MAX_CHANNELS}, got {n}"
+            ));
+        }
+        if !(1..=MAX_TAPS).contains(&self.taps) {
+            return bad(format!("taps must be 1..={MAX_TAPS}, got {}", self.taps));
+        }
+        if !BITS.contains(&self.bits) {
+            return bad(format!("bits must be one of {BITS:?}, got {}", self.bits));
+        }
+        if self.spectra_per_heap == 0 || !self.spectra_per_heap.is_multiple_of(SPECTRA_PER_POST_THREAD) {
+            return bad(format!(
+                "spectra_per_heap must be a positive multiple of {SPECTRA_PER_POST_THREAD}, got {}",
+                self.spectra_per_heap
+            ));
+        }
+        if self.heaps_per_chunk == 0 {
+            return bad("heaps_per_chunk must be positive".into());
+        }
+        if self.packet_samples == 0 {
+            return bad("packet_samples must be positive".into());
+        }
+        if self.chunk_samples == 0
+            || !self.chunk_samples.is_multiple_of(self.packet_samples)
+            || !self.chunk_samples.is_multiple_of(SAMPLE_GRANULE)
+        {
+            return bad(format!(
+                "chunk_samples must be a positive multiple of packet_samples ({}) and of {SAMPLE_GRANULE}, got {}",
+                self.packet_samples, self.chunk_samples
+            ));
+        }
+        let spectra = self.spectra_per_chunk() as u64;
+        if spectra * n as u64 * 2 > 1 << 31 {
+            return bad(format!(
+                "an output chunk of {spectra} spectra x {n} channels x 2 pols exceeds 2^31 values; use fewer heaps"
+            ));
+        }
+        if self.capacity_samples() >= 1 << 32 {
+            return bad("the kept input (chunk + windows + 2 max_delay) exceeds 2^32 samples".into());
+        }
+        Ok(())
+    }
+
+    /// Spectra of one output chunk.
+    pub fn spectra_per_chunk(&self) -> u32 {
+        self.spectra_per_heap * self.heaps_per_chunk
+    }
+    /// Samples of one PFB window, `2 n T`.
+    pub fn window(&self) -> u64 {
+        2 * self.channels as u64 * self.taps as u64
+    }
+    /// Bytes of one pushed chunk per polarisation.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_samples as usize * self.bits as usize / 8
+    }
+    /// Packets of one pushed chunk per polarisation.
+    pub fn chunk_packets(&self) -> usize {
+        (self.chunk_samples / self.packet_samples) as usize
+    }
+    /// Complex values of one output chunk (both polarisations).
+    pub fn output_values(&self) -> usize {
+        self.spectra_per_chunk() as usize * self.channels as usize * 2
+    }
+    /// Output bytes of one chunk.
+    pub fn output_bytes(&self) -> usize {
+        self.output_values() * self.output.bytes_per_value()
+    }
+    /// Samples the device buffer of each polarisation holds: one output chunk's windows,
+    /// the delay range on both sides, one pushed chunk, and word-alignment slack.
+    pub fn capacity_samples(&self) -> u64 {
+        let n2 = 2 * self.channels as u64;
+        let span = n2 * (self.spectra_per_chunk() as u64 - 1) + self.window() + 2 * self.max_delay as u64;
+        (span + self.chunk_samples as u64 + 2 * SAMPLE_GRANULE as u64).next_multiple_of(SAMPLE_GRANULE as u64)
+    }
+    /// Index of output value (heap, channel, spectrum in heap, pol) in a chunk's output.
+    pub fn output_index(&self, heap: u32, channel: u32, s: u32, pol: u32) -> usize {
+        layout::output_index(heap, channel, s, pol, self.channels, self.spectra_per_heap) as usize
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sample packing
+
+/// Packs `samples` (each in the signed `bits`-bit range) MSB first, as the digitiser does.
+/// Errors on an unsupported width or an out-of-range sample.
+pub fn pack_samples(samples: &[i32], bits: u32) -> Result<Vec<u8>> {
+    if !BITS.contains(&bits) {
+        return Err(Error::InvalidConfig(format!("bits must be one of {BITS:?}, got {bits}")));
+    }
+    let (lo, hi) = (-(1i32 << (bits - 1)), (1i32 << (bits - 1)) - 1);
+    if let Some(bad) = samples.iter().find(|&&s| s < lo || s > hi) {
+        return Err(Error::InvalidConfig(format!("sample {bad} does not fit {bits} bits")));
+    }
+    let mut out = vec![0u8; (samples.len() * bits as usize).div_ceil(8)];
+    let mut bit = 0usize;
+    for &s in samples {
+        for b in (0..bits).rev() {
+            if (s >> b) & 1 == 1 {
+                out[bit / 8] |= 0x80 >> (bit % 8);
+            }
+            bit += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// The reference unpacker, one bit at a time: sample `i` of MSB-first packed `bytes`.
+pub fn unpack_sample(bytes: &[u8], bits: u32, i: usize) -> i32 {
+    let mut v = 0i32;
+    for b in 0..bits as usize {
+        let bit = i * bits as usize + b;
+        v = (v << 1) | ((bytes[bit / 8] >> (7 - bit % 8)) & 1) as i32;
+    }
+    // Sign-extend from `bits`.
+    (v << (32 - bits)) >> (32 - bits)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weights
+
+/// The PFB weights `w[t + 2n j]` (length `2 n T`): a Hann window times a sinc whose main lobe
+/// spans one channel, computed in f64 and normalised to unit sum of squares (so white noise
+/// keeps its power through the FIR), then rounded to f32.
+pub fn hann_sinc_weights(channels: u32, taps: u32) -> Vec<f32> {
+    let step = 2.0 * channels as f64;
+    let len = 2 * channels as usize * taps as usize;
+    let raw: Vec<f64> = (0..len)
+        .map(|i| {
+            let i = i as f64;
+            let hann = (std::f64::consts::PI * (i + 0.5) / len as f64).sin().powi(2);
+            let x = (i + 0.5) / step - taps as f64 / 2.0;
+            let sinc =
+                if x == 0.0 { 1.0 } else { (std::f64::consts::PI * x).sin() / (std::f64::consts::PI * x) };
+            hann * sinc
+        })
+        .collect();
+    let norm = raw.iter().map(|w| w * w).sum::<f64>().sqrt();
+    raw.iter().map(|w| (w / norm) as f32).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delay model
+
+/// Linear delay and fringe-phase model of one polarisation.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct DelayModel {
+    /// Stream sample at which `delay` and `phase` hold.
+    pub reference_sample: f64,
+    /// Delay to apply, in samples (may be negative), and its rate in samples per sample.
+    pub delay: f64,
+    pub delay_rate: f64,
+    /// Fringe phase in radians and its rate in radians per sample.
+    pub phase: f64,
+    pub phase_rate: f64,
+}
+
+/// Where spectrum m of one polarisation reads, and the rotation it gets.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SpectrumDelay {
+    /// Coarse delay in samples (the window starts at `2 n m - coarse`).
+    pub coarse: i64,
+    /// Residual delay in samples, in [-1/2, 1/2].
+    pub fine: f64,
+    /// Fringe phase in radians.
+    pub phase: f64,
+}
+
+impl DelayModel {
+    pub fn is_finite(&self) -> bool {
+        [self.reference_sample, self.delay, self.delay_rate, self.phase, self.phase_rate]
+            .iter()
+            .all(|v| v.is_finite())
+    }
+    /// The split of the module comment for spectrum `m`.
+    pub fn spectrum(&self, config: &ChannelizerConfig, m: i64) -> SpectrumDelay {
+        let n = config.channels as f64;
+        let t = 2.0 * n * m as f64 + n * config.taps as f64 - self.reference_sample;
+        let d = self.delay + self.delay_rate * t;
+        let coarse = d.round_ties_even();
+        SpectrumDelay { coarse: coarse as i64, fine: d - coarse, phase: self.phase + self.phase_rate * t }
+    }
+}
+
+/// Per-spectrum launch parameters of one output chunk, both polarisations, as the kernels
+/// take them: window starts (absolute samples), fine delays in samples, and the rotations
+/// `(exp(j phase), exp(-j pi fine / 4))` computed in f64 (see `radio_kernels_gpu::pfb::rotations`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Schedule {
+    pub starts: [Vec<i64>; 2],
+    pub fine: [Vec<f32>; 2],
+    pub rotation: [Vec<[f32; 4]>; 2],
+}
+
+impl Schedule {
+    /// The chunk of `config.spectra_per_chunk()` spectra from `first_spectrum`. Errors when a
+    /// coarse delay exceeds `max_delay` (the kept input would not hold its window) or a model
+    /// is not finite.
+    pub fn new(
+        config: &ChannelizerConfig,
+        models: &[DelayModel; 2],
+        first_spectrum: i64,
+    ) -> Result<Schedule> {
+        let count = config.spectra_per_chunk() as usize;
+        let mut s = Schedule {
+            starts: [Vec::with_capacity(count), Vec::with_capacity(count)],
+            fine: [Vec::with_capacity(count), Vec::with_capacity(count)],
+            rotation: [Vec::with_capacity(count), Vec::with_capacity(count)],
+        };
+        for (p, model) in models.iter().enumerate() {
+            if !model.is_finite() {
+                return Err(Error::InvalidConfig(format!("delay model of polarisation {p} is not finite")));
+            }
+            for i in 0..count as i64 {
+                let m = first_spectrum + i;
+                let d = model.spectrum(config, m);
+                if d.coarse.unsigned_abs() > config.max_delay as u64 {
+                    return Err(Error::InvalidConfig(format!(
+                        "spectrum {m} of polarisation {p} asks for a coarse delay of {} samples, beyond \
+                         max_delay = {}: the kept input is too short for it",
+                        d.coarse, config.max_delay
+                    )));
+                }
+                s.starts[p].push(2 * config.channels as i64 * m - d.coarse);
+                s.fine[p].push(d.fine as f32);
+                let (fs, fc) = d.phase.sin_cos();
+                let (ss, sc) = (-std::f64::consts::FRAC_PI_4 * d.fine).sin_cos();
+                s.rotation[p].push([fc as f32, fs as f32, sc as f32, ss as f32]);
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// Lost-data flags (sec. 3.7) of spectra whose windows start at `starts[pol][i]`: a spectrum is
+/// lost when either polarisation's window `[start, start + window)` touches a sample before
+/// the stream or a packet `present[pol]` marks missing (packets past the end of `present`
+/// count as missing too). Returns (per spectrum, per heap of `spectra_per_heap`).
+pub fn lost_flags(
+    starts: &[Vec<i64>; 2],
+    window: u64,
+    packet_samples: u32,
+    present: [&dyn Fn(i64) -> bool; 2],
+    spectra_per_heap: u32,
+) -> (Vec<bool>, Vec<bool>) {
+    let count = starts[0].len();
+    let p = packet_samples as i64;
+    let spectra: Vec<bool> = (0..count)
+        .map(|i| {
+            (0..2).any(|pol| {
+                let start = starts[pol][i];
+                let end = start + window as i64 - 1;
+                start < 0 || (start / p..=end / p).any(|packet| !present[pol](packet))
+            })
+        })
+        .collect();
+    let heaps = spectra.chunks(spectra_per_heap as usize).map(|h| h.iter().any(|&l| l)).collect();
+    (spectra, heaps)
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU reference
+
+/// The reference result of one output chunk.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    /// Values before quantisation, f64, `[heap][channel][spectrum][pol]`.
+    pub values: Vec<Complex<f64>>,
+    /// Quantised output bytes in the kernel's format.
+    pub output: Vec<u8>,
+    /// Saturated values per `[heap][pol]`.
+    pub saturated: Vec<u32>,
+    pub lost_spectra: Vec<bool>,
+    pub lost_heaps: Vec<bool>,
+}
+
+/// Round half to even and saturate to `[-max, max]`, in f64; (value, clipped).
+pub fn quantise_reference(v: f64, max: i32) -> (i32, bool) {
+    let r = v.round_ties_even();
+    if r > max as f64 {
+        (max, true)
+    } else if r < -max as f64 {
+        (-max, true)
+    } else {
+        (r as i32, false)
+    }
+}
+
+/// The f64 reference of output chunk `first_spectrum ..` (the module formula, plainly): for
+/// each polarisation and spectrum, unpack the window from the whole stream `samples[pol]`
+/// (samples before the stream are 0), FIR with `weights`, a 2n-point FFT (rustfft), the fine
+/// delay, fringe phase and gain rotation, quantisation. `present[pol][packet]` marks arrived
+/// packets for the flags. `gains[pol][channel]`.
+pub fn reference_chunk(
+    config: &ChannelizerConfig,
+    weights: &[f32],
+    gains: &[[f32; 2]],
+    models: &[DelayModel; 2],
+    samples: [&[i32]; 2],
+    present: [&[bool]; 2],
+    first_spectrum: i64,
+) -> Result<Reference> {
+    config.validate()?;
+    let n = config.channels as usize;
+    let schedule = Schedule::new(config, models, first_spectrum)?;
+    let count = config.spectra_per_chunk() as usize;
+    let mut fft = FftPlanner::<f64>::new().plan_fft_forward(2 * n);
+    let mut values = vec![Complex::new(0.0, 0.0); config.output_values()];
+    let mut buffer = vec![Complex::new(0.0, 0.0); 2 * n];
+    for pol in 0..2 {
+        for i in 0..count {
+            let m = first_spectrum + i as i64;
+            let d = models[pol].spectrum(config, m);
+            let start = schedule.starts[pol][i];
+            let sample = |t: i64| if t < 0 { 0.0 } else { samples[pol][t as usize] as f64 };
+            for (t, b) in buffer.iter_mut().enumerate() {
+                let g: f64 = (0..config.taps as usize)
+                    .map(|j| sample(start + (t + 2 * n * j) as i64) * weights[t + 2 * n * j] as f64)
+                    .sum();
+                *b = Complex::new(g, 0.0);
+            }
+            fft.process(&mut buffer);
+            let (heap, s) = (i as u32 / config.spectra_per_heap, i as u32 % config.spectra_per_heap);
+            for (k, x) in buffer[..n].iter().enumerate() {
+                let angle = d.phase - std::f64::consts::PI * k as f64 * d.fine / n as f64;
+                let g = gains[pol * n + k];
+                let y = x * Complex::from_polar(1.0, angle) * Complex::new(g[0] as f64, g[1] as f64);
+                values[config.output_index(heap, k as u32, s, pol as u32)] = y;
+            }
+        }
+    }
+    fft = FftPlanner::<f64>::new().plan_fft_forward(1); // release the large plan early
+    drop(fft);
+    let max = config.output.max();
+    let mut output = vec![0u8; config.output_bytes()];
+    let mut saturated = vec![0u32; 2 * config.heaps_per_chunk as usize];
+    let per_heap = config.spectra_per_heap as usize * n * 2;
+    for (i, y) in values.iter().enumerate() {
+        let (re, cr) = quantise_reference(y.re, max);
+        let (im, ci) = quantise_reference(y.im, max);
+        if cr || ci {
+            saturated[(i / per_heap) * 2 + i % 2] += 1;
+        }
+        match config.output {
+            OutputFormat::Ci8 => {
+                output[2 * i] = re as i8 as u8;
+                output[2 * i + 1] = im as i8 as u8;
+            }
+            OutputFormat::Ci4 => output[i] = radio_kernels_gpu::packing::pack_ci4(re as i8, im as i8),
+        }
+    }
+    let arrived =
+        |pol: usize| move |packet: i64| packet >= 0 && present[pol].get(packet as usize) == Some(&true);
+    let (a0, a1) = (arrived(0), arrived(1));
+    let (lost_spectra, lost_heaps) = lost_flags(
+        &schedule.starts,
+        config.window(),
+        config.packet_samples,
+        [&a0, &a1],
+        config.spectra_per_heap,
+    );
+    Ok(Reference { values, output, saturated, lost_spectra, lost_heaps })
+}
+
+/// Complex value `i` of a chunk's output bytes as (re, im).
+pub fn output_value(output: &[u8], format: OutputFormat, i: usize) -> (i32, i32) {
+    match format {
+        OutputFormat::Ci8 => (output[2 * i] as i8 as i32, output[2 * i + 1] as i8 as i32),
+        OutputFormat::Ci4 => {
+            let (re, im) = radio_kernels_gpu::packing::unpack_ci4(output[i]);
+            (re as i32, im as i32)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU: cuFFT plan
+
+/// A batched C2C cuFFT plan on the GPU's default stream.
+struct FftPlan {
+    handle: cufft_sys::cufftHandle,
+}
+
+impl FftPlan {
+    fn new(gpu: &Gpu, size: u32, batch: u32) -> Result<FftPlan> {
+        // SAFETY: only probes whether the shared library can be opened.
+        if !unsafe { cufft_sys::is_culib_present() } {
+            return Err(Error::MissingLibrary("cufft"));
+        }
+        gpu.context().bind_to_thread().during("binding the CUDA context")?;
+        let mut n = [size as i32];
+        let fft_error = |during| {
+            move |e: cufft::CufftError| Error::Library { library: "cufft", during, code: e.0 as i32 }
+        };
+        // SAFETY: a 1-D contiguous batched layout (null embeds), sizes checked by the config.
+        let handle = unsafe {
+            cufft::plan_many(
+                1,
+                n.as_mut_ptr(),
+                std::ptr::null_mut(),
+                1,
+                size as i32,
+                std::ptr::null_mut(),
+                1,
+                size as i32,
+                cufft_sys::cufftType::CUFFT_C2C,
+                batch as i32,
+            )
+        }
+        .map_err(fft_error("creating the cuFFT plan"))?;
+        let plan = FftPlan { handle };
+        // SAFETY: the stream belongs to the plan's context and outlives the plan (the Gpu does).
+        unsafe { cufft::set_stream(handle, gpu.stream().cu_stream() as _) }
+            .map_err(fft_error("setting the cuFFT stream"))?;
+        Ok(plan)
+    }
+
+    fn forward(
+        &self,
+        gpu: &Gpu,
+        input: &mut DeviceBuffer<[f32; 2]>,
+        output: &mut DeviceBuffer<[f32; 2]>,
+    ) -> Result<()> {
+        let (i, _a) = input.raw_mut().device_ptr_mut(gpu.stream());
+        let (o, _b) = output.raw_mut().device_ptr_mut(gpu.stream());
+        // SAFETY: both buffers hold `size * batch` complex values (the Channelizer sizes them).
+        unsafe { cufft::exec_c2c(self.handle, i as *mut _, o as *mut _, -1) }.map_err(|e| Error::Library {
+            library: "cufft",
+            during: "running the C2C transform",
+            code: e.0 as i32,
+        })
+    }
+}
+
+impl Drop for FftPlan {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from plan_many and is destroyed once.
+        let _ = unsafe { cufft::destroy(self.handle) };
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU: the channelizer
+
+/// One output chunk, downloaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputChunk {
+    pub first_spectrum: i64,
+    /// `[heap][channel][spectrum][pol]` in the configured format.
+    pub data: Vec<u8>,
+    /// Saturated values per `[heap][pol]`.
+    pub saturated: Vec<u32>,
+    pub lost_spectra: Vec<bool>,
+    pub lost_heaps: Vec<bool>,
+}
+
+/// The F-engine of one antenna on one GPU (rustfft-style planner object: it owns the weights,
+/// gains, cuFFT plan, device buffers and the overlap between input chunks).
+pub struct Channelizer<'g> {
+    gpu: &'g Gpu,
+    config: ChannelizerConfig,
+    models: [DelayModel; 2],
+    fir: CudaFunction,
+    post: CudaFunction,
+    fft: FftPlan,
+    weights: DeviceBuffer<f32>,
+    gains: DeviceBuffer<[f32; 2]>,
+    inputs: [DeviceBuffer<u32>; 2],
+    spare: [DeviceBuffer<u32>; 2],
+    /// Absolute sample of word 0 of `inputs` (a multiple of 32) and one past the newest sample.
+    base: i64,
+    end: i64,
+    /// Arrival flags per packet from packet `present_first`.
+    present: [Vec<bool>; 2],
+    present_first: i64,
+    next_spectrum: i64,
+    offsets: DeviceBuffer<u32>,
+    fine: DeviceBuffer<f32>,
+    rotation: DeviceBuffer<[f32; 4]>,
+    fir_out: DeviceBuffer<[f32; 2]>,
+    fft_out: DeviceBuffer<[f32; 2]>,
+    output: DeviceBuffer<u8>,
+    saturated: DeviceBuffer<u32>,
+    last_schedule: Option<(i64, Schedule)>,
+    poison: Option<u8>,
+}
+
+impl<'g> Channelizer<'g> {
+    /// Validates `config`, loads the kernels, plans cuFFT and allocates every buffer.
+    /// `weights`: `2 n T` f32 (`w[t + 2n j]`), or `None` for [`hann_sinc_weights`]. Gains
+    /// start at 1 and delay models at 0.
+    pub fn new(gpu: &'g Gpu, config: ChannelizerConfig, weights: Option<&[f32]>) -> Result<Channelizer<'g>> {
+        config.validate()?;
+        let n = config.channels as usize;
+        let weights = match weights {
+            Some(w) => {
+                if w.len() != config.window() as usize {
+                    return Err(Error::ShapeMismatch {
+                        what: "PFB weights",
+                        expected: config.window() as usize,
+                        actual: w.len(),
+                    });
+                }
+                if !w.iter().all(|v| v.is_finite()) {
+                    return Err(Error::InvalidConfig("PFB weights must be finite".into()));
+                }
+                w.to_vec()
+            }
+            None => hann_sinc_weights(config.channels, config.taps),
+        };
+        let fir = gpu.function(layout::fir_kernel_name(layout::fir_variant(config.taps)))?;
+        let post = gpu.function(layout::post_kernel_name(config.output == OutputFormat::Ci4))?;
+        let spectra = config.spectra_per_chunk() as usize;
+        let fft = FftPlan::new(gpu, config.channels / UNZIP, 2 * spectra as u32 * UNZIP)?;
+        let words = (config.capacity_samples() * config.bits as u64 / 32) as usize + 1;
+        let alloc_input = || gpu.alloc::<u32>(words, 0);
+        let values = 2 * spectra * n;
+        let mut ch = Channelizer {
+            gpu,
+            models: [DelayModel::default(); 2],
+            fir,
+            post,
+            fft,
+            weights: gpu.upload(&weights)?,
+            gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * n])?,
+            inputs: [alloc_input()?, alloc_input()?],
+            spare: [alloc_input()?, alloc_input()?],
+            base: 0,
+            end: 0,
+            present: [Vec::new(), Vec::new()],
+            present_first: 0,
+            next_spectrum: 0,
+            offsets: gpu.alloc(2 * spectra, 0)?,
+            fine: gpu.alloc(2 * spectra, 0)?,
+            rotation: gpu.alloc(2 * spectra, 0)?,
+            fir_out: gpu.alloc(values, 0)?,
+            fft_out: gpu.alloc(values, 0)?,
+            output: gpu.alloc(config.output_bytes(), 0)?,
+            saturated: gpu.alloc(2 * config.heaps_per_chunk as usize, 0)?,
+            last_schedule: None,
+            poison: None,
+            config,
+        };
+        ch.reset()?;
+        Ok(ch)
+    }
+
+    pub fn config(&self) -> &ChannelizerConfig {
+        &self.config
+    }
+
+    /// Starts a new stream at sample 0 (delay models and gains are kept).
+    pub fn reset(&mut self) -> Result<()> {
+        // The samples before the stream are zeros (and flagged lost).
+        self.base = -((self.config.max_delay as u64).next_multiple_of(SAMPLE_GRANULE as u64) as i64);
+        self.end = 0;
+        for buffer in &mut self.inputs {
+            buffer.poison(0)?;
+        }
+        self.present = [Vec::new(), Vec::new()];
+        self.present_first = 0;
+        self.next_spectrum = 0;
+        self.last_schedule = None;
+        Ok(())
+    }
+
+    /// Sets the delay model of polarisation `pol` (from the next output chunk on).
+    pub fn set_delay_model(&mut self, pol: usize, model: DelayModel) -> Result<()> {
+        if pol > 1 {
+            return Err(Error::InvalidConfig(format!("polarisation must be 0 or 1, got {pol}")));
+        }
+        if !model.is_finite() {
+            return Err(Error::InvalidConfig("delay model must be finite".into()));
+        }
+        self.models[pol] = model;
+        Ok(())
+    }
+
+    pub fn delay_models(&self) -> &[DelayModel; 2] {
+        &self.models
+    }
+
+    /// Sets the complex bandpass gains, `[pol][channel]`.
+    pub fn set_gains(&mut self, gains: &[[f32; 2]]) -> Result<()> {
+        let n = 2 * self.config.channels as usize;
+        if gains.len() != n {
+            return Err(Error::ShapeMismatch { what: "PFB gains", expected: n, actual: gains.len() });
+        }
+        if !gains.iter().flatten().all(|v| v.is_finite()) {
+            return Err(Error::InvalidConfig("PFB gains must be finite".into()));
+        }
+        self.gains.upload(gains)
+    }
+
+    /// Appends one input chunk per polarisation (`chunk_bytes()` packed bytes each) with its
+    /// packet arrival flags (`chunk_packets()` each), and returns every output chunk that is
+    /// now complete, in order.
+    pub fn push(&mut self, chunk: [&[u8]; 2], present: [&[bool]; 2]) -> Result<Vec<OutputChunk>> {
+        let c = &self.config;
+        for pol in 0..2 {
+            if chunk[pol].len() != c.chunk_bytes() {
+                return Err(Error::ShapeMismatch {
+                    what: "PFB input chunk (bytes)",
+                    expected: c.chunk_bytes(),
+                    actual: chunk[pol].len(),
+                });
+            }
+            if present[pol].len() != c.chunk_packets() {
+                return Err(Error::ShapeMismatch {
+                    what: "PFB packet flags",
+                    expected: c.chunk_packets(),
+                    actual: present[pol].len(),
+                });
+            }
+        }
+        self.make_room()?;
+        let c = &self.config;
+        let at = ((self.end - self.base) as u64 * c.bits as u64 / 32) as usize;
+        let words = c.chunk_bytes() / 4;
+        for (pol, bytes) in chunk.iter().enumerate() {
+            let mut view = self.inputs[pol].raw_mut().slice_mut(4 * at..4 * (at + words));
+            self.gpu
+                .stream()
+                .memcpy_htod(*bytes, &mut view)
+                .during("copying an input chunk to the device")?;
+            self.present[pol].extend_from_slice(present[pol]);
+        }
+        self.end += c.chunk_samples as i64;
+        let mut out = Vec::new();
+        while self.ready()? {
+            self.run()?;
+            out.push(self.download()?);
+            self.next_spectrum += self.config.spectra_per_chunk() as i64;
+        }
+        Ok(out)
+    }
+
+    /// Drops input older than the next chunk's earliest possible window (moving the rest to
+    /// the front of the other buffer) when the next input chunk would not fit.
+    fn make_room(&mut self) -> Result<()> {
+        let c = &self.config;
+        let capacity = c.capacity_samples() as i64;
+        if self.end + c.chunk_samples as i64 <= self.base + capacity {
+            return Ok(());
+        }
+        let earliest = 2 * c.channels as i64 * self.next_spectrum - c.max_delay as i64;
+        let new_base = earliest.div_euclid(SAMPLE_GRANULE as i64) * SAMPLE_GRANULE as i64;
+        let new_base = new_base.clamp(self.base, self.end);
+        if self.end + c.chunk_samples as i64 > new_base + capacity {
+            return Err(Error::InvalidConfig("the kept input outgrew its buffer (internal error)".into()));
+        }
+        let bits = c.bits as i64;
+        let (from, to) =
+            (((new_base - self.base) * bits / 32) as usize, ((self.end - self.base) * bits / 32) as usize);
+        for pol in 0..2 {
+            if to > from {
+                let src = self.inputs[pol].raw().slice(4 * from..4 * to);
+                let mut dst = self.spare[pol].raw_mut().slice_mut(0..4 * (to - from));
+                self.gpu.stream().memcpy_dtod(&src, &mut dst).during("moving the kept input")?;
+            }
+            std::mem::swap(&mut self.inputs[pol], &mut self.spare[pol]);
+        }
+        self.base = new_base;
+        // Packets wholly before the new base are no longer needed for flags.
+        let keep_from = self.base.div_euclid(c.packet_samples as i64).max(0);
+        if keep_from > self.present_first {
+            let drop = (keep_from - self.present_first) as usize;
+            for p in &mut self.present {
+                p.drain(..drop.min(p.len()));
+            }
+            self.present_first = keep_from;
+        }
+        Ok(())
+    }
+
+    /// Whether every window of the next output chunk is inside the kept input.
+    fn ready(&mut self) -> Result<bool> {
+        let schedule = self.schedule()?;
+        let window = self.config.window() as i64;
+        let last = schedule.starts.iter().flatten().map(|&s| s + window).max().unwrap_or(0);
+        Ok(last <= self.end)
+    }
+
+    /// The schedule of the next output chunk (cached until it is run).
+    fn schedule(&mut self) -> Result<Schedule> {
+        if let Some((first, s)) = &self.last_schedule {
+            if *first == self.next_spectrum {
+                return Ok(s.clone());
+            }
+        }
+        let s = Schedule::new(&self.config, &self.models, self.next_spectrum)?;
+        self.last_schedule = Some((self.next_spectrum, s.clone()));
+        Ok(s)
+    }
+
+    /// Launches FIR, FFT and post-processing for the next output chunk into the device output
+    /// (no download). Errors when its windows are not all in the kept input.
+    pub fn run(&mut self) -> Result<()> {
+        let schedule = self.schedule()?;
+        let window = self.config.window() as i64;
+        let mut offsets = Vec::with_capacity(2 * schedule.starts[0].len());
+        for &start in schedule.starts.iter().flatten() {
+            if start < self.base || start + window > self.end {
+                return Err(Error::InvalidConfig(format!(
+                    "window [{start}, {}) is outside the kept input [{}, {}): the buffer is too short \
+                     for the delays asked",
+                    start + window,
+                    self.base,
+                    self.end
+                )));
+            }
+            offsets.push((start - self.base) as u32);
+        }
+        if let Some(byte) = self.poison {
+            self.fir_out.poison(byte)?;
+            self.fft_out.poison(byte)?;
+            self.output.poison(byte)?;
+        }
+        self.offsets.upload(&offsets)?;
+        self.fine.upload(&schedule.fine.concat())?;
+        self.rotation.upload(&schedule.rotation.concat())?;
+        self.run_fir()?;
+        self.run_fft()?;
+        self.run_post()
+    }
+
+    /// The FIR launch alone (for timing); `run` uploads its offsets first.
+    pub fn run_fir(&mut self) -> Result<()> {
+        let c = &self.config;
+        let spectra = c.spectra_per_chunk();
+        let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
+        let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (threads.div_ceil(THREADS as u64) as u32, 2, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = self.gpu.stream().launch_builder(&self.fir);
+        launch
+            .arg(self.inputs[0].raw())
+            .arg(self.inputs[1].raw())
+            .arg(self.offsets.raw())
+            .arg(self.weights.raw())
+            .arg(self.fir_out.raw_mut())
+            .arg(&c.channels)
+            .arg(&c.taps)
+            .arg(&spectra)
+            .arg(&per_thread)
+            .arg(&c.bits);
+        // SAFETY: matches `pfb_fir_t*(input0, input1, offsets, weights, out, channels, taps,
+        // spectra, per_thread, bits)`; `run` checked every window lies in the inputs, the
+        // offsets hold 2 x spectra entries and fir_out 2 x spectra x n values.
+        unsafe { launch.launch(cfg) }.during("launching the PFB FIR")?;
+        Ok(())
+    }
+
+    /// The cuFFT C2C launch alone (for timing).
+    pub fn run_fft(&mut self) -> Result<()> {
+        self.fft.forward(self.gpu, &mut self.fir_out, &mut self.fft_out)
+    }
+
+    /// The post-processing launch alone (for timing); clears the saturation counts first.
+    pub fn run_post(&mut self) -> Result<()> {
+        let c = &self.config;
+        let spectra = c.spectra_per_chunk();
+        self.saturated.poison(0)?;
+        let threads =
+            layout::post_threads_per_group(c.channels) as u64 * (spectra / SPECTRA_PER_POST_THREAD) as u64;
+        let cfg = LaunchConfig {
+            grid_dim: (threads.div_ceil(THREADS as u64) as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = self.gpu.stream().launch_builder(&self.post);
+        launch
+            .arg(self.fft_out.raw())
+            .arg(self.gains.raw())
+            .arg(self.fine.raw())
+            .arg(self.rotation.raw())
+            .arg(self.output.raw_mut())
+            .arg(self.saturated.raw_mut())
+            .arg(&c.channels)
+            .arg(&spectra)
+            .arg(&c.spectra_per_heap);
+        // SAFETY: matches `pfb_post_ci*(fft, gains, fine, rotation, out, saturated, channels,
+        // spectra, spectra_per_heap)` with the sizes allocated in `new`.
+        unsafe { launch.launch(cfg) }.during("launching the PFB post-processing")?;
+        Ok(())
+    }
+
+    /// Downloads the last run's output chunk with its flags.
+    fn download(&mut self) -> Result<OutputChunk> {
+        let schedule = self.schedule()?;
+        let (present, first) = (&self.present, self.present_first);
+        let arrived = |pol: usize| {
+            move |packet: i64| packet >= first && present[pol].get((packet - first) as usize) == Some(&true)
+        };
+        let (a0, a1) = (arrived(0), arrived(1));
+        let (lost_spectra, lost_heaps) = lost_flags(
+            &schedule.starts,
+            self.config.window(),
+            self.config.packet_samples,
+            [&a0, &a1],
+            self.config.spectra_per_heap,
+        );
+        Ok(OutputChunk {
+            first_spectrum: self.next_spectrum,
+            data: self.output.download()?,
+            saturated: self.saturated.download()?,
+            lost_spectra,
+            lost_heaps,
+        })
+    }
+
+    /// Benchmark hook: lets `fill` write the input buffers directly (e.g. random words), then
+    /// treats them as a full stream of arrived samples from the current base, so
+    /// [`run`](Self::run) can be timed without host transfers.
+    pub fn fill_input_with(&mut self, mut fill: impl FnMut(&mut DeviceBuffer<u32>)) -> Result<()> {
+        for buffer in &mut self.inputs {
+            fill(buffer);
+        }
+        let c = &self.config;
+        self.end = self.base + (c.capacity_samples() - c.chunk_samples as u64) as i64;
+        let packets = (self.end.div_euclid(c.packet_samples as i64) + 1).max(0) as usize;
+        self.present = [vec![true; packets], vec![true; packets]];
+        self.present_first = 0;
+        Ok(())
+    }
+
+    /// Test hook: fill the intermediate and output buffers with `byte` before every run, so
+    /// values a kernel fails to write show up.
+    pub fn poison_before_runs(&mut self, byte: Option<u8>) {
+        self.poison = byte;
+    }
+
+    /// The device output of the last run: `[heap][channel][spectrum][pol]`.
+    pub fn output(&self) -> &DeviceBuffer<u8> {
+        &self.output
+    }
+
+    /// Bytes each kernel reads and writes once per output chunk, (FIR, FFT, post):
+    /// the minimum traffic the bench compares achieved bandwidth with.
+    pub fn kernel_bytes(&self) -> (u64, u64, u64) {
+        let c = &self.config;
+        let spectra = c.spectra_per_chunk() as u64;
+        let values = 2 * spectra * c.channels as u64; // complex per chunk, both pols
+        let input = 2 * spectra * 2 * c.channels as u64 * c.bits as u64 / 8; // new samples, once
+        (input + 8 * values, 16 * values, 8 * values + c.output_bytes() as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    fn rng() -> StdRng {
+        let seed =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        println!("seed {seed}");
+        StdRng::seed_from_u64(seed)
+    }
+
+    #[test]
+    fn pack_and_unpack_agree_at_every_width_including_the_extremes() {
+        let mut rng = rng();
+        for bits in BITS {
+            let (lo, hi) = (-(1i32 << (bits - 1)), (1i32 << (bits - 1)) - 1);
+            let mut samples: Vec<i32> = (0..997).map(|_| rng.random_range(lo..=hi)).collect();
+            samples[..6].copy_from_slice(&[lo, hi, 0, -1, 1, lo]);
+            samples[996] = hi;
+            let bytes = pack_samples(&samples, bits).unwrap();
+            let mut padded = bytes.clone();
+            padded.resize(bytes.len().next_multiple_of(4) + 4, 0);
+            let word = |i: usize| u32::from_le_bytes(padded[4 * i..4 * i + 4].try_into().unwrap());
+            for (i, &s) in samples.iter().enumerate() {
+                assert_eq!(unpack_sample(&bytes, bits, i), s, "reference unpack, bits {bits}, sample {i}");
+                if i + 1 < samples.len() {
+                    let pair = layout::unpack_pair(word, i as u64, bits);
+                    assert_eq!(pair, (s, samples[i + 1]), "kernel unpack, bits {bits}, sample {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ten_bit_packing_is_msb_first() {
+        // 0x1ff (511), -512 (0x200), 1, -1 (0x3ff): bits 0111111111 1000000000 0000000001 1111111111
+        let bytes = pack_samples(&[511, -512, 1, -1], 10).unwrap();
+        assert_eq!(bytes, vec![0x7f, 0xe0, 0x00, 0x07, 0xff]);
+        assert!(pack_samples(&[512], 10).is_err());
+        assert!(matches!(pack_samples(&[0], 9), Err(Error::InvalidConfig(_))));
+    }
+
+    #[test]
+    fn weights_are_normalised_symmetric_and_peak_in_the_middle() {
+        for (n, t) in [(64, 1), (64, 4), (1024, 16)] {
+            let w = hann_sinc_weights(n, t);
+            assert_eq!(w.len(), 2 * n as usize * t as usize);
+            let energy: f64 = w.iter().map(|&v| v as f64 * v as f64).sum();
+            assert!((energy - 1.0).abs() < 1e-6, "energy {energy}");
+            for i in 0..w.len() {
+                assert_eq!(w[i], w[w.len() - 1 - i], "symmetric at {i}");
+            }
+            let peak = w.iter().cloned().fold(f32::MIN, f32::max);
+            assert_eq!(peak, w[w.len() / 2]);
+        }
+    }
+
+    /// The post-processing arithmetic (unzip + R2C fix-up) against rustfft of the real input.
+    #[test]
+    fn unzipped_fft_and_r2c_fixup_match_a_real_fft() {
+        let mut rng = rng();
+        for n in [64u32, 256, 4096] {
+            let a = (n / 4) as usize;
+            let g: Vec<f64> = (0..2 * n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            // z[q] = g[2q] + j g[2q+1], unzipped rows, each row FFT'd (what cuFFT does).
+            let mut rows = vec![Complex::new(0.0f64, 0.0); n as usize];
+            for q in 0..n {
+                rows[layout::fft_index(q, n) as usize] =
+                    Complex::new(g[2 * q as usize], g[2 * q as usize + 1]);
+            }
+            let fft_a = FftPlanner::<f64>::new().plan_fft_forward(a);
+            for r in rows.chunks_mut(a) {
+                fft_a.process(r);
+            }
+            let mut full: Vec<Complex<f64>> = g.iter().map(|&v| Complex::new(v, 0.0)).collect();
+            FftPlanner::<f64>::new().plan_fft_forward(2 * n as usize).process(&mut full);
+            let c32 = |c: Complex<f64>| [c.re as f32, c.im as f32];
+            let scale = (2.0 * n as f64).sqrt();
+            let mut seen = vec![false; n as usize];
+            for u in 0..layout::post_threads_per_group(n) {
+                let (_, w) = layout::post_columns(u, n);
+                let y: [_; 4] = std::array::from_fn(|r| c32(rows[r * a + u as usize]));
+                let ym: [_; 4] = std::array::from_fn(|r| c32(rows[r * a + w as usize]));
+                let (tw, e) = layout::column_twiddles(u, n);
+                let (twm, em) = layout::column_twiddles(w, n);
+                let (x, xm) = layout::post_pair(u, y, ym, &tw, &twm, e, em);
+                for v in 0..4 {
+                    let mut check = |col: u32, got: [f32; 2]| {
+                        let k = (col + a as u32 * v) as usize;
+                        let want = full[k];
+                        let err =
+                            ((got[0] as f64 - want.re).powi(2) + (got[1] as f64 - want.im).powi(2)).sqrt();
+                        assert!(err < 1e-5 * scale, "n {n} channel {k}: got {got:?}, want {want}");
+                        seen[k] = true;
+                    };
+                    check(u, x[v as usize]);
+                    if w != u {
+                        check(w, xm[v as usize]);
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "every channel is produced");
+        }
+    }
+
+    #[test]
+    fn rotations_match_the_f64_phase_of_every_channel() {
+        let mut rng = rng();
+        for n in [64u32, 4096, 65536] {
+            for _ in 0..200 {
+                let fine = rng.random_range(-0.5..=0.5f64);
+                let phase = rng.random_range(-10.0..10.0f64);
+                let u = rng.random_range(0..layout::post_threads_per_group(n));
+                let (_, w) = layout::post_columns(u, n);
+                let fringe = [phase.cos() as f32, phase.sin() as f32];
+                let step = [
+                    (-std::f64::consts::FRAC_PI_4 * fine).cos() as f32,
+                    (-std::f64::consts::FRAC_PI_4 * fine).sin() as f32,
+                ];
+                let (r, rm) = layout::rotations(u, n, fine as f32, fringe, step);
+                for v in 0..4 {
+                    // Column 0's mirror is itself; its second set is not used.
+                    let pairs = if u == 0 {
+                        vec![(u, r[v as usize])]
+                    } else {
+                        vec![(u, r[v as usize]), (w, rm[v as usize])]
+                    };
+                    for (col, got) in pairs {
+                        let k = (col + n / 4 * v) as f64;
+                        let angle = phase - std::f64::consts::PI * fine * k / n as f64;
+                        let err = (got[0] as f64 - angle.cos()).hypot(got[1] as f64 - angle.sin());
+                        assert!(err < 2e-6, "n {n} u {u} column {col} v {v}: error {err}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fir_threads_take_whole_batches_and_follow_the_seed_heuristic() {
+        for (n, taps, spectra) in
+            [(64u32, 1u32, 8u32), (1024, 16, 65536), (32768, 16, 2048), (65536, 32, 8), (4096, 3, 16)]
+        {
+            let k = layout::fir_spectra_per_thread(n, taps, spectra);
+            let batch = layout::fir_batch(layout::fir_variant(taps));
+            assert!(k >= batch && k.is_multiple_of(batch), "n {n} T {taps}: {k} spectra per thread");
+            // 4T spectra (8T outputs) per thread, rounded up to whole batches, unless that
+            // leaves fewer than 2^17 threads.
+            let by_threads = ((n as u64 * spectra as u64) >> 17) as u32;
+            if by_threads >= 4 * taps {
+                assert_eq!(k, (4 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
+            } else {
+                assert_eq!(k, by_threads.max(1).div_ceil(batch) * batch, "n {n} T {taps}");
+            }
+            assert!(k < 4 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
+        }
+        assert_eq!(layout::fir_variant(3), 4);
+        assert_eq!(layout::fir_variant(17), 32);
+        assert_eq!(layout::fir_kernel_name(layout::fir_variant(16)), "pfb_fir_t16");
+    }
+
+    #[test]
+    fn fft_index_is_a_permutation_and_post_columns_cover_each_column_once() {
+        for n in [64u32, 1024, 65536] {
+            let mut seen = vec![false; n as usize];
+            for q in 0..n {
+                let i = layout::fft_index(q, n) as usize;
+                assert!(!seen[i]);
+                seen[i] = true;
+            }
+            let a = n / 4;
+            let mut owned = vec![0; a as usize];
+            for u in 0..layout::post_threads_per_group(n) {
+                let (c, w) = layout::post_columns(u, n);
+                owned[c as usize] += 1;
+                if w != c {
+                    owned[w as usize] += 1;
+                }
+            }
+            assert!(owned.iter().all(|&o| o == 1), "n {n}");
+        }
+    }
+
+    #[test]
+    fn quantisation_rounds_half_to_even_and_saturates_symmetrically() {
+        for (v, want) in [(0.5, (0, false)), (1.5, (2, false)), (-2.5, (-2, false)), (127.49, (127, false))] {
+            assert_eq!(quantise_reference(v, 127), want);
+            assert_eq!(layout::quantise(v as f32, 127), want);
+        }
+        for (v, want) in
+            [(127.5, (127, true)), (-128.0, (-127, true)), (1e30, (127, true)), (-7.5, (-7, true))]
+        {
+            let max = if v == -7.5 { 7 } else { 127 };
+            assert_eq!(quantise_reference(v, max), want);
+            assert_eq!(layout::quantise(v as f32, max), want);
+        }
+        assert_eq!(layout::quantise(f32::NAN, 127), (0, false));
+        assert_eq!(layout::quantise_complex([-7.6, 6.6], true), (0x79, true));
+        assert_eq!(layout::quantise_complex([-1.0, 2.0], false), (0x02ff, false));
+    }
+
+    #[test]
+    fn delay_split_rounds_to_the_nearest_sample_and_evaluates_at_the_window_centre() {
+        let config = ChannelizerConfig { taps: 4, ..ChannelizerConfig::new(64) };
+        let model = DelayModel {
+            reference_sample: 256.0,
+            delay: 10.4,
+            delay_rate: 0.001,
+            phase: 1.0,
+            phase_rate: 0.01,
+        };
+        // Spectrum 0's window centre is n T = 256 = the reference.
+        let d = model.spectrum(&config, 0);
+        assert_eq!(d.coarse, 10);
+        assert!((d.fine - 0.4).abs() < 1e-12 && (d.phase - 1.0).abs() < 1e-12);
+        // Spectrum 1: 128 samples later: delay 10.528 -> 11 and -0.472.
+        let d = model.spectrum(&config, 1);
+        assert_eq!(d.coarse, 11);
+        assert!((d.fine + 0.472).abs() < 1e-12 && (d.phase - 2.28).abs() < 1e-12);
+        let half = DelayModel { delay: -2.5, ..Default::default() };
+        assert_eq!(half.spectrum(&config, 3).coarse, -2, "ties to even");
+        let s = Schedule::new(&config, &[model, half], 0).unwrap();
+        assert_eq!(s.starts[0][1], 128 - 11);
+        assert_eq!(s.starts[1][0], 2);
+    }
+
+    #[test]
+    fn delays_beyond_max_delay_are_typed_errors() {
+        let config = ChannelizerConfig { max_delay: 100, ..ChannelizerConfig::new(64) };
+        let far = DelayModel { delay: 100.6, ..Default::default() };
+        assert!(matches!(
+            Schedule::new(&config, &[far, DelayModel::default()], 0),
+            Err(Error::InvalidConfig(_))
+        ));
+        let near = DelayModel { delay: -100.4, ..Default::default() };
+        assert!(Schedule::new(&config, &[near, near], 0).is_ok());
+        let nan = DelayModel { delay: f64::NAN, ..Default::default() };
+        assert!(matches!(Schedule::new(&config, &[nan, near], 0), Err(Error::InvalidConfig(_))));
+    }
+
+    #[test]
+    fn invalid_configurations_are_rejected() {
+        let ok = ChannelizerConfig::new(1024);
+        ok.validate().unwrap();
+        let cases = [
+            ChannelizerConfig { channels: 32, ..ok.clone() },
+            ChannelizerConfig { channels: 131072, ..ok.clone() },
+            ChannelizerConfig { channels: 1000, ..ok.clone() },
+            ChannelizerConfig { taps: 0, ..ok.clone() },
+            ChannelizerConfig { taps: 33, ..ok.clone() },
+            ChannelizerConfig { bits: 9, ..ok.clone() },
+            ChannelizerConfig { bits: 0, ..ok.clone() },
+            ChannelizerConfig { spectra_per_heap: 10, ..ok.clone() },
+            ChannelizerConfig { spectra_per_heap: 0, ..ok.clone() },
+            ChannelizerConfig { heaps_per_chunk: 0, ..ok.clone() },
+            ChannelizerConfig { packet_samples: 0, ..ok.clone() },
+            ChannelizerConfig { chunk_samples: 4096 + 32, ..ok.clone() },
+            ChannelizerConfig { chunk_samples: 48, packet_samples: 48, ..ok.clone() },
+            ChannelizerConfig { channels: 65536, heaps_per_chunk: 128, ..ok.clone() },
+            ChannelizerConfig { max_delay: u32::MAX, ..ok.clone() },
+        ];
+        for c in cases {
+            assert!(matches!(c.validate(), Err(Error::InvalidConfig(_))), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn lost_flags_match_a_sample_by_sample_check() {
+        let mut rng = rng();
+        for _ in 0..20 {
+            let packet = [16u32, 64, 100][rng.random_range(0..3)];
+            let window = rng.random_range(1..400u64);
+            let heap = 4;
+            let starts: [Vec<i64>; 2] =
+                std::array::from_fn(|_| (0..16).map(|_| rng.random_range(-50..2000)).collect());
+            let present: [Vec<bool>; 2] =
+                std::array::from_fn(|_| (0..30).map(|_| rng.random_range(0..8) != 0).collect());
+            let arrived = |pol: usize| {
+                let p = &present[pol];
+                move |packet: i64| packet >= 0 && p.get(packet as usize) == Some(&true)
+            };
+            let (a0, a1) = (arrived(0), arrived(1));
+            let (spectra, heaps) = lost_flags(&starts, window, packet, [&a0, &a1], heap);
+            for i in 0..16 {
+                let want = (0..2).any(|pol| {
+                    (starts[pol][i]..starts[pol][i] + window as i64).any(|t| {
+                        t < 0 || !present[pol].get((t / packet as i64) as usize).copied().unwrap_or(false)
+                    })
+                });
+                assert_eq!(spectra[i], want, "spectrum {i}");
+            }
+            for h in 0..4 {
+                assert_eq!(heaps[h], spectra[4 * h..4 * h + 4].iter().any(|&l| l));
+            }
+        }
+    }
+
+    /// The CPU reference itself: a tone at a channel centre lands in that channel with the
+    /// amplitude `A/2 sum(w)` and the phase of its delay.
+    #[test]
+    fn reference_puts_a_delayed_tone_in_its_channel_with_the_delay_phase() {
+        let config = ChannelizerConfig {
+            taps: 4,
+            bits: 16,
+            spectra_per_heap: 8,
+            max_delay: 64,
+            ..ChannelizerConfig::new(64)
+        };
+        let n = 64usize;
+        let k0 = 20usize;
+        let amp = 10000.0;
+        let len = 2 * n * 16 + 256;
+        let samples: Vec<i32> = (0..len)
+            .map(|t| (amp * (std::f64::consts::PI * k0 as f64 * t as f64 / n as f64).cos()).round() as i32)
+            .collect();
+        let weights = hann_sinc_weights(64, 4);
+        let gains = vec![[1.0 / 4096.0, 0.0]; 2 * n];
+        let present = vec![true; 64];
+        let d = 7.3;
+        let models = [DelayModel::default(), DelayModel { delay: d, ..Default::default() }];
+        let r = reference_chunk(
+            &config,
+            &weights,
+            &gains,
+            &models,
+            [&samples, &samples],
+            [&present, &present],
+            1,
+        )
+        .unwrap();
+        let sum: f64 = weights.iter().map(|&w| w as f64).sum();
+        for s in 0..8 {
+            let y0 = r.values[config.output_index(0, k0 as u32, s, 0)];
+            let y1 = r.values[config.output_index(0, k0 as u32, s, 1)];
+            assert!((y0.norm() * 4096.0 / (amp / 2.0 * sum) - 1.0).abs() < 1e-3, "amplitude {}", y0.norm());
+            let want = -std::f64::consts::PI * k0 as f64 * d / n as f64;
+            let got = (y1 / y0).arg();
+            let diff = (got - want).rem_euclid(std::f64::consts::TAU);
+            assert!(diff.min(std::f64::consts::TAU - diff) < 1e-3, "phase {got} vs {want}");
+        }
+        assert!(r.lost_spectra.iter().all(|&l| !l));
+    }
+}

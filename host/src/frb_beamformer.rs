@@ -1,0 +1,574 @@
+//! FRB beamformer, host side of the tensor-core short FFT (seed 000 sec. 3): the Gamma
+//! matrices of eqs. 28-30 in f64, rounded to f16 into the register image of eqs. 39, 41 and
+//! 45-47; the launcher ([`ShortFft`]) with validation; and the CPU references: the padded DFT
+//! of eq. 18, the three-factor form of eqs. 28-30, and an emulation of the warp algorithm
+//! through the register tables (optionally rounding each stage to f16 like the kernel).
+//! Index maps and kernels: `radio_kernels_gpu::frb_beamformer`.
+//!
+//! Complex f16 data is one `u32` per value, real part in bits 0..16 (`packing::pack_f16x2`).
+use crate::error::{Error, Result};
+use crate::fragment::{from_slots, to_slots};
+use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::CudaFunction;
+use half::f16;
+use radio_kernels_gpu::frb_beamformer::*;
+use radio_kernels_gpu::layout::{
+    sparse_metadata_slot, universal_sparse_metadata, Location, M16N8K16_F16_A, M16N8K16_F16_B,
+    M16N8K16_SPARSE_F16_A, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C,
+};
+use radio_kernels_gpu::packing::{pack_f16x2, unpack_f16x2};
+use std::f64::consts::PI;
+
+/// A complex number (re, im) in f64.
+pub type C64 = (f64, f64);
+
+fn cmul(a: C64, b: C64) -> C64 {
+    (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
+}
+
+fn cis(angle: f64) -> C64 {
+    (angle.cos(), angle.sin())
+}
+
+/// Rejects N outside [`FFT_SIZES`].
+pub fn check_fft_size(n: u32) -> Result<()> {
+    if is_fft_size(n) {
+        Ok(())
+    } else {
+        Err(Error::InvalidConfig(format!("short FFT length N must be one of {FFT_SIZES:?}, got {n}")))
+    }
+}
+
+/// `G1_cv = exp(pi i c v / 4)` (eq. 28).
+pub fn gamma1(c: u32, v: u32) -> C64 {
+    cis(PI * (c * v) as f64 / 4.0)
+}
+
+/// `G2_dv = exp(pi i d v / N)`, zero for `d >= N/4` (eq. 29).
+pub fn gamma2(n: u32, d: u32, v: u32) -> C64 {
+    if d < n / 4 {
+        cis(PI * (d * v) as f64 / n as f64)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+/// `G3_du = exp(8 pi i d u / N)`, zero for `d` or `u >= N/4` (eq. 30).
+pub fn gamma3(n: u32, d: u32, u: u32) -> C64 {
+    if d < n / 4 && u < n / 4 {
+        cis(8.0 * PI * (d * u) as f64 / n as f64)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+fn real_entry(z: C64, entry: RealEntry) -> f64 {
+    entry.sign as f64 * if entry.part == 0 { z.0 } else { z.1 }
+}
+
+/// The first MMA's A matrix (16 x 8, row-major), eqs. 32 and 38.
+pub fn gamma1_matrix() -> Vec<f64> {
+    let mut a = vec![0.0; 16 * 8];
+    for i in 0..16 {
+        for j in 0..8 {
+            let (c, v, entry) = gamma1_entry(i, j);
+            a[(i * 8 + j) as usize] = real_entry(gamma1(c, v), entry);
+        }
+    }
+    a
+}
+
+/// The third MMA's dense A matrix (16 x 16, row-major) with the spectator Kronecker deltas,
+/// eqs. 32, 34-36 and 43.
+pub fn gamma3_matrix(n: u32) -> Vec<f64> {
+    let mut a = vec![0.0; 16 * 16];
+    for i in 0..16 {
+        for j in 0..16 {
+            if let Some((d, u, entry)) = gamma3_entry(n, i, j) {
+                a[(i * 16 + j) as usize] = real_entry(gamma3(n, d, u), entry);
+            }
+        }
+    }
+    a
+}
+
+/// The compressed sparse operand (16 x 8, column `2 j' + J`, eq. 164) of a dense A that
+/// contains `delta(i_f, j_1)` (eq. 169: `Asp[i][j'][J] = A[i][4 j' + 2 i_f + J]`).
+pub fn compress_sparse(dense: &[f64], f: u32) -> Vec<f64> {
+    let mut asp = vec![0.0; 16 * 8];
+    for i in 0..16u32 {
+        for c in 0..8u32 {
+            let j = 4 * (c >> 1) + 2 * ((i >> f) & 1) + (c & 1);
+            asp[(i * 8 + c) as usize] = dense[(i * 16 + j) as usize];
+        }
+    }
+    asp
+}
+
+/// What `mma.sp` with selector `f` multiplies by: the dense A that eq. 163 rebuilds from
+/// the compressed operand and the metadata registers of eq. 173 read as eq. 167 says (from
+/// lanes with `t0 t1 = f`).
+pub fn decompress_universal(asp: &[f64], f: u32) -> Vec<f64> {
+    let mut dense = vec![0.0; 16 * 16];
+    for i in 0..16u32 {
+        for group in 0..4u32 {
+            for half in 0..2u32 {
+                let (lane, shift) = sparse_metadata_slot(i, group, half);
+                let e = (universal_sparse_metadata(lane | f) >> shift) & 3;
+                dense[(i * 16 + 4 * group + e) as usize] += asp[(i * 8 + 2 * group + half) as usize];
+            }
+        }
+    }
+    dense
+}
+
+/// The Gamma register image in f64: `[lane][GAMMA_WORDS][2]` (two f16 slots per word).
+pub fn gamma_image_f64(n: u32) -> Result<Vec<f64>> {
+    check_fft_size(n)?;
+    let mut image = vec![0.0; 32 * GAMMA_WORDS * 2];
+    let mut put = |lane: u32, word: usize, element: u32, value: f64| {
+        image[(lane as usize * GAMMA_WORDS + word) * 2 + element as usize] = value;
+    };
+    // G1, eq. 39 (= eq. 156 under eq. 38).
+    let g1 = to_slots(&M16N8K8_F16_A, &gamma1_matrix());
+    for (k, &value) in g1.iter().enumerate() {
+        put((k / 4) as u32, G1_WORD + (k / 2) % 2, (k % 2) as u32, value);
+    }
+    // G2, eq. 41: Z's assignment (eq. 40), the same value for every spectator.
+    for lane in 0..32 {
+        for register in 0..2 {
+            for element in 0..2 {
+                let (d, v, _, reim) = z_coordinates(n, Location { lane, register, element });
+                let g = gamma2(n, d, v);
+                put(lane, G2_WORD + register as usize, element, if reim == 0 { g.0 } else { g.1 });
+            }
+        }
+    }
+    // G3, eq. 45 (dense) or eqs. 46-47 (sparse, the selector of eq. 168).
+    let dense = gamma3_matrix(n);
+    let (fragment, values) = match sparse_selector(n) {
+        Some(f) => (&M16N8K16_SPARSE_F16_A, to_slots(&M16N8K16_SPARSE_F16_A, &compress_sparse(&dense, f))),
+        None => (&M16N8K16_F16_A, to_slots(&M16N8K16_F16_A, &dense)),
+    };
+    let per_lane = (fragment.registers() * 2) as usize;
+    for (k, &value) in values.iter().enumerate() {
+        put((k / per_lane) as u32, G3_WORD + (k % per_lane) / 2, (k % 2) as u32, value);
+    }
+    Ok(image)
+}
+
+/// The Gamma register image the kernels take: [`gamma_image_f64`] rounded to f16,
+/// `[lane][GAMMA_WORDS]` words.
+pub fn gamma_image(n: u32) -> Result<Vec<u32>> {
+    let image = gamma_image_f64(n)?;
+    Ok(image
+        .chunks(2)
+        .map(|pair| pack_f16x2(f16::from_f64(pair[0]).to_bits(), f16::from_f64(pair[1]).to_bits()))
+        .collect())
+}
+
+/// Eq. 18 directly: `Y_q = sum_{n<N} X_n exp(2 pi i n q / 2N)`, 0 <= q < 2N.
+pub fn padded_dft(x: &[C64]) -> Vec<C64> {
+    let n = x.len();
+    (0..2 * n)
+        .map(|q| {
+            x.iter().enumerate().fold((0.0, 0.0), |acc, (m, &xm)| {
+                let t = cmul(xm, cis(PI * ((m * q) % (2 * n)) as f64 / n as f64));
+                (acc.0 + t.0, acc.1 + t.1)
+            })
+        })
+        .collect()
+}
+
+/// Eqs. 28-30 over the zero-padded 3-d arrays of eqs. 23-24, for one spectator.
+pub fn three_factor_fft(x: &[C64]) -> Result<Vec<C64>> {
+    let n = x.len() as u32;
+    check_fft_size(n)?;
+    let q = padded_quarter(n);
+    let x3 = |c: u32, d: u32| if d < n / 4 { x[((n / 4) * c + d) as usize] } else { (0.0, 0.0) };
+    let mut y = vec![(0.0, 0.0); 2 * n as usize];
+    for v in 0..8 {
+        // W_dv = G2_dv sum_c G1_cv X_cd.
+        let w: Vec<C64> = (0..q)
+            .map(|d| {
+                let z = (0..4).fold((0.0, 0.0), |acc, c| {
+                    let t = cmul(gamma1(c, v), x3(c, d));
+                    (acc.0 + t.0, acc.1 + t.1)
+                });
+                cmul(gamma2(n, d, v), z)
+            })
+            .collect();
+        for u in 0..q {
+            let yu = w.iter().enumerate().fold((0.0, 0.0), |acc, (d, &wd)| {
+                let t = cmul(gamma3(n, d as u32, u), wd);
+                (acc.0 + t.0, acc.1 + t.1)
+            });
+            if u < n / 4 {
+                y[(8 * u + v) as usize] = yu;
+            } else {
+                assert!(yu == (0.0, 0.0), "padded output u = {u} must be zero");
+            }
+        }
+    }
+    Ok(y)
+}
+
+/// `rows x inner` times `inner x cols`, row-major.
+fn matmul(a: &[f64], b: &[f64], (rows, inner, cols): (usize, usize, usize)) -> Vec<f64> {
+    (0..rows * cols)
+        .map(|rc| (0..inner).map(|j| a[(rc / cols) * inner + j] * b[j * cols + rc % cols]).sum())
+        .collect()
+}
+
+fn round_f16(x: f64) -> f64 {
+    f16::from_f64(x).to_f64()
+}
+
+/// The warp algorithm on the CPU, through the same register images and fragment tables the
+/// kernel uses: `x` holds `ffts_per_warp(N)` arrays of N values (`[s][n]`), the result
+/// `[s][2N]`. With `gammas` from [`gamma_image_f64`] and `f16_stages = false` this is exact
+/// f64 arithmetic; with the f16 image (as f64) and `f16_stages = true` every stage rounds to
+/// f16 where the kernel does (MMA outputs, the HMUL2 and HFMA2 of eq. 29), which models the
+/// kernel's error except for the MMA's internal accumulation order.
+pub fn emulate_warp_fft(n: u32, gammas: &[f64], x: &[C64], f16_stages: bool) -> Result<Vec<C64>> {
+    check_fft_size(n)?;
+    let spectators = ffts_per_warp(n) as usize;
+    if x.len() != spectators * n as usize {
+        return Err(Error::ShapeMismatch {
+            what: "emulated FFT input",
+            expected: spectators * n as usize,
+            actual: x.len(),
+        });
+    }
+    let round = |v: f64| if f16_stages { round_f16(v) } else { v };
+    let word = |lane: usize, w: usize, e: usize| gammas[(lane * GAMMA_WORDS + w) * 2 + e];
+    // X slots (eq. 25): one register, element = ReIm.
+    let mut xs = vec![0.0; 64];
+    for lane in 0..32 {
+        let (c, d, s) = x_coordinates(n, lane);
+        if d < n / 4 {
+            let value = x[s as usize * n as usize + ((n / 4) * c + d) as usize];
+            xs[2 * lane as usize] = value.0;
+            xs[2 * lane as usize + 1] = value.1;
+        }
+    }
+    // Step 1: m16n8k8.
+    let g1: Vec<f64> = (0..128).map(|k| word(k / 4, G1_WORD + (k / 2) % 2, k % 2)).collect();
+    let z = matmul(&from_slots(&M16N8K8_F16_A, &g1), &from_slots(&M16N8K8_F16_B, &xs), (16, 8, 8));
+    let z: Vec<f64> = to_slots(&M16N8_F16_C, &z).into_iter().map(round).collect();
+    // Step 2: per lane and element, Re W = fma(-Im G, Im Z, Re G Re Z), Im W = fma(Im G,
+    // Re Z, Re G Im Z); registers 0 and 1 are Re and Im (eq. 40).
+    let mut w = vec![0.0; 128];
+    for lane in 0..32 {
+        for e in 0..2 {
+            let (gre, gim) = (word(lane, G2_WORD, e), word(lane, G2_WORD + 1, e));
+            let (zre, zim) = (z[lane * 4 + e], z[lane * 4 + 2 + e]);
+            w[lane * 4 + e] = round(-gim * zim + round(gre * zre));
+            w[lane * 4 + 2 + e] = round(gim * zre + round(gre * zim));
+        }
+    }
+    // Step 3: m16n8k16, dense or sparse with the universal metadata.
+    let a3 = match sparse_selector(n) {
+        Some(f) => {
+            let asp: Vec<f64> = (0..128).map(|k| word(k / 4, G3_WORD + (k / 2) % 2, k % 2)).collect();
+            decompress_universal(&from_slots(&M16N8K16_SPARSE_F16_A, &asp), f)
+        }
+        None => {
+            let g3: Vec<f64> = (0..256).map(|k| word(k / 8, G3_WORD + (k / 2) % 4, k % 2)).collect();
+            from_slots(&M16N8K16_F16_A, &g3)
+        }
+    };
+    let y = matmul(&a3, &from_slots(&M16N8K16_F16_B, &w), (16, 16, 8));
+    let y: Vec<f64> = to_slots(&M16N8_F16_C, &y).into_iter().map(round).collect();
+    // Read Y (eq. 26).
+    let mut out = vec![(0.0, 0.0); spectators * 2 * n as usize];
+    for lane in 0..32 {
+        for element in 0..2 {
+            let (u, v, s, _) = y_coordinates(n, Location { lane, register: 0, element });
+            let value = (
+                y[(lane * 2) as usize * 2 + element as usize],
+                y[(lane * 2 + 1) as usize * 2 + element as usize],
+            );
+            if u < n / 4 {
+                out[s as usize * 2 * n as usize + (8 * u + v) as usize] = value;
+            } else if value != (0.0, 0.0) {
+                return Err(Error::InvalidConfig(format!("N={n}: padded output slot u={u} is not zero")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Relative L2 distance `|got - want| / |want|`.
+pub fn relative_l2(got: &[C64], want: &[C64]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        num += (g.0 - w.0).powi(2) + (g.1 - w.1).powi(2);
+        den += w.0 * w.0 + w.1 * w.1;
+    }
+    (num / den).sqrt()
+}
+
+/// Complex f16 words (re in bits 0..16) as f64 pairs.
+pub fn unpack_c16(words: &[u32]) -> Vec<C64> {
+    words
+        .iter()
+        .map(|&w| {
+            let (re, im) = unpack_f16x2(w);
+            (f16::from_bits(re).to_f64(), f16::from_bits(im).to_f64())
+        })
+        .collect()
+}
+
+/// Relative L2 bound of the f16 FFT against the f64 DFT of its (f16) input, `2^-8`. Each
+/// of the five roundings where the kernel rounds (the Gammas to f16, Z, the HMUL2 and HFMA2 of
+/// eq. 29, Y) perturbs its stage's values by a relative L2 of at most `u = 2^-11` (the complex
+/// multiply's real part, with cancellation, by at most `2u`); every stage is a scaled
+/// isometry (a padded 8-point DFT, a phase, an N/4-point DFT), so relative errors carry to
+/// the output undamped and add: `(1 + 1 + 2 + 1 + 1 + 1) u` plus the MMAs' internal
+/// accumulation, which we budget at `u` each: `8u = 2^-8`, a worst case. Random inputs land
+/// near `4e-4`, a tenth of it (the roundings are independent and mostly below their bounds,
+/// so they add in quadrature): `f16_model_is_within_the_bound` and the GPU tests print it.
+pub const FFT_REL_L2_BOUND: f64 = 1.0 / 256.0;
+
+/// Checks the buffers of a batched FFT: `x` holds `batch * N` complex values and `y`
+/// `batch * 2N`.
+pub fn check_fft_buffers(n: u32, batch: usize, x_len: usize, y_len: usize) -> Result<()> {
+    check_fft_size(n)?;
+    if batch == 0 || batch > MAX_FFT_BATCH {
+        return Err(Error::InvalidConfig(format!("FFT batch must be in 1..={MAX_FFT_BATCH}, got {batch}")));
+    }
+    let n = n as usize;
+    if x_len != batch * n {
+        return Err(Error::ShapeMismatch {
+            what: "short FFT input (complex f16)",
+            expected: batch * n,
+            actual: x_len,
+        });
+    }
+    if y_len != batch * 2 * n {
+        return Err(Error::ShapeMismatch {
+            what: "short FFT output (complex f16)",
+            expected: batch * 2 * n,
+            actual: y_len,
+        });
+    }
+    Ok(())
+}
+
+/// Largest batch of one [`ShortFft::run`] launch (2^26 arrays; the grid stays far below
+/// its limits and indices in 32 bits).
+pub const MAX_FFT_BATCH: usize = 1 << 26;
+/// Threads per block of the FFT kernels.
+pub const FFT_THREADS: u32 = 256;
+
+/// The tensor-core short FFT of length N on one GPU, holding its Gamma image on the device.
+pub struct ShortFft<'g> {
+    gpu: &'g Gpu,
+    n: u32,
+    batch_kernel: CudaFunction,
+    loop_kernel: CudaFunction,
+    gammas: DeviceBuffer<u32>,
+}
+
+impl<'g> ShortFft<'g> {
+    /// Validates N and uploads the Gamma image.
+    pub fn new(gpu: &'g Gpu, n: u32) -> Result<ShortFft<'g>> {
+        check_fft_size(n)?;
+        let (batch, looped) = fft_kernel_names(n).ok_or(Error::MissingKernel("frb_short_fft_n*"))?;
+        Ok(ShortFft {
+            gpu,
+            n,
+            batch_kernel: gpu.function(batch)?,
+            loop_kernel: gpu.function(looped)?,
+            gammas: gpu.upload(&gamma_image(n)?)?,
+        })
+    }
+
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
+    pub fn run(&self, x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, batch: usize) -> Result<()> {
+        check_fft_buffers(self.n, batch, x.len(), y.len())?;
+        let per_block = (FFT_THREADS / 32 * ffts_per_warp(self.n)) as usize;
+        let blocks = batch.div_ceil(per_block) as u32;
+        let batch = batch as u32;
+        let mut launch = self.gpu.stream().launch_builder(&self.batch_kernel);
+        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.raw_mut()).arg(&batch);
+        // SAFETY: matches `frb_short_fft_n*(gammas, x, y, batch)`; the lengths were checked and
+        // the kernel touches only the first `batch` arrays.
+        unsafe { launch.launch(launch_1d(blocks, FFT_THREADS, 0)) }
+            .map_err(|source| Error::Driver { during: "launching the short FFT", source })?;
+        Ok(())
+    }
+
+    /// The benchmark kernel: `blocks` blocks of [`FFT_THREADS`] threads each run
+    /// `4 * iterations` FFTs per warp from registers (`4 * iterations * ffts_per_warp(N)`
+    /// FFTs). `x` holds 4 words per thread, `y` one.
+    pub fn run_loop(
+        &self,
+        x: &DeviceBuffer<u32>,
+        y: &mut DeviceBuffer<u32>,
+        blocks: u32,
+        iterations: u32,
+        salt: u32,
+    ) -> Result<()> {
+        if blocks == 0 || blocks > 1 << 20 || iterations == 0 {
+            return Err(Error::InvalidConfig(format!(
+                "loop FFT needs 1..=2^20 blocks and iterations > 0, got {blocks} and {iterations}"
+            )));
+        }
+        let threads = blocks as usize * FFT_THREADS as usize;
+        if x.len() != 4 * threads {
+            return Err(Error::ShapeMismatch {
+                what: "loop FFT input",
+                expected: 4 * threads,
+                actual: x.len(),
+            });
+        }
+        if y.len() != threads {
+            return Err(Error::ShapeMismatch { what: "loop FFT output", expected: threads, actual: y.len() });
+        }
+        let mut launch = self.gpu.stream().launch_builder(&self.loop_kernel);
+        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.raw_mut()).arg(&iterations).arg(&salt);
+        // SAFETY: matches `frb_short_fft_loop_n*(gammas, x, y, iterations, salt)`; x holds 4
+        // words and y one per thread.
+        unsafe { launch.launch(launch_1d(blocks, FFT_THREADS, 0)) }
+            .map_err(|source| Error::Driver { during: "launching the loop FFT", source })?;
+        Ok(())
+    }
+
+    /// FFTs run by one [`ShortFft::run_loop`] launch.
+    pub fn loop_ffts(&self, blocks: u32, iterations: u32) -> u64 {
+        blocks as u64 * (FFT_THREADS / 32) as u64 * 4 * iterations as u64 * ffts_per_warp(self.n) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    fn random_input(rng: &mut StdRng, len: usize) -> Vec<C64> {
+        (0..len).map(|_| (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0))).collect()
+    }
+
+    /// Eqs. 28-30 with the zero padding of eqs. 23-24 reproduce the padded DFT (eq. 18).
+    #[test]
+    fn three_factor_decomposition_is_the_padded_dft() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for n in FFT_SIZES {
+            for trial in 0..4 {
+                let mut x = random_input(&mut rng, n as usize);
+                if trial == 0 {
+                    // A unit impulse at each n in turn gives the DFT's columns.
+                    for m in 0..n as usize {
+                        x.iter_mut().for_each(|v| *v = (0.0, 0.0));
+                        x[m] = (1.0, 0.0);
+                        let err = relative_l2(&three_factor_fft(&x).unwrap(), &padded_dft(&x));
+                        assert!(err < 1e-13, "N={n} impulse at {m}: {err}");
+                    }
+                    continue;
+                }
+                let err = relative_l2(&three_factor_fft(&x).unwrap(), &padded_dft(&x));
+                assert!(err < 1e-13, "N={n}: {err}");
+            }
+        }
+    }
+
+    /// The sparse G3 (N <= 16), compressed and rebuilt through the universal metadata of eqs.
+    /// 171-173 with selector f, is the dense G3 with its Kronecker deltas (eq. 168), and so
+    /// gives the same product.
+    #[test]
+    fn sparse_gamma3_with_universal_metadata_equals_dense() {
+        let mut rng = StdRng::seed_from_u64(2);
+        for n in [8, 12, 16] {
+            let f = sparse_selector(n).unwrap();
+            let dense = gamma3_matrix(n);
+            // The delta(i_f, j_1) of eq. 168: every nonzero has j1 = i_f.
+            for i in 0..16 {
+                for j in 0..16 {
+                    if dense[i * 16 + j] != 0.0 {
+                        assert_eq!((j >> 1) & 1, (i >> f) & 1, "N={n} ({i}, {j})");
+                    }
+                }
+            }
+            let rebuilt = decompress_universal(&compress_sparse(&dense, f), f);
+            assert_eq!(rebuilt, dense, "N={n}");
+            let b: Vec<f64> = (0..128).map(|_| rng.random_range(-1.0..1.0)).collect();
+            assert_eq!(matmul(&rebuilt, &b, (16, 16, 8)), matmul(&dense, &b, (16, 16, 8)));
+            // A wrong selector does not rebuild it: the test can tell.
+            assert_ne!(decompress_universal(&compress_sparse(&dense, f), f ^ 3), dense, "N={n}");
+        }
+    }
+
+    /// The whole warp algorithm through the register images in f64 is the padded DFT, and the
+    /// images hold what eqs. 39, 41 and 45-47 say (dense register 3 = register 0, eq. 32).
+    #[test]
+    fn warp_emulation_is_the_padded_dft() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for n in FFT_SIZES {
+            let gammas = gamma_image_f64(n).unwrap();
+            let s = ffts_per_warp(n) as usize;
+            let x = random_input(&mut rng, s * n as usize);
+            let y = emulate_warp_fft(n, &gammas, &x, false).unwrap();
+            let want: Vec<C64> = x.chunks(n as usize).flat_map(padded_dft).collect();
+            let err = relative_l2(&y, &want);
+            assert!(err < 1e-13, "N={n}: {err}");
+            for lane in 0..32 {
+                let w = |k: usize, e: usize| gammas[(lane * GAMMA_WORDS + k) * 2 + e];
+                if sparse_selector(n).is_none() {
+                    assert_eq!([w(G3_WORD + 3, 0), w(G3_WORD + 3, 1)], [w(G3_WORD, 0), w(G3_WORD, 1)]);
+                } else {
+                    assert_eq!([w(G3_WORD + 2, 0), w(G3_WORD + 3, 1)], [0.0, 0.0]);
+                }
+            }
+        }
+    }
+
+    /// With f16 Gammas and f16 rounding at each stage the error stays well inside the bound
+    /// the GPU tests use (and is far from zero, so the rounding model is on).
+    #[test]
+    fn f16_model_is_within_the_bound() {
+        let mut rng = StdRng::seed_from_u64(4);
+        for n in FFT_SIZES {
+            let image: Vec<f64> = gamma_image(n)
+                .unwrap()
+                .iter()
+                .flat_map(|&w| {
+                    let (lo, hi) = unpack_f16x2(w);
+                    [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
+                })
+                .collect();
+            let s = ffts_per_warp(n) as usize;
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            for _ in 0..64 {
+                let x: Vec<C64> = random_input(&mut rng, s * n as usize)
+                    .into_iter()
+                    .map(|(re, im)| (round_f16(re), round_f16(im)))
+                    .collect();
+                got.extend(emulate_warp_fft(n, &image, &x, true).unwrap());
+                want.extend(x.chunks(n as usize).flat_map(padded_dft));
+            }
+            let err = relative_l2(&got, &want);
+            println!("N={n}: f16 model relative L2 {err:.2e} (bound {FFT_REL_L2_BOUND:.2e})");
+            assert!(err < FFT_REL_L2_BOUND / 2.0 && err > 1e-5, "N={n}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_sizes_and_buffers_are_typed_errors() {
+        for n in [0, 4, 6, 10, 36, 64] {
+            assert!(matches!(check_fft_size(n), Err(Error::InvalidConfig(_))));
+            assert!(gamma_image(n).is_err());
+        }
+        assert!(check_fft_buffers(12, 5, 60, 120).is_ok());
+        assert!(matches!(check_fft_buffers(12, 0, 0, 0), Err(Error::InvalidConfig(_))));
+        assert!(matches!(check_fft_buffers(12, 5, 59, 120), Err(Error::ShapeMismatch { .. })));
+        assert!(matches!(check_fft_buffers(12, 5, 60, 121), Err(Error::ShapeMismatch { .. })));
+        assert!(matches!(check_fft_buffers(12, MAX_FFT_BATCH + 1, 0, 0), Err(Error::InvalidConfig(_))));
+    }
+}

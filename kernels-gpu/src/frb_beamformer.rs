@@ -247,14 +247,19 @@ mod device {
         let g = FftGammas::load(gammas);
         let lane = lane_id();
         let warp = global_thread_x() / 32;
-        let (c, d, s) = x_coordinates(N, lane);
-        let fft = warp * ffts_per_warp(N) + s;
-        let live = fft < batch;
-        let input = if live && d < N / 4 { *x.add((fft * N + (N / 4) * c + d) as usize) } else { 0 };
-        let out = short_fft::<N>(input, &g);
-        let (u, v, _, _) = y_coordinates(N, Location { lane, register: 0, element: 0 });
-        if live && u < N / 4 {
-            let at = y.add((fft * 2 * N + 8 * u + v) as usize);
+        // Input and output lanes hold different spectators (eqs. 25, 26).
+        let (c, d, s_in) = x_coordinates(N, lane);
+        let fft_in = warp * ffts_per_warp(N) + s_in;
+        let input =
+            if fft_in < batch && d < N / 4 { *x.add((fft_in * N + (N / 4) * c + d) as usize) } else { 0 };
+        // The fences keep the MMAs out of the conditional code around them: they are
+        // warp-collective, and the wrappers are `pure`, so LLVM may otherwise sink them into
+        // the store's branch, where only some lanes would run them.
+        let out = converged(short_fft::<N>(converged([input])[0], &g));
+        let (u, v, s_out, _) = y_coordinates(N, Location { lane, register: 0, element: 0 });
+        let fft_out = warp * ffts_per_warp(N) + s_out;
+        if fft_out < batch && u < N / 4 {
+            let at = y.add((fft_out * 2 * N + 8 * u + v) as usize);
             // (Re, Im) of v and of v + 1 (b <-> v0) as complex words.
             *at = prmt(out[0], out[1], 0x5410);
             *at.add(1) = prmt(out[0], out[1], 0x7632);

@@ -519,6 +519,20 @@ pub fn fma_rn_f32(a: f32, b: f32, c: f32) -> f32 {
     out
 }
 
+/// Returns `values` unchanged through an empty volatile `asm!`, which runs where it is
+/// written on every lane that reaches it. A warp-collective result passed through it is
+/// computed before any later branch: the mma wrappers are `pure`, and LLVM may sink a pure
+/// instruction whose result only a conditional block uses into that block, where part of
+/// the warp would skip it.
+#[inline(always)]
+pub fn converged<const N: usize>(mut values: [u32; N]) -> [u32; N] {
+    for v in values.iter_mut() {
+        // SAFETY: an empty instruction sequence; only the compiler's view changes.
+        unsafe { asm!("// converged {0}", inout(reg32) * v, options(nomem, nostack)) };
+    }
+    values
+}
+
 /// `fma.rn.f16x2`: `a * b + c` on both halves, each rounded once to f16.
 #[inline(always)]
 pub fn hfma2(a: u32, b: u32, c: u32) -> u32 {

@@ -12,6 +12,7 @@ use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use half::f16;
 use radio_kernels_gpu::frb_beamformer::*;
+pub use radio_kernels_gpu::frb_beamformer::{FrbCase, FRB_CASES};
 use radio_kernels_gpu::layout::{
     sparse_metadata_slot, universal_sparse_metadata, Location, M16N8K16_F16_A, M16N8K16_F16_B,
     M16N8K16_SPARSE_F16_A, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C,
@@ -446,9 +447,191 @@ impl<'g> ShortFft<'g> {
     }
 }
 
+// --- Part B (seed sec. 4): configuration, validation and the CPU reference --------------
+//
+// `I[f][tbar][p][q] = sum_{tau in tbar's T_ds block} sum_pol |Et[tau][f][pol][p][q]|^2`,
+// `Et = sum_{m,n} W[f][pol][m][n] E[tau][f][pol][m][n] exp(2 pi i (m p / 2M + n q / 2N))`
+// (eqs. 50-51), 0 <= p < 2M, 0 <= q < 2N. E complex int4+4 `[tau][f][pol][d]`, gridded by
+// `d -> (m, n)` (no dish: zero); W complex f16 `[f][pol][m][n]`; I `[f][tbar][p][q]`, so the
+// second kernel (sec. 5), a matrix product over the (p, q) pixels for every (f, tbar), reads
+// row-major `(F Tbar) x (2M 2N)` rows. The GPU kernel is not written yet.
+
+/// Polarisations of the FRB beamformer.
+pub const FRB_POLS: u32 = 2;
+
+/// One launch of the first FRB kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrbConfig {
+    /// Dishes D and grid (M, N): one of the cases of seed Table 2 ([`FRB_CASES`]).
+    pub dishes: u32,
+    pub m: u32,
+    pub n: u32,
+    /// Frequency channels F (one thread block each), 1..=65535.
+    pub freqs: u32,
+    /// Time samples T per launch: a positive multiple of the case's outer block and of T_ds.
+    pub times: u32,
+    /// Time downsampling factor T_ds (any positive integer).
+    pub t_ds: u32,
+}
+
+impl FrbConfig {
+    /// The Table 2 case, or `InvalidConfig` naming the supported ones.
+    pub fn case(&self) -> Result<FrbCase> {
+        frb_case(self.dishes, self.m, self.n).ok_or_else(|| {
+            let cases: Vec<String> =
+                FRB_CASES.iter().map(|c| format!("({}, {}, {})", c.dishes, c.m, c.n)).collect();
+            Error::InvalidConfig(format!(
+                "(D, M, N) = ({}, {}, {}) is not one of the compiled cases {}",
+                self.dishes,
+                self.m,
+                self.n,
+                cases.join(", ")
+            ))
+        })
+    }
+
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    pub fn validate(&self) -> Result<()> {
+        let case = self.case()?;
+        let bad = |message: String| Err(Error::InvalidConfig(message));
+        if self.freqs == 0 || self.freqs > 65535 {
+            return bad(format!("freqs must be 1..=65535, got {}", self.freqs));
+        }
+        if self.t_ds == 0 {
+            return bad("the time downsampling factor T_ds must be positive".into());
+        }
+        if self.times == 0 || !self.times.is_multiple_of(case.t_outer) {
+            return bad(format!(
+                "times per launch must be a positive multiple of the outer block {} of (D, M, N) = ({}, {}, {}), got {}",
+                case.t_outer, self.dishes, self.m, self.n, self.times
+            ));
+        }
+        if !self.times.is_multiple_of(self.t_ds) {
+            return bad(format!(
+                "times per launch ({}) must be a multiple of T_ds ({}): no partial sums are kept between launches",
+                self.times, self.t_ds
+            ));
+        }
+        Ok(())
+    }
+
+    /// Downsampled samples per launch, `T / T_ds`.
+    pub fn out_times(&self) -> u32 {
+        self.times / self.t_ds
+    }
+    /// E size in bytes (ci4 `[tau][f][pol][d]`).
+    pub fn e_len(&self) -> usize {
+        self.times as usize * self.freqs as usize * FRB_POLS as usize * self.dishes as usize
+    }
+    /// W size in complex values (`[f][pol][m][n]`).
+    pub fn weights_len(&self) -> usize {
+        self.freqs as usize * FRB_POLS as usize * (self.m * self.n) as usize
+    }
+    /// I size (`[f][tbar][p][q]`).
+    pub fn output_len(&self) -> usize {
+        self.freqs as usize * self.out_times() as usize * (4 * self.m * self.n) as usize
+    }
+    pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
+        ((tau as usize * self.freqs as usize + f as usize) * FRB_POLS as usize + pol as usize)
+            * self.dishes as usize
+            + d as usize
+    }
+    pub fn weight_index(&self, f: u32, pol: u32, m: u32, n: u32) -> usize {
+        ((f as usize * FRB_POLS as usize + pol as usize) * self.m as usize + m as usize) * self.n as usize
+            + n as usize
+    }
+    pub fn output_index(&self, f: u32, tbar: u32, p: u32, q: u32) -> usize {
+        ((f as usize * self.out_times() as usize + tbar as usize) * 2 * self.m as usize + p as usize)
+            * 2
+            * self.n as usize
+            + q as usize
+    }
+
+    /// Checks a dish-to-grid map: D entries `(m, n)`, each inside the M x N grid, no two
+    /// dishes on one grid point.
+    pub fn check_grid(&self, grid: &[(u32, u32)]) -> Result<()> {
+        self.case()?;
+        if grid.len() != self.dishes as usize {
+            return Err(Error::ShapeMismatch {
+                what: "dish grid map",
+                expected: self.dishes as usize,
+                actual: grid.len(),
+            });
+        }
+        let mut owner = vec![None; (self.m * self.n) as usize];
+        for (d, &(m, n)) in grid.iter().enumerate() {
+            if m >= self.m || n >= self.n {
+                return Err(Error::InvalidConfig(format!(
+                    "dish {d} is mapped to ({m}, {n}), outside the {} x {} grid",
+                    self.m, self.n
+                )));
+            }
+            let slot = &mut owner[(m * self.n + n) as usize];
+            if let Some(other) = *slot {
+                return Err(Error::InvalidConfig(format!(
+                    "dishes {other} and {d} are both mapped to ({m}, {n})"
+                )));
+            }
+            *slot = Some(d);
+        }
+        Ok(())
+    }
+}
+
+/// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted
+/// field: [`padded_dft`] along n, then along m), `I[f][tbar][p][q]`.
+pub fn frb_intensity_reference(
+    config: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    weights: &[u32],
+) -> Result<Vec<f64>> {
+    config.validate()?;
+    config.check_grid(grid)?;
+    let c = config;
+    if e.len() != c.e_len() {
+        return Err(Error::ShapeMismatch { what: "FRB E (bytes)", expected: c.e_len(), actual: e.len() });
+    }
+    if weights.len() != c.weights_len() {
+        return Err(Error::ShapeMismatch {
+            what: "FRB weights",
+            expected: c.weights_len(),
+            actual: weights.len(),
+        });
+    }
+    let w = unpack_c16(weights);
+    let (m_len, n_len) = (c.m as usize, c.n as usize);
+    let mut out = vec![0.0; c.output_len()];
+    let mut field = vec![(0.0, 0.0); m_len * n_len];
+    for tau in 0..c.times {
+        for f in 0..c.freqs {
+            for pol in 0..FRB_POLS {
+                field.iter_mut().for_each(|x| *x = (0.0, 0.0));
+                for (d, &(m, n)) in grid.iter().enumerate() {
+                    let (re, im) =
+                        radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
+                    field[m as usize * n_len + n as usize] =
+                        cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
+                }
+                // Eq. 56 along n, then eq. 57 along m.
+                let g: Vec<Vec<C64>> = field.chunks(n_len).map(padded_dft).collect();
+                for q in 0..2 * n_len {
+                    let column: Vec<C64> = g.iter().map(|row| row[q]).collect();
+                    for (p, value) in padded_dft(&column).into_iter().enumerate() {
+                        out[c.output_index(f, tau / c.t_ds, p as u32, q as u32)] +=
+                            value.0 * value.0 + value.1 * value.1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use radio_kernels_gpu::packing::pack_f16x2;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -570,5 +753,147 @@ mod tests {
         assert!(matches!(check_fft_buffers(12, 5, 59, 120), Err(Error::ShapeMismatch { .. })));
         assert!(matches!(check_fft_buffers(12, 5, 60, 121), Err(Error::ShapeMismatch { .. })));
         assert!(matches!(check_fft_buffers(12, MAX_FFT_BATCH + 1, 0, 0), Err(Error::InvalidConfig(_))));
+    }
+
+    fn chord_pathfinder(times: u32, t_ds: u32) -> FrbConfig {
+        FrbConfig { dishes: 64, m: 8, n: 12, freqs: 2, times, t_ds }
+    }
+
+    /// A random injective map of D dishes onto the M x N grid.
+    fn random_grid(config: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
+        let mut points: Vec<(u32, u32)> =
+            (0..config.m).flat_map(|m| (0..config.n).map(move |n| (m, n))).collect();
+        for k in (1..points.len()).rev() {
+            points.swap(k, rng.random_range(0..=k));
+        }
+        points.truncate(config.dishes as usize);
+        points
+    }
+
+    fn unit_weights(config: &FrbConfig) -> Vec<u32> {
+        vec![pack_f16x2(f16::ONE.to_bits(), 0); config.weights_len()]
+    }
+
+    /// Physics check: a plane wave from the half-integer direction (p0 / 2, q0 / 2) (E_d =
+    /// exp(-2 pi i (m p0 / 2M + n q0 / 2N)) quantised to int4) lights up pixel (p0, q0), for
+    /// every case, with a scrambled dish map and p0, q0 odd.
+    #[test]
+    fn plane_wave_lights_up_its_pixel() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for case in FRB_CASES {
+            let config = FrbConfig {
+                dishes: case.dishes,
+                m: case.m,
+                n: case.n,
+                freqs: 1,
+                times: case.t_outer,
+                t_ds: case.t_outer,
+            };
+            let grid = random_grid(&config, &mut rng);
+            let (p0, q0) = (2 * rng.random_range(0..config.m) + 1, 2 * rng.random_range(0..config.n) + 1);
+            let mut e = vec![0u8; config.e_len()];
+            for tau in 0..config.times {
+                for pol in 0..FRB_POLS {
+                    for (d, &(m, n)) in grid.iter().enumerate() {
+                        let phase =
+                            -PI * (m * p0) as f64 / config.m as f64 - PI * (n * q0) as f64 / config.n as f64;
+                        let (re, im) = ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
+                        e[config.e_index(tau, 0, pol, d as u32)] =
+                            radio_kernels_gpu::packing::pack_ci4(re, im);
+                    }
+                }
+            }
+            let i = frb_intensity_reference(&config, &e, &grid, &unit_weights(&config)).unwrap();
+            let (best, _) =
+                i.iter().enumerate().fold((0, f64::MIN), |b, (k, &v)| if v > b.1 { (k, v) } else { b });
+            assert_eq!(best, config.output_index(0, 0, p0, q0), "{case:?}: brightest pixel");
+            // Most of the coherent sum 7 D lands there (int4 rounding moves each phasor by at
+            // most 0.71).
+            let peak = i[best] / (2.0 * config.times as f64);
+            assert!(peak > (0.85 * 7.0 * case.dishes as f64).powi(2), "{case:?}: {peak}");
+        }
+    }
+
+    /// The separable reference equals the direct 2-d sum of eq. 51 (random E, W and map), and
+    /// downsampling by T_ds sums T_ds consecutive T_ds = 1 outputs.
+    #[test]
+    fn reference_is_eq_51_and_downsamples() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let config = chord_pathfinder(48, 1);
+        let grid = random_grid(&config, &mut rng);
+        let e: Vec<u8> = (0..config.e_len()).map(|_| rng.random()).collect();
+        let weights: Vec<u32> = (0..config.weights_len())
+            .map(|_| {
+                let mut h = || f16::from_f64(rng.random_range(-1.0..1.0)).to_bits();
+                pack_f16x2(h(), h())
+            })
+            .collect();
+        let fine = frb_intensity_reference(&config, &e, &grid, &weights).unwrap();
+        let w = unpack_c16(&weights);
+        for (f, tau, p, q) in [(0, 0, 0, 0), (1, 5, 3, 17), (0, 47, 15, 23), (1, 20, 8, 12)] {
+            let mut total = 0.0;
+            for pol in 0..FRB_POLS {
+                let mut sum = (0.0, 0.0);
+                for (d, &(m, n)) in grid.iter().enumerate() {
+                    let (re, im) =
+                        radio_kernels_gpu::packing::unpack_ci4(e[config.e_index(tau, f, pol, d as u32)]);
+                    let x = cmul(w[config.weight_index(f, pol, m, n)], (re as f64, im as f64));
+                    let phase = PI * (m * p) as f64 / config.m as f64 + PI * (n * q) as f64 / config.n as f64;
+                    let t = cmul(x, cis(phase));
+                    sum = (sum.0 + t.0, sum.1 + t.1);
+                }
+                total += sum.0 * sum.0 + sum.1 * sum.1;
+            }
+            let got = fine[config.output_index(f, tau, p, q)];
+            assert!((got - total).abs() <= 1e-9 * total.max(1.0), "({f}, {tau}, {p}, {q}): {got} vs {total}");
+        }
+        for t_ds in [3, 16, 48] {
+            let coarse_config = FrbConfig { t_ds, ..config };
+            let coarse = frb_intensity_reference(&coarse_config, &e, &grid, &weights).unwrap();
+            for f in 0..config.freqs {
+                for tbar in 0..coarse_config.out_times() {
+                    for pq in 0..(4 * config.m * config.n) {
+                        let (p, q) = (pq / (2 * config.n), pq % (2 * config.n));
+                        let sum: f64 = (tbar * t_ds..(tbar + 1) * t_ds)
+                            .map(|tau| fine[config.output_index(f, tau, p, q)])
+                            .sum();
+                        let got = coarse[coarse_config.output_index(f, tbar, p, q)];
+                        assert!((got - sum).abs() <= 1e-9 * sum.max(1.0), "T_ds={t_ds}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn frb_configs_and_maps_are_validated() {
+        let ok = chord_pathfinder(48, 3);
+        assert!(ok.validate().is_ok());
+        for c in FRB_CASES {
+            let config =
+                FrbConfig { dishes: c.dishes, m: c.m, n: c.n, freqs: 1, times: c.t_outer * 7, t_ds: 7 };
+            assert!(config.validate().is_ok(), "{c:?}");
+        }
+        let invalid = |config: FrbConfig| matches!(config.validate(), Err(Error::InvalidConfig(_)));
+        assert!(invalid(FrbConfig { n: 16, ..ok })); // (64, 8, 16): no such case
+        assert!(invalid(FrbConfig { dishes: 512, m: 24, n: 32, ..ok }));
+        assert!(invalid(FrbConfig { times: 40, ..ok })); // not a multiple of T_outer = 48
+        assert!(invalid(FrbConfig { times: 0, ..ok }));
+        assert!(invalid(FrbConfig { t_ds: 0, ..ok }));
+        assert!(invalid(FrbConfig { t_ds: 5, ..ok })); // 48 is not a multiple of 5
+        assert!(invalid(FrbConfig { freqs: 0, ..ok }));
+        let mut rng = StdRng::seed_from_u64(8);
+        let mut grid = random_grid(&ok, &mut rng);
+        assert!(ok.check_grid(&grid).is_ok());
+        assert!(matches!(ok.check_grid(&grid[1..]), Err(Error::ShapeMismatch { .. })));
+        let keep = grid[3];
+        grid[3] = grid[10];
+        assert!(matches!(ok.check_grid(&grid), Err(Error::InvalidConfig(m)) if m.contains("both mapped")));
+        grid[3] = (8, 0);
+        assert!(matches!(ok.check_grid(&grid), Err(Error::InvalidConfig(m)) if m.contains("outside")));
+        grid[3] = keep;
+        let e = vec![0u8; ok.e_len()];
+        assert!(frb_intensity_reference(&ok, &e[1..], &grid, &unit_weights(&ok)).is_err());
+        assert!(frb_intensity_reference(&ok, &e, &grid, &unit_weights(&ok)[1..]).is_err());
     }
 }

@@ -184,6 +184,43 @@ pub const fn gamma3_entry(n: u32, i: u32, j: u32) -> Option<(u32, u32, RealEntry
     Some(((j & 1) | (dhi << 1), u, realify(i >> 3, j >> 3)))
 }
 
+// --- Part B (seed sec. 4): the first FRB kernel's cases --------------------------------
+
+/// One compile-time case of seed Table 2: dishes D on an M x N grid, warps per block W, and
+/// the outer and inner time blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrbCase {
+    pub dishes: u32,
+    pub m: u32,
+    pub n: u32,
+    pub warps: u32,
+    pub t_outer: u32,
+    pub t_inner: u32,
+}
+
+/// Seed Table 2, cases 1-5: CHORD pathfinder square and rectangular, HIRAX square and
+/// rectangular, full CHORD.
+pub const FRB_CASES: [FrbCase; 5] = [
+    FrbCase { dishes: 64, m: 8, n: 8, warps: 4, t_outer: 64, t_inner: 8 },
+    FrbCase { dishes: 64, m: 8, n: 12, warps: 6, t_outer: 48, t_inner: 6 },
+    FrbCase { dishes: 256, m: 16, n: 16, warps: 16, t_outer: 64, t_inner: 8 },
+    FrbCase { dishes: 256, m: 16, n: 20, warps: 20, t_outer: 40, t_inner: 5 },
+    FrbCase { dishes: 512, m: 24, n: 24, warps: 24, t_outer: 48, t_inner: 4 },
+];
+
+/// The case of (D, M, N), if Table 2 has one.
+pub const fn frb_case(dishes: u32, m: u32, n: u32) -> Option<FrbCase> {
+    let mut k = 0;
+    while k < FRB_CASES.len() {
+        let c = FRB_CASES[k];
+        if c.dishes == dishes && c.m == m && c.n == n {
+            return Some(c);
+        }
+        k += 1;
+    }
+    None
+}
+
 #[cfg(target_arch = "nvptx64")]
 pub use device::*;
 
@@ -347,6 +384,19 @@ pub const fn fft_kernel_names(n: u32) -> Option<(&'static str, &'static str)> {
 mod tests {
     use super::*;
     use crate::layout::{M16N8K16_F16_A, M16N8K16_F16_B, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C};
+
+    /// Eq. 59's compile-time asserts and the grid capacity hold for every case.
+    #[test]
+    fn table_2_cases_satisfy_eq_59() {
+        for c in FRB_CASES {
+            assert!(is_fft_size(c.m) && is_fft_size(c.n), "{c:?}");
+            assert!(c.t_outer % 2 == 0 && c.t_outer % c.t_inner == 0, "{c:?}");
+            assert!(c.dishes <= c.m * c.n, "{c:?}");
+            assert_eq!(frb_case(c.dishes, c.m, c.n), Some(c));
+        }
+        assert_eq!(frb_case(64, 12, 8), None);
+        assert_eq!(frb_case(512, 24, 32), None);
+    }
 
     #[test]
     fn ranks_and_spectators() {

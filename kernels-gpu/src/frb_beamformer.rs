@@ -24,9 +24,10 @@
 //!
 //! Part B (the first FRB kernel, seed sec. 4), so far without its kernel: the cases of Table
 //! 2 ([`FRB_CASES`]), their derived constants, the shared-memory layouts of sec. 4.5
-//! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`) and the `Freg2[]` assignment of sec. 4.9, with CPU checks
-//! that the accesses of secs. 4.6-4.9 are bank-conflict free (the `Gsh[]` accesses of secs.
-//! 4.10-4.11 are not checked yet).
+//! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9 and the `Gsh[]`
+//! store/load lanes of secs. 4.10-4.11, with CPU checks (the seed author's script, as tests)
+//! that all six shared-memory access patterns of secs. 4.6-4.11 are bank-conflict free and
+//! cover their arrays exactly once.
 use crate::layout::Location;
 
 /// The FFT lengths N of seed sec. 3 (`8 <= N <= 32`, N divisible by 4).
@@ -355,6 +356,43 @@ impl FrbCase {
     }
 }
 
+impl FrbCase {
+    /// Sec. 4.10: the `Gsh[]` element `(tau, pol, m, q)` that lane `t` of warp `w` stores
+    /// from register `r` (`r <-> q_lo0`, eq. 120) after the first FFT of the mini-tile in
+    /// `Freg2[tr][mr]`, `tau` counted inside the inner block (`tr < T_inner / T_w`). The
+    /// lanes are eq. 26's output assignment with `u = q_hi` and the spectator `s = m`
+    /// within the mini-tile; `q` runs over the padded `2 N_pad`.
+    pub const fn gsh_write_element(
+        &self,
+        w: u32,
+        t: u32,
+        tr: u32,
+        mr: u32,
+        pol: u32,
+        r: u32,
+    ) -> (u32, u32, u32, u32) {
+        let (q_hi, m_in) = split_field3(self.n, t >> 2);
+        let q = 8 * q_hi + (r | ((t & 3) << 1));
+        let (tau_w, m_w) = (w / self.mw(), w % self.mw());
+        (tau_w + self.tw() * tr, pol, m_in + self.mt() * (m_w + self.mw() * mr), q)
+    }
+
+    /// `G`-array tiles of the second FFT (eq. 121): `2N / (32 / M_pad)` of them, each all m
+    /// and `32 / M_pad` consecutive q.
+    pub const fn g_tiles(&self) -> u32 {
+        2 * self.n / (32 / self.m_pad())
+    }
+
+    /// Sec. 4.11: the `(m, q)` lane `t` reads for `G`-tile `tile` (eq. 123: eq. 25 with
+    /// `c = m_hi`, `d = m_lo`, spectator `s = q` within the tile), and whether `m_lo` is
+    /// zero padding (`m_lo >= M/4`, case 5 only), whose value the kernel masks to zero.
+    pub const fn gsh_read_element(&self, t: u32, tile: u32) -> (u32, u32, bool) {
+        let (m_hi, m_lo, q_in) = x_coordinates(self.m, t);
+        let m = (self.m / 4) * m_hi + m_lo;
+        (m, tile * (32 / self.m_pad()) + q_in, m_lo >= self.m / 4)
+    }
+}
+
 /// One `Freg2[]` slot: see [`FrbCase::freg2_element`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Freg2Element {
@@ -662,6 +700,58 @@ mod tests {
             }
             let block = (c.t_outer / 2 * c.m * c.n) as usize;
             assert!(seen[..block].iter().all(|&k| k == 1), "{c:?}: Freg2 is not a bijection");
+        }
+    }
+
+    /// Sec. 4.10: every `Gsh[]` store (warp, inner-block register, pol, r) is conflict free
+    /// and in bounds, and together they write each `(tau, pol, m, q)` of the inner block,
+    /// `q < 2 N_pad`, exactly once. Sec. 4.11: every load of a G-tile (any tau, pol) is
+    /// conflict free and in bounds, and the tiles read each real `(m, q)`, `q < 2N`, once.
+    #[test]
+    fn gsh_accesses_are_conflict_free_and_cover_g() {
+        extern crate std;
+        for c in FRB_CASES {
+            let words = c.gsh_bytes() / 4;
+            let mut written = std::vec![0u8; (c.t_inner * 2 * c.m * 2 * c.n_pad()) as usize];
+            for w in 0..c.warps {
+                for tr in 0..c.t_inner / c.tw() {
+                    for mr in 0..c.mr() {
+                        for pol in 0..2 {
+                            for r in 0..2 {
+                                let addr: [u32; 32] = core::array::from_fn(|t| {
+                                    let (tau, pol, m, q) = c.gsh_write_element(w, t as u32, tr, mr, pol, r);
+                                    written[(((tau * 2 + pol) * c.m + m) * 2 * c.n_pad() + q) as usize] += 1;
+                                    c.gsh_word(tau, pol, m, q)
+                                });
+                                assert!(
+                                    conflict_free(addr),
+                                    "{c:?} Gsh store w={w} tr={tr} mr={mr} pol={pol} r={r}"
+                                );
+                                assert!(addr.iter().all(|&a| a < words));
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(written.iter().all(|&k| k == 1), "{c:?}: Gsh stores are not a bijection");
+            assert!(c.g_tiles() % c.warps == 0 && 2 * c.n % (32 / c.m_pad()) == 0, "{c:?}: eq. 121");
+            for tau in 0..c.t_inner {
+                for pol in 0..2 {
+                    let mut read = std::vec![0u8; (c.m * 2 * c.n) as usize];
+                    for tile in 0..c.g_tiles() {
+                        let addr: [u32; 32] = core::array::from_fn(|t| {
+                            let (m, q, padded) = c.gsh_read_element(t as u32, tile);
+                            if !padded {
+                                read[(m * 2 * c.n + q) as usize] += 1;
+                            }
+                            c.gsh_word(tau, pol, m, q)
+                        });
+                        assert!(conflict_free(addr), "{c:?} Gsh load tau={tau} pol={pol} tile={tile}");
+                        assert!(addr.iter().all(|&a| a < words));
+                    }
+                    assert!(read.iter().all(|&k| k == 1), "{c:?}: G tiles are not a bijection");
+                }
+            }
         }
     }
 

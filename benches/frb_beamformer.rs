@@ -6,13 +6,16 @@
 //! - the tensor pipe's ceiling: the fraction of the time the measured m16n8k8 and m16n8k16
 //!   (dense or sparse) rates leave for one FFT's two MMAs that the loop uses.
 //!
+//! Then the first FRB kernel (part B, the straightforward version) per seed Table 2 case at
+//! seed Table 3's F, sampling time and T_ds: time per launch and real-time fraction.
+//!
 //! Ceilings come from `ceilings.json` (run the ceilings bench first).
 mod common;
 
-use common::{median_ms, read_ceiling};
+use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
 use half::f16;
-use radio_kernels::frb_beamformer::{ShortFft, FFT_THREADS};
+use radio_kernels::frb_beamformer::{FrbBeamformer, FrbConfig, ShortFft, FFT_THREADS, FRB_CASES};
 use radio_kernels::gpu_shared::frb_beamformer::{ffts_per_warp, sparse_selector, FFT_SIZES};
 use radio_kernels::gpu_shared::packing::pack_f16x2;
 use rand::rngs::StdRng;
@@ -102,5 +105,63 @@ fn main() {
             gffts / CUFFT_H200[k],
             pct(busy)
         );
+    }
+    first_kernel(&gpu);
+}
+
+/// Seed Table 3: F per GPU, upchannelised sampling time (us) and T_ds per case; the seed's
+/// predicted cost on an A40 (% of the GPU).
+const TABLE_3: [(u32, f64, u32, f64); 5] = [
+    (2048, 27.3067, 40, 9.2),
+    (2048, 27.3067, 40, 14.1),
+    (1024, 40.96, 25, 12.4),
+    (1024, 40.96, 25, 18.9),
+    (256, 27.3067, 40, 14.4),
+];
+
+fn first_kernel(gpu: &radio_kernels::Gpu) {
+    let mut rng = StdRng::seed_from_u64(11);
+    println!("\nfirst FRB kernel (straightforward version) on {}, medians of 5", gpu.name());
+    println!(
+        "{:>14} {:>5} {:>6} {:>4} {:>10} {:>10} {:>12}",
+        "(D, M, N)", "F", "T", "T_ds", "time ms", "real time", "seed (A40)"
+    );
+    for (case, (freqs, ts_us, t_ds, seed)) in FRB_CASES.into_iter().zip(TABLE_3) {
+        // The shortest T that is a multiple of the outer block and of T_ds, at least 1920.
+        let step = case.t_outer * t_ds / gcd(case.t_outer, t_ds);
+        let times = step * 1920u32.div_ceil(step);
+        let config = FrbConfig { dishes: case.dishes, m: case.m, n: case.n, freqs, times, t_ds };
+        let mut points: Vec<(u32, u32)> =
+            (0..case.m).flat_map(|m| (0..case.n).map(move |n| (m, n))).collect();
+        for k in (1..points.len()).rev() {
+            points.swap(k, rng.random_range(0..=k));
+        }
+        points.truncate(case.dishes as usize);
+        let w = f16::from_f64(6.0 / ((t_ds * case.dishes) as f64).sqrt() / 4.0).to_bits();
+        let weights = vec![pack_f16x2(w, w); config.weights_len()];
+        let beamformer = FrbBeamformer::new(gpu, config, &points, &weights).expect("FRB beamformer");
+        let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
+        fill_random(gpu, &mut e, 5);
+        let mut i = gpu.alloc::<u16>(config.output_len(), 0).expect("I");
+        let ms = median_ms(gpu, 5, || beamformer.beamform(&e, &mut i).expect("launch"));
+        let real_ms = times as f64 * ts_us / 1e3;
+        println!(
+            "{:>14} {:>5} {:>6} {:>4} {:>10.2} {:>9.1}% {:>11.1}%",
+            format!("({}, {}, {})", case.dishes, case.m, case.n),
+            freqs,
+            times,
+            t_ds,
+            ms,
+            100.0 * ms / real_ms,
+            seed
+        );
+    }
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
     }
 }

@@ -165,3 +165,166 @@ fn loop_kernel_runs_the_same_fft() {
         println!("N={n}: loop kernel output matches the batch kernel bit for bit");
     }
 }
+
+// --- Part B: the first FRB kernel -------------------------------------------------------
+
+mod frb {
+    use super::*;
+    use radio_kernels::frb_beamformer::{
+        frb_intensity_reference, FrbBeamformer, FrbConfig, FRB_CASES, FRB_POLS, FRB_REL_L2_BOUND,
+    };
+    use radio_kernels::gpu_shared::packing::pack_ci4;
+    use rand::rngs::StdRng;
+
+    /// A random injective dish map (a scrambled grid: dish order has nothing to do with the
+    /// grid order).
+    fn random_grid(c: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
+        let mut points: Vec<(u32, u32)> = (0..c.m).flat_map(|m| (0..c.n).map(move |n| (m, n))).collect();
+        for k in (1..points.len()).rev() {
+            points.swap(k, rng.random_range(0..=k));
+        }
+        points.truncate(c.dishes as usize);
+        points
+    }
+
+    /// Weights with |re|, |im| <= w_max, w_max chosen so uniform int4 noise gives I near 1000
+    /// (the magnitudes the module documents as realistic).
+    fn random_weights(c: &FrbConfig, rng: &mut StdRng) -> Vec<u32> {
+        let w_max = (1000.0 / (4.0 * c.t_ds as f64 * c.dishes as f64 * 21.5)).sqrt() / 2f64.sqrt();
+        (0..c.weights_len())
+            .map(|_| {
+                let mut h = || f16::from_f64(rng.random_range(-w_max..w_max)).to_bits();
+                pack_f16x2(h(), h())
+            })
+            .collect()
+    }
+
+    fn run(
+        gpu: &radio_kernels::Gpu,
+        c: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+        e: &[u8],
+    ) -> Vec<f64> {
+        let beamformer = FrbBeamformer::new(gpu, c, grid, weights).unwrap();
+        let e = gpu.upload(e).unwrap();
+        let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+        beamformer.beamform(&e, &mut i).unwrap();
+        i.download().unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
+    }
+
+    fn rel_l2(got: &[f64], want: &[f64]) -> f64 {
+        let num: f64 = got.iter().zip(want).map(|(g, w)| (g - w).powi(2)).sum();
+        let den: f64 = want.iter().map(|w| w * w).sum();
+        (num / den).sqrt()
+    }
+
+    /// All five cases, scrambled random maps, random E over the whole int4 range, random
+    /// weights, T_ds of 1, 3 (odd) and the whole launch: within `FRB_REL_L2_BOUND` of the f64
+    /// reference, every output written and finite.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn first_kernel_matches_the_reference_for_every_case() {
+        let gpu = gpu();
+        let mut rng = rng();
+        for case in FRB_CASES {
+            let times = 3 * case.t_outer;
+            for t_ds in [1, 3, times] {
+                let c = FrbConfig { dishes: case.dishes, m: case.m, n: case.n, freqs: 3, times, t_ds };
+                let grid = random_grid(&c, &mut rng);
+                let weights = random_weights(&c, &mut rng);
+                let e: Vec<u8> = (0..c.e_len()).map(|_| rng.random()).collect();
+                let got = run(&gpu, c, &grid, &weights, &e);
+                let want = frb_intensity_reference(&c, &e, &grid, &weights).unwrap();
+                assert!(got.iter().all(|v| v.is_finite()), "{c:?}: unwritten or non-finite I");
+                let err = rel_l2(&got, &want);
+                let mean = want.iter().sum::<f64>() / want.len() as f64;
+                println!(
+                    "(D, M, N) = ({}, {}, {}) T_ds {t_ds:3}: relative L2 {err:.2e} (bound {FRB_REL_L2_BOUND:.2e}), mean I {mean:.0}",
+                    c.dishes, c.m, c.n
+                );
+                assert!(err <= FRB_REL_L2_BOUND, "{c:?}: {err}");
+            }
+        }
+    }
+
+    /// Physics check on the GPU: a plane wave from the half-integer direction (p0/2, q0/2)
+    /// lights up pixel (p0, q0) in every downsampled sample, for every case.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn plane_wave_lights_up_its_pixel_on_the_gpu() {
+        let gpu = gpu();
+        let mut rng = rng();
+        for case in FRB_CASES {
+            let c = FrbConfig {
+                dishes: case.dishes,
+                m: case.m,
+                n: case.n,
+                freqs: 2,
+                times: case.t_outer,
+                t_ds: case.t_outer / 2,
+            };
+            let grid = random_grid(&c, &mut rng);
+            let (p0, q0) = (2 * rng.random_range(0..c.m) + 1, 2 * rng.random_range(0..c.n) + 1);
+            let mut e = vec![0u8; c.e_len()];
+            for tau in 0..c.times {
+                for f in 0..c.freqs {
+                    for pol in 0..FRB_POLS {
+                        for (d, &(m, n)) in grid.iter().enumerate() {
+                            let phase = -std::f64::consts::PI
+                                * ((m * p0) as f64 / c.m as f64 + (n * q0) as f64 / c.n as f64);
+                            let (re, im) =
+                                ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
+                            e[c.e_index(tau, f, pol, d as u32)] = pack_ci4(re, im);
+                        }
+                    }
+                }
+            }
+            // |W| = 1 / (8 D) keeps the coherent peak 2 T_ds (7 D / (8 D))^2 well inside f16.
+            let w = f16::from_f64(1.0 / (8.0 * c.dishes as f64)).to_bits();
+            let weights = vec![pack_f16x2(w, 0); c.weights_len()];
+            let got = run(&gpu, c, &grid, &weights, &e);
+            for f in 0..c.freqs {
+                for tbar in 0..c.out_times() {
+                    let first = c.output_index(f, tbar, 0, 0);
+                    let block = &got[first..first + (4 * c.m * c.n) as usize];
+                    let best =
+                        block.iter().enumerate().fold(0, |b, (k, &v)| if v > block[b] { k } else { b });
+                    assert_eq!(best as u32, p0 * 2 * c.n + q0, "{case:?} f={f} tbar={tbar}");
+                }
+            }
+            println!("(D, M, N) = ({}, {}, {}): plane wave at pixel ({p0}, {q0})", c.dishes, c.m, c.n);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn first_kernel_rejects_bad_input() {
+        let gpu = gpu();
+        let mut rng = rng();
+        let ok = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 2, times: 96, t_ds: 3 };
+        let grid = random_grid(&ok, &mut rng);
+        let weights = random_weights(&ok, &mut rng);
+        let invalid = |r: Result<FrbBeamformer, Error>| matches!(r, Err(Error::InvalidConfig(_)));
+        assert!(invalid(FrbBeamformer::new(&gpu, FrbConfig { n: 16, ..ok }, &grid, &weights)));
+        assert!(invalid(FrbBeamformer::new(&gpu, FrbConfig { times: 100, ..ok }, &grid, &weights)));
+        let mut dup = grid.clone();
+        dup[5] = dup[6];
+        assert!(invalid(FrbBeamformer::new(&gpu, ok, &dup, &weights)));
+        let mut outside = grid.clone();
+        outside[5] = (0, 12);
+        assert!(invalid(FrbBeamformer::new(&gpu, ok, &outside, &weights)));
+        assert!(matches!(
+            FrbBeamformer::new(&gpu, ok, &grid, &weights[1..]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let beamformer = FrbBeamformer::new(&gpu, ok, &grid, &weights).unwrap();
+        let e = gpu.alloc::<u8>(ok.e_len(), 0).unwrap();
+        let mut short = gpu.alloc::<u16>(ok.output_len() - 1, POISON).unwrap();
+        assert!(matches!(beamformer.beamform(&e, &mut short), Err(Error::ShapeMismatch { .. })));
+        let e_short = gpu.alloc::<u8>(ok.e_len() - 1, 0).unwrap();
+        let mut i = gpu.alloc::<u16>(ok.output_len(), POISON).unwrap();
+        assert!(matches!(beamformer.beamform(&e_short, &mut i), Err(Error::ShapeMismatch { .. })));
+        beamformer.beamform(&e, &mut i).unwrap();
+    }
+}

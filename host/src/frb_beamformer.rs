@@ -611,6 +611,11 @@ pub struct FrbBeamformer<'g> {
     weights: DeviceBuffer<u32>,
     gammas_m: DeviceBuffer<u32>,
     gammas_n: DeviceBuffer<u32>,
+    /// Output samples per block, the blocks (`F` channels times time chunks) and the
+    /// dynamic shared memory of each.
+    tbar_per_block: u32,
+    blocks: u32,
+    shared_bytes: u32,
 }
 
 impl<'g> FrbBeamformer<'g> {
@@ -631,12 +636,33 @@ impl<'g> FrbBeamformer<'g> {
                 actual: weights.len(),
             });
         }
-        let name = frb_beamform_kernel(&config.case()?).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        let case = config.case()?;
+        let name = frb_beamform_kernel(&case).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        let kernel = gpu.function(name)?;
+        let shared_bytes = frb_beamform_shared_bytes(&case);
+        kernel
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )
+            .map_err(|source| Error::Driver {
+                during: "raising the FRB kernel's shared-memory limit",
+                source,
+            })?;
+        // Split time into chunks of whole output samples so that channels x chunks gives
+        // about 8 blocks per SM (F alone is 256 blocks for full CHORD).
+        let out_times = config.out_times();
+        let chunks = (8 * gpu.sm_count()).div_ceil(config.freqs).clamp(1, out_times);
+        let tbar_per_block = out_times.div_ceil(chunks);
+        let blocks = config.freqs * out_times.div_ceil(tbar_per_block);
         let points: Vec<u32> = grid.iter().map(|&(m, n)| m * config.n + n).collect();
         Ok(FrbBeamformer {
             gpu,
             config,
-            kernel: gpu.function(name)?,
+            kernel,
+            tbar_per_block,
+            blocks,
+            shared_bytes,
             grid: gpu.upload(&points)?,
             weights: gpu.upload(weights)?,
             gammas_m: gpu.upload(&gamma_image(config.m)?)?,
@@ -671,12 +697,13 @@ impl<'g> FrbBeamformer<'g> {
             .arg(i.raw_mut())
             .arg(&c.freqs)
             .arg(&c.times)
-            .arg(&c.t_ds);
-        let shared = frb_beamform_shared_bytes(c.m, c.n);
+            .arg(&c.t_ds)
+            .arg(&self.tbar_per_block);
         // SAFETY: matches `frb_beamform_d*_m*_n*(e, weights, grid, gammas_m, gammas_n, out,
-        // freqs, times, t_ds)`; every length was checked against the validated config, the
-        // map is inside the grid, and `times` is a multiple of `t_ds`.
-        unsafe { launch.launch(launch_1d(c.freqs, FRB_THREADS, shared)) }
+        // freqs, times, t_ds, tbar_per_block)`; every length was checked against the
+        // validated config, the map is inside the grid, `times` is a multiple of `t_ds`, and
+        // `blocks = F * ceil(out_times / tbar_per_block)`.
+        unsafe { launch.launch(launch_1d(self.blocks, FRB_THREADS, self.shared_bytes)) }
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
     }

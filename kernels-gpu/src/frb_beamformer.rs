@@ -431,9 +431,10 @@ pub const fn frb_beamform_kernel(case: &FrbCase) -> Option<&'static str> {
     })
 }
 
-/// Dynamic shared memory of the straightforward kernel: `4 (2 M N + 4 M N)` bytes.
-pub const fn frb_beamform_shared_bytes(m: u32, n: u32) -> u32 {
-    24 * m * n
+/// Dynamic shared memory of the straightforward kernel: `X` and `G` for one phase of
+/// `T_inner` samples, `4 T_inner (2 M N + 4 M N)` bytes (55296 for full CHORD).
+pub const fn frb_beamform_shared_bytes(case: &FrbCase) -> u32 {
+    24 * case.t_inner * case.m * case.n
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -547,20 +548,22 @@ mod device {
     }
 
     /// The straightforward first FRB kernel (correct first; not yet the seed's two-pass
-    /// gridding of secs. 4.6-4.9 nor its register-resident FFT pipeline). Block f owns
-    /// frequency f and loops over time: the block's threads grid their (pol, dish) pairs,
-    /// weighted (f32 complex product, one f16 rounding), into `X[pol][m][n]` in shared
-    /// memory (grid points without a dish stay zero); the warps run the first short FFT
-    /// along n (`2^(5-r_N)` rows per call) into `G[pol][m][q]`, then the second along m
-    /// (`2^(5-r_M)` columns per call, both polarisations by the same lanes) and accumulate
-    /// `|Et|^2` in f32 registers, written as f16 every `t_ds` samples to `I[f][tbar][p][q]`.
-    /// `grid[d] = m N + n`, weights `[f][pol][m][n]`, E `[tau][f][pol][d]` (ci4).
+    /// gridding of secs. 4.6-4.9 nor its register-resident FFT pipeline). Block b owns
+    /// frequency `b % F` and the `tbar_per_block` output samples of chunk `b / F`, and runs
+    /// over their time samples in phases of `TB` (the case's `T_inner`): the block's threads
+    /// grid their (pol, dish) pairs, weighted (f32 complex product, one f16 rounding), into
+    /// `X[tau][pol][m][n]` in shared memory (grid points without a dish stay zero); the warps
+    /// run the first short FFT along n (`2^(5-r_N)` rows per call) into `G[tau][pol][m][q]`,
+    /// then the second along m (`2^(5-r_M)` columns per call, both polarisations by the same
+    /// lanes) and accumulate `|Et|^2` in f32 registers, written as f16 every `t_ds` samples to
+    /// `I[f][tbar][p][q]`. `grid[d] = m N + n`, weights `[f][pol][m][n]`, E `[tau][f][pol][d]`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn frb_beamform<
         const D: u32,
         const M: u32,
         const N: u32,
+        const TB: u32,
         const PAIRS: usize,
         const CALLS: usize,
     >(
@@ -573,16 +576,23 @@ mod device {
         freqs: u32,
         times: u32,
         t_ds: u32,
+        tbar_per_block: u32,
     ) {
-        let f = block_idx_x();
+        let f = block_idx_x() % freqs;
+        let chunk = block_idx_x() / freqs;
+        let out_times = times / t_ds;
+        let first_tbar = chunk * tbar_per_block;
+        let end_tbar =
+            if first_tbar + tbar_per_block < out_times { first_tbar + tbar_per_block } else { out_times };
+        let (tau_begin, tau_end) = (first_tbar * t_ds, end_tbar * t_ds);
         let tid = thread_idx_x();
         let lane = lane_id();
         let warp = tid / 32;
         let warps = FRB_THREADS / 32;
         let x_base = dynamic_shared();
-        let g_base = x_base + 4 * 2 * M * N;
+        let g_base = x_base + 4 * TB * 2 * M * N;
         let mut k = tid;
-        while k < 2 * M * N {
+        while k < TB * 2 * M * N {
             st_shared_u32(x_base + 4 * k, 0);
             k += FRB_THREADS;
         }
@@ -601,24 +611,30 @@ mod device {
         });
         let gn = FftGammas::load(gammas_n);
         let gm = FftGammas::load(gammas_m);
-        let calls1 = 2 * M / ffts_per_warp(N);
+        let calls1 = TB * 2 * M / ffts_per_warp(N);
         let calls2 = 2 * N / ffts_per_warp(M);
         let mut acc = [[0f32; 2]; CALLS];
-        let (mut tbar, mut count) = (0u32, 0u32);
-        let mut tau = 0;
-        while tau < times {
-            unroll_pairs::<PAIRS>(|j| {
-                let k = tid + FRB_THREADS * j as u32;
-                if k < 2 * D {
-                    let byte = *e.add(((tau * freqs + f) * 2 * D + k) as usize);
-                    let (re, im) = crate::packing::unpack_ci4(byte);
-                    let (er, ei) = (re as f32, im as f32);
-                    let (wr, wi) = w[j];
-                    st_shared_u32(slot[j], f32x2_to_f16x2(wr * er - wi * ei, wr * ei + wi * er));
-                }
-            });
+        let (mut tbar, mut count) = (first_tbar, 0u32);
+        let mut tau0 = tau_begin;
+        while tau0 < tau_end {
+            let live = if tau_end - tau0 < TB { tau_end - tau0 } else { TB };
+            let mut t = 0;
+            while t < live {
+                unroll_pairs::<PAIRS>(|j| {
+                    let k = tid + FRB_THREADS * j as u32;
+                    if k < 2 * D {
+                        let byte = *e.add((((tau0 + t) * freqs + f) * 2 * D + k) as usize);
+                        let (re, im) = crate::packing::unpack_ci4(byte);
+                        let (er, ei) = (re as f32, im as f32);
+                        let (wr, wi) = w[j];
+                        let value = f32x2_to_f16x2(wr * er - wi * ei, wr * ei + wi * er);
+                        st_shared_u32(slot[j] + 4 * t * 2 * M * N, value);
+                    }
+                });
+                t += 1;
+            }
             sync_threads();
-            // First FFT (eq. 56) along n: rows pol M + m.
+            // First FFT (eq. 56) along n: rows (tau, pol, m).
             let (c, d, s) = x_coordinates(N, lane);
             let (u, v, s_out, _) = y_coordinates(N, Location { lane, register: 0, element: 0 });
             let mut call = warp;
@@ -637,48 +653,52 @@ mod device {
             sync_threads();
             // Second FFT (eq. 57) along m: columns q, both polarisations on the same lanes.
             let (c, d, s) = x_coordinates(M, lane);
-            let mut ci = 0;
-            while ci < CALLS {
-                let call = warp + warps * ci as u32;
-                if call < calls2 {
-                    let q = call * ffts_per_warp(M) + s;
-                    let mut pol = 0;
-                    while pol < 2 {
-                        let input = if d < M / 4 {
-                            ld_shared_u32(g_base + 4 * ((pol * M + (M / 4) * c + d) * 2 * N + q))
-                        } else {
-                            0
-                        };
-                        let y = short_fft::<M>(converged([input])[0], &gm);
-                        let (re, im) = (f16x2_to_f32x2(y[0]), f16x2_to_f32x2(y[1]));
-                        acc[ci][0] += re.0 * re.0 + im.0 * im.0;
-                        acc[ci][1] += re.1 * re.1 + im.1 * im.1;
-                        pol += 1;
-                    }
-                }
-                ci += 1;
-            }
-            count += 1;
-            if count == t_ds {
-                let (u, v, s_out, _) = y_coordinates(M, Location { lane, register: 0, element: 0 });
+            let mut t = 0;
+            while t < live {
                 let mut ci = 0;
                 while ci < CALLS {
                     let call = warp + warps * ci as u32;
-                    if call < calls2 && u < M / 4 {
-                        let q = call * ffts_per_warp(M) + s_out;
-                        let p = 8 * u + v;
-                        let base = ((f * (times / t_ds) + tbar) * 2 * M + p) * 2 * N + q;
-                        let h = f32x2_to_f16x2(acc[ci][0], acc[ci][1]);
-                        *out.add(base as usize) = h as u16;
-                        *out.add((base + 2 * N) as usize) = (h >> 16) as u16;
+                    if call < calls2 {
+                        let q = call * ffts_per_warp(M) + s;
+                        let mut pol = 0;
+                        while pol < 2 {
+                            let row = (t * 2 + pol) * M + (M / 4) * c + d;
+                            let input =
+                                if d < M / 4 { ld_shared_u32(g_base + 4 * (row * 2 * N + q)) } else { 0 };
+                            let y = short_fft::<M>(converged([input])[0], &gm);
+                            let (re, im) = (f16x2_to_f32x2(y[0]), f16x2_to_f32x2(y[1]));
+                            acc[ci][0] += re.0 * re.0 + im.0 * im.0;
+                            acc[ci][1] += re.1 * re.1 + im.1 * im.1;
+                            pol += 1;
+                        }
                     }
-                    acc[ci] = [0.0, 0.0];
                     ci += 1;
                 }
-                count = 0;
-                tbar += 1;
+                count += 1;
+                if count == t_ds {
+                    let (u, v, s_out, _) = y_coordinates(M, Location { lane, register: 0, element: 0 });
+                    let mut ci = 0;
+                    while ci < CALLS {
+                        let call = warp + warps * ci as u32;
+                        if call < calls2 && u < M / 4 {
+                            let q = call * ffts_per_warp(M) + s_out;
+                            let p = 8 * u + v;
+                            let base = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
+                            let h = f32x2_to_f16x2(acc[ci][0], acc[ci][1]);
+                            *out.add(base as usize) = h as u16;
+                            *out.add((base + 2 * N) as usize) = (h >> 16) as u16;
+                        }
+                        acc[ci] = [0.0, 0.0];
+                        ci += 1;
+                    }
+                    count = 0;
+                    tbar += 1;
+                }
+                t += 1;
             }
-            tau += 1;
+            // The next phase overwrites X and G.
+            sync_threads();
+            tau0 += TB;
         }
     }
 
@@ -693,7 +713,7 @@ mod device {
     }
 
     macro_rules! frb_kernel {
-        ($name:ident, $d:literal, $m:literal, $n:literal) => {
+        ($name:ident, $d:literal, $m:literal, $n:literal, $tb:literal) => {
             /// The straightforward first FRB kernel for this case: see `frb_beamform`.
             #[no_mangle]
             #[allow(clippy::too_many_arguments)]
@@ -707,21 +727,31 @@ mod device {
                 freqs: u32,
                 times: u32,
                 t_ds: u32,
+                tbar_per_block: u32,
             ) {
                 const PAIRS: usize = ((2 * $d + FRB_THREADS - 1) / FRB_THREADS) as usize;
                 const CALLS: usize = ((2 * $n / ffts_per_warp($m)).div_ceil(FRB_THREADS / 32)) as usize;
-                frb_beamform::<$d, $m, $n, PAIRS, CALLS>(
-                    e, weights, grid, gammas_m, gammas_n, out, freqs, times, t_ds,
+                frb_beamform::<$d, $m, $n, $tb, PAIRS, CALLS>(
+                    e,
+                    weights,
+                    grid,
+                    gammas_m,
+                    gammas_n,
+                    out,
+                    freqs,
+                    times,
+                    t_ds,
+                    tbar_per_block,
                 );
             }
         };
     }
 
-    frb_kernel!(frb_beamform_d64_m8_n8, 64, 8, 8);
-    frb_kernel!(frb_beamform_d64_m8_n12, 64, 8, 12);
-    frb_kernel!(frb_beamform_d256_m16_n16, 256, 16, 16);
-    frb_kernel!(frb_beamform_d256_m16_n20, 256, 16, 20);
-    frb_kernel!(frb_beamform_d512_m24_n24, 512, 24, 24);
+    frb_kernel!(frb_beamform_d64_m8_n8, 64, 8, 8, 8);
+    frb_kernel!(frb_beamform_d64_m8_n12, 64, 8, 12, 6);
+    frb_kernel!(frb_beamform_d256_m16_n16, 256, 16, 16, 8);
+    frb_kernel!(frb_beamform_d256_m16_n20, 256, 16, 20, 5);
+    frb_kernel!(frb_beamform_d512_m24_n24, 512, 24, 24, 4);
 
     macro_rules! fft_kernels {
         ($n:literal, $batch:ident, $looped:ident) => {

@@ -457,8 +457,9 @@ impl<'g> ShortFft<'g> {
 // row-major `(F Tbar) x (2M 2N)` rows.
 //
 // The kernel behind [`FrbBeamformer`] is the straightforward version
-// (`radio_kernels_gpu::frb_beamformer::frb_beamform`): one block per channel, gridding
-// through shared memory, both 1-d FFTs with the tensor-core short FFT, |Et|^2 summed in f32.
+// (`radio_kernels_gpu::frb_beamformer::frb_beamform`): blocks of (channel, chunk of whole
+// output samples), T_inner samples per phase, gridding through shared memory, both 1-d
+// FFTs with the tensor-core short FFT, |Et|^2 summed in f32.
 // The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
 // layouts and bank-conflict checks are in place) are not written yet.
 //

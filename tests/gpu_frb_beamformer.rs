@@ -4,6 +4,10 @@
 //! f64 padded DFT of the same f16 inputs, over the batch and for every single FFT. Batches
 //! that end inside a warp check the spectator masking; a second launch over the same output
 //! checks that nothing depends on leftovers.
+//!
+//! Part B (module `frb`): the first FRB kernel for all five cases against the f64 reference
+//! (`FRB_REL_L2_BOUND`, 2^-6), T_ds of 1, 3 and T, scrambled dish maps, a plane-wave pixel
+//! check, and typed errors for bad shapes and maps.
 mod common;
 
 use common::*;

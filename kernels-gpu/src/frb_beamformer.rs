@@ -22,7 +22,9 @@
 //! holds them in registers. The functions below are the index maps the host uses to build
 //! those images and the CPU tests use to check that eqs. 38 and 43 compose.
 //!
-//! Part B (the first FRB kernel, seed sec. 4), so far without its kernel: the cases of Table
+//! Part B (the first FRB kernel, seed sec. 4): a straightforward, correct-first kernel
+//! (`frb_beamform`: gridding through shared memory, both FFTs with `short_fft` from shared
+//! memory, f32 intensity sums), and for the seed's design, not written yet: the cases of Table
 //! 2 ([`FRB_CASES`]), their derived constants, the shared-memory layouts of sec. 4.5
 //! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9 and the `Gsh[]`
 //! store/load lanes of secs. 4.10-4.11, with CPU checks (the seed author's script, as tests)

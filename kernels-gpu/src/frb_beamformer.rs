@@ -395,6 +395,36 @@ impl FrbCase {
     }
 }
 
+/// The E -> F shuffle of sec. 4.6 (eqs. 80-82), thread-local, 28 operations (8 `prmt` for a
+/// 4 x 4 byte transpose, then per output register two shifts, two single-immediate `lop3`s
+/// and one `prmt`); for the seed's design, not used by a kernel yet.
+/// Input: four ci4 words `e[tau_hi + 2 pol]`, nibble `ReIm + 2 d` (eq. 80: byte d of a word
+/// is dish d, real part low). Output: `f[d]`, nibble `pol + 2 tau_hi + 4 ReIm` (eq. 81), so
+/// the low 16 bits hold the four real parts and the high 16 the imaginary ones (the
+/// `b2 <-> ReIm` that sec. 4.10's int4 -> f16 unpacking wants). `prmt` is the device
+/// instruction or its host model `packing::byte_perm`.
+#[inline(always)]
+pub fn e_to_f_shuffle<P: Fn(u32, u32, u32) -> u32>(e: [u32; 4], prmt: P) -> [u32; 4] {
+    // Byte p = pol + 2 tau_hi of t[d] is dish d of e[tau_hi + 2 pol]: pair e0 with e2 and e1
+    // with e3, so that p comes out in output order.
+    let lo02 = prmt(e[0], e[2], 0x5140);
+    let hi02 = prmt(e[0], e[2], 0x7362);
+    let lo13 = prmt(e[1], e[3], 0x5140);
+    let hi13 = prmt(e[1], e[3], 0x7362);
+    let t = [
+        prmt(lo02, lo13, 0x5410),
+        prmt(lo02, lo13, 0x7632),
+        prmt(hi02, hi13, 0x5410),
+        prmt(hi02, hi13, 0x7632),
+    ];
+    t.map(|t| {
+        // Bytes 0 and 2 of `re`: (re_p, re_p+1); bytes 1 and 3 of `im`: (im_p, im_p+1).
+        let re = (t & 0x0f0f_0f0f) | ((t >> 4) & 0xf0f0_f0f0);
+        let im = ((t << 4) & 0x0f0f_0f0f) | (t & 0xf0f0_f0f0);
+        prmt(re, im, 0x7520)
+    })
+}
+
 /// One `Freg2[]` slot: see [`FrbCase::freg2_element`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Freg2Element {
@@ -980,6 +1010,32 @@ mod tests {
                         assert!(addr.iter().all(|&a| a < words));
                     }
                     assert!(read.iter().all(|&k| k == 1), "{c:?}: G tiles are not a bijection");
+                }
+            }
+        }
+    }
+
+    /// Eq. 80 -> eq. 81 nibble by nibble on random words, with the host model of `prmt`.
+    #[test]
+    fn e_to_f_shuffle_moves_every_nibble_as_eqs_80_81_say() {
+        let mut state = 0x2545_f491u32;
+        for _ in 0..20000 {
+            let e: [u32; 4] = core::array::from_fn(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                state
+            });
+            let f = e_to_f_shuffle(e, crate::packing::byte_perm);
+            for d in 0..4 {
+                for pol in 0..2 {
+                    for tau_hi in 0..2 {
+                        for reim in 0..2 {
+                            let from = (e[(tau_hi + 2 * pol) as usize] >> (4 * (reim + 2 * d))) & 15;
+                            let to = (f[d as usize] >> (4 * (pol + 2 * tau_hi + 4 * reim))) & 15;
+                            assert_eq!(from, to, "d={d} pol={pol} tau_hi={tau_hi} reim={reim}");
+                        }
+                    }
                 }
             }
         }

@@ -36,6 +36,35 @@ pub fn unpack(fragment: &Fragment, image: &[u32]) -> Vec<u32> {
     matrix
 }
 
+/// Where an image slot (lane, register, element) of a fragment sits in a flat
+/// `[lane][registers][elements]` array.
+fn slot(fragment: &Fragment, at: Location) -> usize {
+    fragment.word_index(at) * fragment.elements_per_register() as usize + at.element as usize
+}
+
+/// `[lane][registers][elements]` values (one per element, any type) of a row-major matrix
+/// under `fragment`: the unpacked form of [`pack`], for models that compute on the slots.
+pub fn to_slots<T: Copy + Default>(fragment: &Fragment, matrix: &[T]) -> Vec<T> {
+    let mut out = vec![T::default(); matrix.len()];
+    for row in 0..fragment.rows() {
+        for col in 0..fragment.cols() {
+            out[slot(fragment, fragment.location(row, col))] = matrix[(row * fragment.cols() + col) as usize];
+        }
+    }
+    out
+}
+
+/// The row-major matrix held in `[lane][registers][elements]` slots under `fragment`.
+pub fn from_slots<T: Copy + Default>(fragment: &Fragment, slots: &[T]) -> Vec<T> {
+    let mut out = vec![T::default(); slots.len()];
+    for row in 0..fragment.rows() {
+        for col in 0..fragment.cols() {
+            out[(row * fragment.cols() + col) as usize] = slots[slot(fragment, fragment.location(row, col))];
+        }
+    }
+    out
+}
+
 fn element_mask(fragment: &Fragment) -> u32 {
     if fragment.element_bits == 32 {
         u32::MAX

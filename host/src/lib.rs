@@ -5,6 +5,7 @@ pub mod correlator;
 pub mod delay_beamformer;
 pub mod error;
 pub mod fragment;
+pub mod frb_beamformer;
 pub mod pfb;
 pub mod runtime;
 pub mod selftest;

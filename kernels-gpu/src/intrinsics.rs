@@ -538,6 +538,52 @@ pub fn fma_rn_f32(a: f32, b: f32, c: f32) -> f32 {
     out
 }
 
+/// Returns `values` unchanged through an empty volatile `asm!`, which runs where it is
+/// written on every lane that reaches it. A warp-collective result passed through it is
+/// computed before any later branch: the mma wrappers are `pure`, and LLVM may sink a pure
+/// instruction whose result only a conditional block uses into that block, where part of
+/// the warp would skip it.
+#[inline(always)]
+pub fn converged<const N: usize>(mut values: [u32; N]) -> [u32; N] {
+    for v in values.iter_mut() {
+        // SAFETY: an empty instruction sequence; only the compiler's view changes.
+        unsafe { asm!("// converged {0}", inout(reg32) * v, options(nomem, nostack)) };
+    }
+    values
+}
+
+/// `fma.rn.f16x2`: `a * b + c` on both halves, each rounded once to f16.
+#[inline(always)]
+pub fn hfma2(a: u32, b: u32, c: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction (sm_53+).
+    unsafe {
+        asm!("fma.rn.f16x2 {0}, {1}, {2}, {3};", out(reg32) out, in(reg32) a, in(reg32) b, in(reg32) c,
+            options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `mul.rn.f16x2`: `a * b` on both halves, rounded to f16.
+#[inline(always)]
+pub fn hmul2(a: u32, b: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction (sm_53+).
+    unsafe {
+        asm!("mul.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b, options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `neg.f16x2`: both halves negated (exact; flips the sign bits).
+#[inline(always)]
+pub fn hneg2(a: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction (sm_53+).
+    unsafe { asm!("neg.f16x2 {0}, {1};", out(reg32) out, in(reg32) a, options(pure, nomem, nostack)) };
+    out
+}
+
 /// `cvt.rz.f32.s32`: int32 to f32 rounding toward zero.
 #[inline(always)]
 pub fn cvt_rz_f32_s32(i: i32) -> f32 {

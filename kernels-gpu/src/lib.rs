@@ -12,6 +12,7 @@ pub mod bank;
 pub mod baseband_beamformer;
 pub mod correlator;
 pub mod delay_beamformer;
+pub mod frb_beamformer;
 pub mod layout;
 pub mod packing;
 pub mod pfb;

@@ -1,0 +1,1031 @@
+//! FRB beamformer, host side of the tensor-core short FFT (seed 000 sec. 3): the Gamma
+//! matrices of eqs. 28-30 in f64, rounded to f16 into the register image of eqs. 39, 41 and
+//! 45-47; the launcher ([`ShortFft`]) with validation; and the CPU references: the padded DFT
+//! of eq. 18, the three-factor form of eqs. 28-30, and an emulation of the warp algorithm
+//! through the register tables (optionally rounding each stage to f16 like the kernel).
+//! Index maps and kernels: `radio_kernels_gpu::frb_beamformer`.
+//!
+//! Complex f16 data is one `u32` per value, real part in bits 0..16 (`packing::pack_f16x2`).
+use crate::error::{Error, Result};
+use crate::fragment::{from_slots, to_slots};
+use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::CudaFunction;
+use half::f16;
+use radio_kernels_gpu::frb_beamformer::*;
+pub use radio_kernels_gpu::frb_beamformer::{FrbCase, FRB_CASES};
+use radio_kernels_gpu::layout::{
+    sparse_metadata_slot, universal_sparse_metadata, Location, M16N8K16_F16_A, M16N8K16_F16_B,
+    M16N8K16_SPARSE_F16_A, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C,
+};
+use radio_kernels_gpu::packing::{pack_f16x2, unpack_f16x2};
+use std::f64::consts::PI;
+
+/// A complex number (re, im) in f64.
+pub type C64 = (f64, f64);
+
+fn cmul(a: C64, b: C64) -> C64 {
+    (a.0 * b.0 - a.1 * b.1, a.0 * b.1 + a.1 * b.0)
+}
+
+fn cis(angle: f64) -> C64 {
+    (angle.cos(), angle.sin())
+}
+
+/// Rejects N outside [`FFT_SIZES`].
+pub fn check_fft_size(n: u32) -> Result<()> {
+    if is_fft_size(n) {
+        Ok(())
+    } else {
+        Err(Error::InvalidConfig(format!("short FFT length N must be one of {FFT_SIZES:?}, got {n}")))
+    }
+}
+
+/// `G1_cv = exp(pi i c v / 4)` (eq. 28).
+pub fn gamma1(c: u32, v: u32) -> C64 {
+    cis(PI * (c * v) as f64 / 4.0)
+}
+
+/// `G2_dv = exp(pi i d v / N)`, zero for `d >= N/4` (eq. 29).
+pub fn gamma2(n: u32, d: u32, v: u32) -> C64 {
+    if d < n / 4 {
+        cis(PI * (d * v) as f64 / n as f64)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+/// `G3_du = exp(8 pi i d u / N)`, zero for `d` or `u >= N/4` (eq. 30).
+pub fn gamma3(n: u32, d: u32, u: u32) -> C64 {
+    if d < n / 4 && u < n / 4 {
+        cis(8.0 * PI * (d * u) as f64 / n as f64)
+    } else {
+        (0.0, 0.0)
+    }
+}
+
+fn real_entry(z: C64, entry: RealEntry) -> f64 {
+    entry.sign as f64 * if entry.part == 0 { z.0 } else { z.1 }
+}
+
+/// The first MMA's A matrix (16 x 8, row-major), eqs. 32 and 38.
+pub fn gamma1_matrix() -> Vec<f64> {
+    let mut a = vec![0.0; 16 * 8];
+    for i in 0..16 {
+        for j in 0..8 {
+            let (c, v, entry) = gamma1_entry(i, j);
+            a[(i * 8 + j) as usize] = real_entry(gamma1(c, v), entry);
+        }
+    }
+    a
+}
+
+/// The third MMA's dense A matrix (16 x 16, row-major) with the spectator Kronecker deltas,
+/// eqs. 32, 34-36 and 43.
+pub fn gamma3_matrix(n: u32) -> Vec<f64> {
+    let mut a = vec![0.0; 16 * 16];
+    for i in 0..16 {
+        for j in 0..16 {
+            if let Some((d, u, entry)) = gamma3_entry(n, i, j) {
+                a[(i * 16 + j) as usize] = real_entry(gamma3(n, d, u), entry);
+            }
+        }
+    }
+    a
+}
+
+/// The compressed sparse operand (16 x 8, column `2 j' + J`, eq. 164) of a dense A that
+/// contains `delta(i_f, j_1)` (eq. 169: `Asp[i][j'][J] = A[i][4 j' + 2 i_f + J]`).
+pub fn compress_sparse(dense: &[f64], f: u32) -> Vec<f64> {
+    let mut asp = vec![0.0; 16 * 8];
+    for i in 0..16u32 {
+        for c in 0..8u32 {
+            let j = 4 * (c >> 1) + 2 * ((i >> f) & 1) + (c & 1);
+            asp[(i * 8 + c) as usize] = dense[(i * 16 + j) as usize];
+        }
+    }
+    asp
+}
+
+/// What `mma.sp` with selector `f` multiplies by: the dense A that eq. 163 rebuilds from
+/// the compressed operand and the metadata registers of eq. 173 read as eq. 167 says (from
+/// lanes with `t0 t1 = f`).
+pub fn decompress_universal(asp: &[f64], f: u32) -> Vec<f64> {
+    let mut dense = vec![0.0; 16 * 16];
+    for i in 0..16u32 {
+        for group in 0..4u32 {
+            for half in 0..2u32 {
+                let (lane, shift) = sparse_metadata_slot(i, group, half);
+                let e = (universal_sparse_metadata(lane | f) >> shift) & 3;
+                dense[(i * 16 + 4 * group + e) as usize] += asp[(i * 8 + 2 * group + half) as usize];
+            }
+        }
+    }
+    dense
+}
+
+/// The Gamma register image in f64: `[lane][GAMMA_WORDS][2]` (two f16 slots per word).
+pub fn gamma_image_f64(n: u32) -> Result<Vec<f64>> {
+    check_fft_size(n)?;
+    let mut image = vec![0.0; 32 * GAMMA_WORDS * 2];
+    let mut put = |lane: u32, word: usize, element: u32, value: f64| {
+        image[(lane as usize * GAMMA_WORDS + word) * 2 + element as usize] = value;
+    };
+    // G1, eq. 39 (= eq. 156 under eq. 38).
+    let g1 = to_slots(&M16N8K8_F16_A, &gamma1_matrix());
+    for (k, &value) in g1.iter().enumerate() {
+        put((k / 4) as u32, G1_WORD + (k / 2) % 2, (k % 2) as u32, value);
+    }
+    // G2, eq. 41: Z's assignment (eq. 40), the same value for every spectator.
+    for lane in 0..32 {
+        for register in 0..2 {
+            for element in 0..2 {
+                let (d, v, _, reim) = z_coordinates(n, Location { lane, register, element });
+                let g = gamma2(n, d, v);
+                put(lane, G2_WORD + register as usize, element, if reim == 0 { g.0 } else { g.1 });
+            }
+        }
+    }
+    // G3, eq. 45 (dense) or eqs. 46-47 (sparse, the selector of eq. 168).
+    let dense = gamma3_matrix(n);
+    let (fragment, values) = match sparse_selector(n) {
+        Some(f) => (&M16N8K16_SPARSE_F16_A, to_slots(&M16N8K16_SPARSE_F16_A, &compress_sparse(&dense, f))),
+        None => (&M16N8K16_F16_A, to_slots(&M16N8K16_F16_A, &dense)),
+    };
+    let per_lane = (fragment.registers() * 2) as usize;
+    for (k, &value) in values.iter().enumerate() {
+        put((k / per_lane) as u32, G3_WORD + (k % per_lane) / 2, (k % 2) as u32, value);
+    }
+    Ok(image)
+}
+
+/// The Gamma register image the kernels take: [`gamma_image_f64`] rounded to f16,
+/// `[lane][GAMMA_WORDS]` words.
+pub fn gamma_image(n: u32) -> Result<Vec<u32>> {
+    let image = gamma_image_f64(n)?;
+    Ok(image
+        .chunks(2)
+        .map(|pair| pack_f16x2(f16::from_f64(pair[0]).to_bits(), f16::from_f64(pair[1]).to_bits()))
+        .collect())
+}
+
+/// Eq. 18 directly: `Y_q = sum_{n<N} X_n exp(2 pi i n q / 2N)`, 0 <= q < 2N.
+pub fn padded_dft(x: &[C64]) -> Vec<C64> {
+    let n = x.len();
+    (0..2 * n)
+        .map(|q| {
+            x.iter().enumerate().fold((0.0, 0.0), |acc, (m, &xm)| {
+                let t = cmul(xm, cis(PI * ((m * q) % (2 * n)) as f64 / n as f64));
+                (acc.0 + t.0, acc.1 + t.1)
+            })
+        })
+        .collect()
+}
+
+/// Eqs. 28-30 over the zero-padded 3-d arrays of eqs. 23-24, for one spectator.
+pub fn three_factor_fft(x: &[C64]) -> Result<Vec<C64>> {
+    let n = x.len() as u32;
+    check_fft_size(n)?;
+    let q = padded_quarter(n);
+    let x3 = |c: u32, d: u32| if d < n / 4 { x[((n / 4) * c + d) as usize] } else { (0.0, 0.0) };
+    let mut y = vec![(0.0, 0.0); 2 * n as usize];
+    for v in 0..8 {
+        // W_dv = G2_dv sum_c G1_cv X_cd.
+        let w: Vec<C64> = (0..q)
+            .map(|d| {
+                let z = (0..4).fold((0.0, 0.0), |acc, c| {
+                    let t = cmul(gamma1(c, v), x3(c, d));
+                    (acc.0 + t.0, acc.1 + t.1)
+                });
+                cmul(gamma2(n, d, v), z)
+            })
+            .collect();
+        for u in 0..q {
+            let yu = w.iter().enumerate().fold((0.0, 0.0), |acc, (d, &wd)| {
+                let t = cmul(gamma3(n, d as u32, u), wd);
+                (acc.0 + t.0, acc.1 + t.1)
+            });
+            if u < n / 4 {
+                y[(8 * u + v) as usize] = yu;
+            } else {
+                assert!(yu == (0.0, 0.0), "padded output u = {u} must be zero");
+            }
+        }
+    }
+    Ok(y)
+}
+
+/// `rows x inner` times `inner x cols`, row-major.
+fn matmul(a: &[f64], b: &[f64], (rows, inner, cols): (usize, usize, usize)) -> Vec<f64> {
+    (0..rows * cols)
+        .map(|rc| (0..inner).map(|j| a[(rc / cols) * inner + j] * b[j * cols + rc % cols]).sum())
+        .collect()
+}
+
+fn round_f16(x: f64) -> f64 {
+    f16::from_f64(x).to_f64()
+}
+
+/// The warp algorithm on the CPU, through the same register images and fragment tables the
+/// kernel uses: `x` holds `ffts_per_warp(N)` arrays of N values (`[s][n]`), the result
+/// `[s][2N]`. With `gammas` from [`gamma_image_f64`] and `f16_stages = false` this is exact
+/// f64 arithmetic; with the f16 image (as f64) and `f16_stages = true` every stage rounds to
+/// f16 where the kernel does (MMA outputs, the HMUL2 and HFMA2 of eq. 29), which models the
+/// kernel's error except for the MMA's internal accumulation order.
+pub fn emulate_warp_fft(n: u32, gammas: &[f64], x: &[C64], f16_stages: bool) -> Result<Vec<C64>> {
+    check_fft_size(n)?;
+    let spectators = ffts_per_warp(n) as usize;
+    if x.len() != spectators * n as usize {
+        return Err(Error::ShapeMismatch {
+            what: "emulated FFT input",
+            expected: spectators * n as usize,
+            actual: x.len(),
+        });
+    }
+    let round = |v: f64| if f16_stages { round_f16(v) } else { v };
+    let word = |lane: usize, w: usize, e: usize| gammas[(lane * GAMMA_WORDS + w) * 2 + e];
+    // X slots (eq. 25): one register, element = ReIm.
+    let mut xs = vec![0.0; 64];
+    for lane in 0..32 {
+        let (c, d, s) = x_coordinates(n, lane);
+        if d < n / 4 {
+            let value = x[s as usize * n as usize + ((n / 4) * c + d) as usize];
+            xs[2 * lane as usize] = value.0;
+            xs[2 * lane as usize + 1] = value.1;
+        }
+    }
+    // Step 1: m16n8k8.
+    let g1: Vec<f64> = (0..128).map(|k| word(k / 4, G1_WORD + (k / 2) % 2, k % 2)).collect();
+    let z = matmul(&from_slots(&M16N8K8_F16_A, &g1), &from_slots(&M16N8K8_F16_B, &xs), (16, 8, 8));
+    let z: Vec<f64> = to_slots(&M16N8_F16_C, &z).into_iter().map(round).collect();
+    // Step 2: per lane and element, Re W = fma(-Im G, Im Z, Re G Re Z), Im W = fma(Im G,
+    // Re Z, Re G Im Z); registers 0 and 1 are Re and Im (eq. 40).
+    let mut w = vec![0.0; 128];
+    for lane in 0..32 {
+        for e in 0..2 {
+            let (gre, gim) = (word(lane, G2_WORD, e), word(lane, G2_WORD + 1, e));
+            let (zre, zim) = (z[lane * 4 + e], z[lane * 4 + 2 + e]);
+            w[lane * 4 + e] = round(-gim * zim + round(gre * zre));
+            w[lane * 4 + 2 + e] = round(gim * zre + round(gre * zim));
+        }
+    }
+    // Step 3: m16n8k16, dense or sparse with the universal metadata.
+    let a3 = match sparse_selector(n) {
+        Some(f) => {
+            let asp: Vec<f64> = (0..128).map(|k| word(k / 4, G3_WORD + (k / 2) % 2, k % 2)).collect();
+            decompress_universal(&from_slots(&M16N8K16_SPARSE_F16_A, &asp), f)
+        }
+        None => {
+            let g3: Vec<f64> = (0..256).map(|k| word(k / 8, G3_WORD + (k / 2) % 4, k % 2)).collect();
+            from_slots(&M16N8K16_F16_A, &g3)
+        }
+    };
+    let y = matmul(&a3, &from_slots(&M16N8K16_F16_B, &w), (16, 16, 8));
+    let y: Vec<f64> = to_slots(&M16N8_F16_C, &y).into_iter().map(round).collect();
+    // Read Y (eq. 26).
+    let mut out = vec![(0.0, 0.0); spectators * 2 * n as usize];
+    for lane in 0..32 {
+        for element in 0..2 {
+            let (u, v, s, _) = y_coordinates(n, Location { lane, register: 0, element });
+            let value = (
+                y[(lane * 2) as usize * 2 + element as usize],
+                y[(lane * 2 + 1) as usize * 2 + element as usize],
+            );
+            if u < n / 4 {
+                out[s as usize * 2 * n as usize + (8 * u + v) as usize] = value;
+            } else if value != (0.0, 0.0) {
+                return Err(Error::InvalidConfig(format!("N={n}: padded output slot u={u} is not zero")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Relative L2 distance `|got - want| / |want|`.
+pub fn relative_l2(got: &[C64], want: &[C64]) -> f64 {
+    let (mut num, mut den) = (0.0, 0.0);
+    for (g, w) in got.iter().zip(want) {
+        num += (g.0 - w.0).powi(2) + (g.1 - w.1).powi(2);
+        den += w.0 * w.0 + w.1 * w.1;
+    }
+    (num / den).sqrt()
+}
+
+/// Complex f16 words (re in bits 0..16) as f64 pairs.
+pub fn unpack_c16(words: &[u32]) -> Vec<C64> {
+    words
+        .iter()
+        .map(|&w| {
+            let (re, im) = unpack_f16x2(w);
+            (f16::from_bits(re).to_f64(), f16::from_bits(im).to_f64())
+        })
+        .collect()
+}
+
+/// Relative L2 bound of the f16 FFT against the f64 DFT of its (f16) input, `2^-8`. Each
+/// of the five roundings where the kernel rounds (the Gammas to f16, Z, the HMUL2 and HFMA2 of
+/// eq. 29, Y) perturbs its stage's values by a relative L2 of at most `u = 2^-11` (the complex
+/// multiply's real part, with cancellation, by at most `2u`); every stage is a scaled
+/// isometry (a padded 8-point DFT, a phase, an N/4-point DFT), so relative errors carry to
+/// the output undamped and add: `(1 + 1 + 2 + 1 + 1 + 1) u` plus the MMAs' internal
+/// accumulation, which we budget at `u` each: `8u = 2^-8`, a worst case. Random inputs land
+/// near `4e-4`, a tenth of it (the roundings are independent and mostly below their bounds,
+/// so they add in quadrature): `f16_model_is_within_the_bound` and the GPU tests print it.
+pub const FFT_REL_L2_BOUND: f64 = 1.0 / 256.0;
+
+/// Checks the buffers of a batched FFT: `x` holds `batch * N` complex values and `y`
+/// `batch * 2N`.
+pub fn check_fft_buffers(n: u32, batch: usize, x_len: usize, y_len: usize) -> Result<()> {
+    check_fft_size(n)?;
+    if batch == 0 || batch > MAX_FFT_BATCH {
+        return Err(Error::InvalidConfig(format!("FFT batch must be in 1..={MAX_FFT_BATCH}, got {batch}")));
+    }
+    let n = n as usize;
+    if x_len != batch * n {
+        return Err(Error::ShapeMismatch {
+            what: "short FFT input (complex f16)",
+            expected: batch * n,
+            actual: x_len,
+        });
+    }
+    if y_len != batch * 2 * n {
+        return Err(Error::ShapeMismatch {
+            what: "short FFT output (complex f16)",
+            expected: batch * 2 * n,
+            actual: y_len,
+        });
+    }
+    Ok(())
+}
+
+/// Largest batch of one [`ShortFft::run`] launch (2^26 arrays; the grid stays far below
+/// its limits and indices in 32 bits).
+pub const MAX_FFT_BATCH: usize = 1 << 26;
+/// Threads per block of the FFT kernels.
+pub const FFT_THREADS: u32 = 256;
+
+/// The tensor-core short FFT of length N on one GPU, holding its Gamma image on the device.
+pub struct ShortFft<'g> {
+    gpu: &'g Gpu,
+    n: u32,
+    batch_kernel: CudaFunction,
+    loop_kernel: CudaFunction,
+    gammas: DeviceBuffer<u32>,
+}
+
+impl<'g> ShortFft<'g> {
+    /// Validates N and uploads the Gamma image.
+    pub fn new(gpu: &'g Gpu, n: u32) -> Result<ShortFft<'g>> {
+        check_fft_size(n)?;
+        let (batch, looped) = fft_kernel_names(n).ok_or(Error::MissingKernel("frb_short_fft_n*"))?;
+        Ok(ShortFft {
+            gpu,
+            n,
+            batch_kernel: gpu.function(batch)?,
+            loop_kernel: gpu.function(looped)?,
+            gammas: gpu.upload(&gamma_image(n)?)?,
+        })
+    }
+
+    pub fn n(&self) -> u32 {
+        self.n
+    }
+
+    /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
+    pub fn run(&self, x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, batch: usize) -> Result<()> {
+        check_fft_buffers(self.n, batch, x.len(), y.len())?;
+        let per_block = (FFT_THREADS / 32 * ffts_per_warp(self.n)) as usize;
+        let blocks = batch.div_ceil(per_block) as u32;
+        let batch = batch as u32;
+        let mut launch = self.gpu.stream().launch_builder(&self.batch_kernel);
+        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.raw_mut()).arg(&batch);
+        // SAFETY: matches `frb_short_fft_n*(gammas, x, y, batch)`; the lengths were checked and
+        // the kernel touches only the first `batch` arrays.
+        unsafe { launch.launch(launch_1d(blocks, FFT_THREADS, 0)) }
+            .map_err(|source| Error::Driver { during: "launching the short FFT", source })?;
+        Ok(())
+    }
+
+    /// The benchmark kernel: `blocks` blocks of [`FFT_THREADS`] threads each run
+    /// `4 * iterations` FFTs per warp from registers (`4 * iterations * ffts_per_warp(N)`
+    /// FFTs). `x` holds 4 words per thread, `y` one.
+    pub fn run_loop(
+        &self,
+        x: &DeviceBuffer<u32>,
+        y: &mut DeviceBuffer<u32>,
+        blocks: u32,
+        iterations: u32,
+        salt: u32,
+    ) -> Result<()> {
+        if blocks == 0 || blocks > 1 << 20 || iterations == 0 {
+            return Err(Error::InvalidConfig(format!(
+                "loop FFT needs 1..=2^20 blocks and iterations > 0, got {blocks} and {iterations}"
+            )));
+        }
+        let threads = blocks as usize * FFT_THREADS as usize;
+        if x.len() != 4 * threads {
+            return Err(Error::ShapeMismatch {
+                what: "loop FFT input",
+                expected: 4 * threads,
+                actual: x.len(),
+            });
+        }
+        if y.len() != threads {
+            return Err(Error::ShapeMismatch { what: "loop FFT output", expected: threads, actual: y.len() });
+        }
+        let mut launch = self.gpu.stream().launch_builder(&self.loop_kernel);
+        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.raw_mut()).arg(&iterations).arg(&salt);
+        // SAFETY: matches `frb_short_fft_loop_n*(gammas, x, y, iterations, salt)`; x holds 4
+        // words and y one per thread.
+        unsafe { launch.launch(launch_1d(blocks, FFT_THREADS, 0)) }
+            .map_err(|source| Error::Driver { during: "launching the loop FFT", source })?;
+        Ok(())
+    }
+
+    /// FFTs run by one [`ShortFft::run_loop`] launch.
+    pub fn loop_ffts(&self, blocks: u32, iterations: u32) -> u64 {
+        blocks as u64 * (FFT_THREADS / 32) as u64 * 4 * iterations as u64 * ffts_per_warp(self.n) as u64
+    }
+}
+
+// --- Part B (seed sec. 4): configuration, validation and the CPU reference --------------
+//
+// `I[f][tbar][p][q] = sum_{tau in tbar's T_ds block} sum_pol |Et[tau][f][pol][p][q]|^2`,
+// `Et = sum_{m,n} W[f][pol][m][n] E[tau][f][pol][m][n] exp(2 pi i (m p / 2M + n q / 2N))`
+// (eqs. 50-51), 0 <= p < 2M, 0 <= q < 2N. E complex int4+4 `[tau][f][pol][d]`, gridded by
+// `d -> (m, n)` (no dish: zero); W complex f16 `[f][pol][m][n]`; I `[f][tbar][p][q]`, so the
+// second kernel (sec. 5), a matrix product over the (p, q) pixels for every (f, tbar), reads
+// row-major `(F Tbar) x (2M 2N)` rows.
+//
+// The kernel behind [`FrbBeamformer`] is the straightforward version
+// (`radio_kernels_gpu::frb_beamformer::frb_beamform`): blocks of (channel, chunk of whole
+// output samples), T_inner samples per phase, gridding through shared memory, both 1-d
+// FFTs with the tensor-core short FFT, |Et|^2 summed in f32.
+// The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
+// layouts and bank-conflict checks are in place) are not written yet.
+//
+// f16 range (sec. 4.14). W E is rounded to f16, the FFT stages hold f16 (`|G| <= N max|W E|`,
+// `|Et| <= D max|W E|`), and I is stored as f16 (at most 65504; the sum is f32). So I is
+// finite for every input when `2 T_ds (D w_max 8 sqrt 2)^2 <= 65504`, i.e.
+// `w_max <= 256 / (sqrt(2 T_ds) 8 sqrt(2) D)`: for full CHORD (D = 512, T_ds = 40) that is
+// `|W| <= 4.9e-3`. For noise-like E (rms sigma per component, about 2-3 for 4-bit data) the
+// expected `I = 4 T_ds D |W|^2 sigma^2` (plus bright sources), so `|W|` near
+// `6 / sqrt(T_ds D)` puts noise near 1000, with headroom for sources 60 times brighter; the
+// GPU tests run at such magnitudes (uniform int4 E, sigma about 4.6, |W| up to
+// `sqrt(1000 / (4 T_ds D 21.5))`).
+
+/// Polarisations of the FRB beamformer.
+pub const FRB_POLS: u32 = 2;
+
+/// One launch of the first FRB kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrbConfig {
+    /// Dishes D and grid (M, N): one of the cases of seed Table 2 ([`FRB_CASES`]).
+    pub dishes: u32,
+    pub m: u32,
+    pub n: u32,
+    /// Frequency channels F (one thread block each), 1..=65535.
+    pub freqs: u32,
+    /// Time samples T per launch: a positive multiple of the case's outer block and of T_ds.
+    pub times: u32,
+    /// Time downsampling factor T_ds (any positive integer).
+    pub t_ds: u32,
+}
+
+impl FrbConfig {
+    /// The Table 2 case, or `InvalidConfig` naming the supported ones.
+    pub fn case(&self) -> Result<FrbCase> {
+        frb_case(self.dishes, self.m, self.n).ok_or_else(|| {
+            let cases: Vec<String> =
+                FRB_CASES.iter().map(|c| format!("({}, {}, {})", c.dishes, c.m, c.n)).collect();
+            Error::InvalidConfig(format!(
+                "(D, M, N) = ({}, {}, {}) is not one of the compiled cases {}",
+                self.dishes,
+                self.m,
+                self.n,
+                cases.join(", ")
+            ))
+        })
+    }
+
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    pub fn validate(&self) -> Result<()> {
+        let case = self.case()?;
+        let bad = |message: String| Err(Error::InvalidConfig(message));
+        if self.freqs == 0 || self.freqs > 65535 {
+            return bad(format!("freqs must be 1..=65535, got {}", self.freqs));
+        }
+        if self.t_ds == 0 {
+            return bad("the time downsampling factor T_ds must be positive".into());
+        }
+        if self.times == 0 || !self.times.is_multiple_of(case.t_outer) {
+            return bad(format!(
+                "times per launch must be a positive multiple of the outer block {} of (D, M, N) = ({}, {}, {}), got {}",
+                case.t_outer, self.dishes, self.m, self.n, self.times
+            ));
+        }
+        if !self.times.is_multiple_of(self.t_ds) {
+            return bad(format!(
+                "times per launch ({}) must be a multiple of T_ds ({}): no partial sums are kept between launches",
+                self.times, self.t_ds
+            ));
+        }
+        Ok(())
+    }
+
+    /// Downsampled samples per launch, `T / T_ds`.
+    pub fn out_times(&self) -> u32 {
+        self.times / self.t_ds
+    }
+    /// E size in bytes (ci4 `[tau][f][pol][d]`).
+    pub fn e_len(&self) -> usize {
+        self.times as usize * self.freqs as usize * FRB_POLS as usize * self.dishes as usize
+    }
+    /// W size in complex values (`[f][pol][m][n]`).
+    pub fn weights_len(&self) -> usize {
+        self.freqs as usize * FRB_POLS as usize * (self.m * self.n) as usize
+    }
+    /// I size (`[f][tbar][p][q]`).
+    pub fn output_len(&self) -> usize {
+        self.freqs as usize * self.out_times() as usize * (4 * self.m * self.n) as usize
+    }
+    pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
+        ((tau as usize * self.freqs as usize + f as usize) * FRB_POLS as usize + pol as usize)
+            * self.dishes as usize
+            + d as usize
+    }
+    pub fn weight_index(&self, f: u32, pol: u32, m: u32, n: u32) -> usize {
+        ((f as usize * FRB_POLS as usize + pol as usize) * self.m as usize + m as usize) * self.n as usize
+            + n as usize
+    }
+    pub fn output_index(&self, f: u32, tbar: u32, p: u32, q: u32) -> usize {
+        ((f as usize * self.out_times() as usize + tbar as usize) * 2 * self.m as usize + p as usize)
+            * 2
+            * self.n as usize
+            + q as usize
+    }
+
+    /// Checks a dish-to-grid map: D entries `(m, n)`, each inside the M x N grid, no two
+    /// dishes on one grid point.
+    pub fn check_grid(&self, grid: &[(u32, u32)]) -> Result<()> {
+        self.case()?;
+        if grid.len() != self.dishes as usize {
+            return Err(Error::ShapeMismatch {
+                what: "dish grid map",
+                expected: self.dishes as usize,
+                actual: grid.len(),
+            });
+        }
+        let mut owner = vec![None; (self.m * self.n) as usize];
+        for (d, &(m, n)) in grid.iter().enumerate() {
+            if m >= self.m || n >= self.n {
+                return Err(Error::InvalidConfig(format!(
+                    "dish {d} is mapped to ({m}, {n}), outside the {} x {} grid",
+                    self.m, self.n
+                )));
+            }
+            let slot = &mut owner[(m * self.n + n) as usize];
+            if let Some(other) = *slot {
+                return Err(Error::InvalidConfig(format!(
+                    "dishes {other} and {d} are both mapped to ({m}, {n})"
+                )));
+            }
+            *slot = Some(d);
+        }
+        Ok(())
+    }
+}
+
+/// Relative L2 bound of the first FRB kernel's I against [`frb_intensity_reference`]:
+/// `2^-6`. Et passes one f16 rounding of `W E` (`u = 2^-11`) and two short FFTs (each within
+/// [`FFT_REL_L2_BOUND`] = `8u`), so its relative L2 error is at most `17u`; I is a sum of
+/// `|Et|^2`, which doubles relative errors, plus the f16 rounding of the output:
+/// `35u < 2^-6`. Measured errors are about a tenth of it.
+pub const FRB_REL_L2_BOUND: f64 = 1.0 / 64.0;
+
+/// The first FRB kernel for one configuration and dish map on one GPU, holding the map,
+/// weights and Gamma images on the device.
+pub struct FrbBeamformer<'g> {
+    gpu: &'g Gpu,
+    config: FrbConfig,
+    kernel: CudaFunction,
+    grid: DeviceBuffer<u32>,
+    weights: DeviceBuffer<u32>,
+    gammas_m: DeviceBuffer<u32>,
+    gammas_n: DeviceBuffer<u32>,
+    /// Output samples per block, the blocks (`F` channels times time chunks) and the
+    /// dynamic shared memory of each.
+    tbar_per_block: u32,
+    blocks: u32,
+    shared_bytes: u32,
+}
+
+impl<'g> FrbBeamformer<'g> {
+    /// Validates `config`, the dish map (`grid[d] = (m, n)`) and the weights (complex f16
+    /// `[f][pol][m][n]`, re in bits 0..16), and uploads them.
+    pub fn new(
+        gpu: &'g Gpu,
+        config: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+    ) -> Result<FrbBeamformer<'g>> {
+        config.validate()?;
+        config.check_grid(grid)?;
+        if weights.len() != config.weights_len() {
+            return Err(Error::ShapeMismatch {
+                what: "FRB weights",
+                expected: config.weights_len(),
+                actual: weights.len(),
+            });
+        }
+        let case = config.case()?;
+        let name = frb_beamform_kernel(&case).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        let kernel = gpu.function(name)?;
+        let shared_bytes = frb_beamform_shared_bytes(&case);
+        kernel
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                shared_bytes as i32,
+            )
+            .map_err(|source| Error::Driver {
+                during: "raising the FRB kernel's shared-memory limit",
+                source,
+            })?;
+        // Split time into chunks of whole output samples so that channels x chunks gives
+        // about 8 blocks per SM (F alone is 256 blocks for full CHORD).
+        let out_times = config.out_times();
+        let chunks = (8 * gpu.sm_count()).div_ceil(config.freqs).clamp(1, out_times);
+        let tbar_per_block = out_times.div_ceil(chunks);
+        let blocks = config.freqs * out_times.div_ceil(tbar_per_block);
+        let points: Vec<u32> = grid.iter().map(|&(m, n)| m * config.n + n).collect();
+        Ok(FrbBeamformer {
+            gpu,
+            config,
+            kernel,
+            tbar_per_block,
+            blocks,
+            shared_bytes,
+            grid: gpu.upload(&points)?,
+            weights: gpu.upload(weights)?,
+            gammas_m: gpu.upload(&gamma_image(config.m)?)?,
+            gammas_n: gpu.upload(&gamma_image(config.n)?)?,
+        })
+    }
+
+    pub fn config(&self) -> &FrbConfig {
+        &self.config
+    }
+
+    /// `I[f][tbar][p][q]` (f16 bits) from E (ci4 `[tau][f][pol][d]`).
+    pub fn beamform(&self, e: &DeviceBuffer<u8>, i: &mut DeviceBuffer<u16>) -> Result<()> {
+        let c = &self.config;
+        if e.len() != c.e_len() {
+            return Err(Error::ShapeMismatch { what: "FRB E (bytes)", expected: c.e_len(), actual: e.len() });
+        }
+        if i.len() != c.output_len() {
+            return Err(Error::ShapeMismatch {
+                what: "FRB intensity I",
+                expected: c.output_len(),
+                actual: i.len(),
+            });
+        }
+        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        launch
+            .arg(e.raw())
+            .arg(self.weights.raw())
+            .arg(self.grid.raw())
+            .arg(self.gammas_m.raw())
+            .arg(self.gammas_n.raw())
+            .arg(i.raw_mut())
+            .arg(&c.freqs)
+            .arg(&c.times)
+            .arg(&c.t_ds)
+            .arg(&self.tbar_per_block);
+        // SAFETY: matches `frb_beamform_d*_m*_n*(e, weights, grid, gammas_m, gammas_n, out,
+        // freqs, times, t_ds, tbar_per_block)`; every length was checked against the
+        // validated config, the map is inside the grid, `times` is a multiple of `t_ds`, and
+        // `blocks = F * ceil(out_times / tbar_per_block)`.
+        unsafe { launch.launch(launch_1d(self.blocks, FRB_THREADS, self.shared_bytes)) }
+            .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
+        Ok(())
+    }
+}
+
+/// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted
+/// field: [`padded_dft`] along n, then along m), `I[f][tbar][p][q]`.
+pub fn frb_intensity_reference(
+    config: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    weights: &[u32],
+) -> Result<Vec<f64>> {
+    config.validate()?;
+    config.check_grid(grid)?;
+    let c = config;
+    if e.len() != c.e_len() {
+        return Err(Error::ShapeMismatch { what: "FRB E (bytes)", expected: c.e_len(), actual: e.len() });
+    }
+    if weights.len() != c.weights_len() {
+        return Err(Error::ShapeMismatch {
+            what: "FRB weights",
+            expected: c.weights_len(),
+            actual: weights.len(),
+        });
+    }
+    let w = unpack_c16(weights);
+    let (m_len, n_len) = (c.m as usize, c.n as usize);
+    let mut out = vec![0.0; c.output_len()];
+    let mut field = vec![(0.0, 0.0); m_len * n_len];
+    for tau in 0..c.times {
+        for f in 0..c.freqs {
+            for pol in 0..FRB_POLS {
+                field.iter_mut().for_each(|x| *x = (0.0, 0.0));
+                for (d, &(m, n)) in grid.iter().enumerate() {
+                    let (re, im) =
+                        radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
+                    field[m as usize * n_len + n as usize] =
+                        cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
+                }
+                // Eq. 56 along n, then eq. 57 along m.
+                let g: Vec<Vec<C64>> = field.chunks(n_len).map(padded_dft).collect();
+                for q in 0..2 * n_len {
+                    let column: Vec<C64> = g.iter().map(|row| row[q]).collect();
+                    for (p, value) in padded_dft(&column).into_iter().enumerate() {
+                        out[c.output_index(f, tau / c.t_ds, p as u32, q as u32)] +=
+                            value.0 * value.0 + value.1 * value.1;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use radio_kernels_gpu::packing::pack_f16x2;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    fn random_input(rng: &mut StdRng, len: usize) -> Vec<C64> {
+        (0..len).map(|_| (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0))).collect()
+    }
+
+    /// Eqs. 28-30 with the zero padding of eqs. 23-24 reproduce the padded DFT (eq. 18).
+    #[test]
+    fn three_factor_decomposition_is_the_padded_dft() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for n in FFT_SIZES {
+            for trial in 0..4 {
+                let mut x = random_input(&mut rng, n as usize);
+                if trial == 0 {
+                    // A unit impulse at each n in turn gives the DFT's columns.
+                    for m in 0..n as usize {
+                        x.iter_mut().for_each(|v| *v = (0.0, 0.0));
+                        x[m] = (1.0, 0.0);
+                        let err = relative_l2(&three_factor_fft(&x).unwrap(), &padded_dft(&x));
+                        assert!(err < 1e-13, "N={n} impulse at {m}: {err}");
+                    }
+                    continue;
+                }
+                let err = relative_l2(&three_factor_fft(&x).unwrap(), &padded_dft(&x));
+                assert!(err < 1e-13, "N={n}: {err}");
+            }
+        }
+    }
+
+    /// The sparse G3 (N <= 16), compressed and rebuilt through the universal metadata of eqs.
+    /// 171-173 with selector f, is the dense G3 with its Kronecker deltas (eq. 168), and so
+    /// gives the same product.
+    #[test]
+    fn sparse_gamma3_with_universal_metadata_equals_dense() {
+        let mut rng = StdRng::seed_from_u64(2);
+        for n in [8, 12, 16] {
+            let f = sparse_selector(n).unwrap();
+            let dense = gamma3_matrix(n);
+            // The delta(i_f, j_1) of eq. 168: every nonzero has j1 = i_f.
+            for i in 0..16 {
+                for j in 0..16 {
+                    if dense[i * 16 + j] != 0.0 {
+                        assert_eq!((j >> 1) & 1, (i >> f) & 1, "N={n} ({i}, {j})");
+                    }
+                }
+            }
+            let rebuilt = decompress_universal(&compress_sparse(&dense, f), f);
+            assert_eq!(rebuilt, dense, "N={n}");
+            let b: Vec<f64> = (0..128).map(|_| rng.random_range(-1.0..1.0)).collect();
+            assert_eq!(matmul(&rebuilt, &b, (16, 16, 8)), matmul(&dense, &b, (16, 16, 8)));
+            // A wrong selector does not rebuild it: the test can tell.
+            assert_ne!(decompress_universal(&compress_sparse(&dense, f), f ^ 3), dense, "N={n}");
+        }
+    }
+
+    /// The whole warp algorithm through the register images in f64 is the padded DFT, and the
+    /// images hold what eqs. 39, 41 and 45-47 say (dense register 3 = register 0, eq. 32).
+    #[test]
+    fn warp_emulation_is_the_padded_dft() {
+        let mut rng = StdRng::seed_from_u64(3);
+        for n in FFT_SIZES {
+            let gammas = gamma_image_f64(n).unwrap();
+            let s = ffts_per_warp(n) as usize;
+            let x = random_input(&mut rng, s * n as usize);
+            let y = emulate_warp_fft(n, &gammas, &x, false).unwrap();
+            let want: Vec<C64> = x.chunks(n as usize).flat_map(padded_dft).collect();
+            let err = relative_l2(&y, &want);
+            assert!(err < 1e-13, "N={n}: {err}");
+            for lane in 0..32 {
+                let w = |k: usize, e: usize| gammas[(lane * GAMMA_WORDS + k) * 2 + e];
+                if sparse_selector(n).is_none() {
+                    assert_eq!([w(G3_WORD + 3, 0), w(G3_WORD + 3, 1)], [w(G3_WORD, 0), w(G3_WORD, 1)]);
+                } else {
+                    assert_eq!([w(G3_WORD + 2, 0), w(G3_WORD + 3, 1)], [0.0, 0.0]);
+                }
+            }
+        }
+    }
+
+    /// With f16 Gammas and f16 rounding at each stage the error stays well inside the bound
+    /// the GPU tests use (and is far from zero, so the rounding model is on).
+    #[test]
+    fn f16_model_is_within_the_bound() {
+        let mut rng = StdRng::seed_from_u64(4);
+        for n in FFT_SIZES {
+            let image: Vec<f64> = gamma_image(n)
+                .unwrap()
+                .iter()
+                .flat_map(|&w| {
+                    let (lo, hi) = unpack_f16x2(w);
+                    [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
+                })
+                .collect();
+            let s = ffts_per_warp(n) as usize;
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            for _ in 0..64 {
+                let x: Vec<C64> = random_input(&mut rng, s * n as usize)
+                    .into_iter()
+                    .map(|(re, im)| (round_f16(re), round_f16(im)))
+                    .collect();
+                got.extend(emulate_warp_fft(n, &image, &x, true).unwrap());
+                want.extend(x.chunks(n as usize).flat_map(padded_dft));
+            }
+            let err = relative_l2(&got, &want);
+            println!("N={n}: f16 model relative L2 {err:.2e} (bound {FFT_REL_L2_BOUND:.2e})");
+            assert!(err < FFT_REL_L2_BOUND / 2.0 && err > 1e-5, "N={n}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_sizes_and_buffers_are_typed_errors() {
+        for n in [0, 4, 6, 10, 36, 64] {
+            assert!(matches!(check_fft_size(n), Err(Error::InvalidConfig(_))));
+            assert!(gamma_image(n).is_err());
+        }
+        assert!(check_fft_buffers(12, 5, 60, 120).is_ok());
+        assert!(matches!(check_fft_buffers(12, 0, 0, 0), Err(Error::InvalidConfig(_))));
+        assert!(matches!(check_fft_buffers(12, 5, 59, 120), Err(Error::ShapeMismatch { .. })));
+        assert!(matches!(check_fft_buffers(12, 5, 60, 121), Err(Error::ShapeMismatch { .. })));
+        assert!(matches!(check_fft_buffers(12, MAX_FFT_BATCH + 1, 0, 0), Err(Error::InvalidConfig(_))));
+    }
+
+    fn chord_pathfinder(times: u32, t_ds: u32) -> FrbConfig {
+        FrbConfig { dishes: 64, m: 8, n: 12, freqs: 2, times, t_ds }
+    }
+
+    /// A random injective map of D dishes onto the M x N grid.
+    fn random_grid(config: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
+        let mut points: Vec<(u32, u32)> =
+            (0..config.m).flat_map(|m| (0..config.n).map(move |n| (m, n))).collect();
+        for k in (1..points.len()).rev() {
+            points.swap(k, rng.random_range(0..=k));
+        }
+        points.truncate(config.dishes as usize);
+        points
+    }
+
+    fn unit_weights(config: &FrbConfig) -> Vec<u32> {
+        vec![pack_f16x2(f16::ONE.to_bits(), 0); config.weights_len()]
+    }
+
+    /// Physics check: a plane wave from the half-integer direction (p0 / 2, q0 / 2) (E_d =
+    /// exp(-2 pi i (m p0 / 2M + n q0 / 2N)) quantised to int4) lights up pixel (p0, q0), for
+    /// every case, with a scrambled dish map and p0, q0 odd.
+    #[test]
+    fn plane_wave_lights_up_its_pixel() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for case in FRB_CASES {
+            let config = FrbConfig {
+                dishes: case.dishes,
+                m: case.m,
+                n: case.n,
+                freqs: 1,
+                times: case.t_outer,
+                t_ds: case.t_outer,
+            };
+            let grid = random_grid(&config, &mut rng);
+            let (p0, q0) = (2 * rng.random_range(0..config.m) + 1, 2 * rng.random_range(0..config.n) + 1);
+            let mut e = vec![0u8; config.e_len()];
+            for tau in 0..config.times {
+                for pol in 0..FRB_POLS {
+                    for (d, &(m, n)) in grid.iter().enumerate() {
+                        let phase =
+                            -PI * (m * p0) as f64 / config.m as f64 - PI * (n * q0) as f64 / config.n as f64;
+                        let (re, im) = ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
+                        e[config.e_index(tau, 0, pol, d as u32)] =
+                            radio_kernels_gpu::packing::pack_ci4(re, im);
+                    }
+                }
+            }
+            let i = frb_intensity_reference(&config, &e, &grid, &unit_weights(&config)).unwrap();
+            let (best, _) =
+                i.iter().enumerate().fold((0, f64::MIN), |b, (k, &v)| if v > b.1 { (k, v) } else { b });
+            assert_eq!(best, config.output_index(0, 0, p0, q0), "{case:?}: brightest pixel");
+            // Most of the coherent sum 7 D lands there (int4 rounding moves each phasor by at
+            // most 0.71).
+            let peak = i[best] / (2.0 * config.times as f64);
+            assert!(peak > (0.85 * 7.0 * case.dishes as f64).powi(2), "{case:?}: {peak}");
+        }
+    }
+
+    /// The separable reference equals the direct 2-d sum of eq. 51 (random E, W and map), and
+    /// downsampling by T_ds sums T_ds consecutive T_ds = 1 outputs.
+    #[test]
+    fn reference_is_eq_51_and_downsamples() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let config = chord_pathfinder(48, 1);
+        let grid = random_grid(&config, &mut rng);
+        let e: Vec<u8> = (0..config.e_len()).map(|_| rng.random()).collect();
+        let weights: Vec<u32> = (0..config.weights_len())
+            .map(|_| {
+                let mut h = || f16::from_f64(rng.random_range(-1.0..1.0)).to_bits();
+                pack_f16x2(h(), h())
+            })
+            .collect();
+        let fine = frb_intensity_reference(&config, &e, &grid, &weights).unwrap();
+        let w = unpack_c16(&weights);
+        for (f, tau, p, q) in [(0, 0, 0, 0), (1, 5, 3, 17), (0, 47, 15, 23), (1, 20, 8, 12)] {
+            let mut total = 0.0;
+            for pol in 0..FRB_POLS {
+                let mut sum = (0.0, 0.0);
+                for (d, &(m, n)) in grid.iter().enumerate() {
+                    let (re, im) =
+                        radio_kernels_gpu::packing::unpack_ci4(e[config.e_index(tau, f, pol, d as u32)]);
+                    let x = cmul(w[config.weight_index(f, pol, m, n)], (re as f64, im as f64));
+                    let phase = PI * (m * p) as f64 / config.m as f64 + PI * (n * q) as f64 / config.n as f64;
+                    let t = cmul(x, cis(phase));
+                    sum = (sum.0 + t.0, sum.1 + t.1);
+                }
+                total += sum.0 * sum.0 + sum.1 * sum.1;
+            }
+            let got = fine[config.output_index(f, tau, p, q)];
+            assert!((got - total).abs() <= 1e-9 * total.max(1.0), "({f}, {tau}, {p}, {q}): {got} vs {total}");
+        }
+        for t_ds in [3, 16, 48] {
+            let coarse_config = FrbConfig { t_ds, ..config };
+            let coarse = frb_intensity_reference(&coarse_config, &e, &grid, &weights).unwrap();
+            for f in 0..config.freqs {
+                for tbar in 0..coarse_config.out_times() {
+                    for pq in 0..(4 * config.m * config.n) {
+                        let (p, q) = (pq / (2 * config.n), pq % (2 * config.n));
+                        let sum: f64 = (tbar * t_ds..(tbar + 1) * t_ds)
+                            .map(|tau| fine[config.output_index(f, tau, p, q)])
+                            .sum();
+                        let got = coarse[coarse_config.output_index(f, tbar, p, q)];
+                        assert!((got - sum).abs() <= 1e-9 * sum.max(1.0), "T_ds={t_ds}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn frb_configs_and_maps_are_validated() {
+        let ok = chord_pathfinder(48, 3);
+        assert!(ok.validate().is_ok());
+        for c in FRB_CASES {
+            let config =
+                FrbConfig { dishes: c.dishes, m: c.m, n: c.n, freqs: 1, times: c.t_outer * 7, t_ds: 7 };
+            assert!(config.validate().is_ok(), "{c:?}");
+        }
+        let invalid = |config: FrbConfig| matches!(config.validate(), Err(Error::InvalidConfig(_)));
+        assert!(invalid(FrbConfig { n: 16, ..ok })); // (64, 8, 16): no such case
+        assert!(invalid(FrbConfig { dishes: 512, m: 24, n: 32, ..ok }));
+        assert!(invalid(FrbConfig { times: 40, ..ok })); // not a multiple of T_outer = 48
+        assert!(invalid(FrbConfig { times: 0, ..ok }));
+        assert!(invalid(FrbConfig { t_ds: 0, ..ok }));
+        assert!(invalid(FrbConfig { t_ds: 5, ..ok })); // 48 is not a multiple of 5
+        assert!(invalid(FrbConfig { freqs: 0, ..ok }));
+        let mut rng = StdRng::seed_from_u64(8);
+        let mut grid = random_grid(&ok, &mut rng);
+        assert!(ok.check_grid(&grid).is_ok());
+        assert!(matches!(ok.check_grid(&grid[1..]), Err(Error::ShapeMismatch { .. })));
+        let keep = grid[3];
+        grid[3] = grid[10];
+        assert!(matches!(ok.check_grid(&grid), Err(Error::InvalidConfig(m)) if m.contains("both mapped")));
+        grid[3] = (8, 0);
+        assert!(matches!(ok.check_grid(&grid), Err(Error::InvalidConfig(m)) if m.contains("outside")));
+        grid[3] = keep;
+        let e = vec![0u8; ok.e_len()];
+        assert!(frb_intensity_reference(&ok, &e[1..], &grid, &unit_weights(&ok)).is_err());
+        assert!(frb_intensity_reference(&ok, &e, &grid, &unit_weights(&ok)[1..]).is_err());
+    }
+}

@@ -1,0 +1,1180 @@
+//! FRB beamformer (seed 000, CHORD FRB beamformer), part A: the tensor-core short FFT of
+//! seed sec. 3 (eqs. 18-47) with App. B.1 (notation) and App. C (f16 MMAs, incl. C.3 sparse
+//! `mma.sp` with the universal metadata of eqs. 171-173).
+//!
+//! One warp computes `2^(5-r)` independent zero-padded c2c f16 FFTs (spectator index s),
+//! `r = ceil(log2 N)`, for N in {8, 12, 16, 20, 24, 28, 32}:
+//! `Y_q = sum_{n<N} X_n exp(2 pi i n q / 2N)`, 0 <= q < 2N (eq. 18). With `n = (N/4) c + d`
+//! and `q = 8u + v` (eqs. 21-22, d and u zero-padded to `2^(r-2)`), eqs. 28-30:
+//! `Z_dvs = sum_c G1_cv X_cds` (m16n8k8), `W_dvs = G2_dv Z_dvs` (half2 complex multiply),
+//! `Y_uvs = sum_d G3_du W_dvs` (m16n8k16: sparse `mma.sp` with selector f = 2 for r = 4,
+//! f = 1 for r = 3 and the universal E; dense for r = 5).
+//! ```text
+//! [f16 X_cds]  b <-> ReIm           t0 t1 t2 t3 t4 <-> c0 c1 d0 [s0..s(4-r) d1..d(r-3)]   (25)
+//! [f16 Y_uvs]  b <-> v0  r <-> ReIm t0 t1 t2 t3 t4 <-> v1 v2 [u0..u(r-3) s0..s(4-r)]       (26)
+//! [f16 Z_dvs]  b0 <-> d0 r <-> ReIm t0 t1 t2 t3 t4 <-> [s0..s(4-r) d1..d(r-3)] v0 v1 v2   (40)
+//! MMA1 (38): i <-> v0 v1 v2 ReIm_out          j <-> ReIm_in c0 c1   k <-> d0 [..2 bits..]
+//! MMA3 (43): i <-> [u.. s_out..] ReIm_out     j <-> d0 [s_in.. d1..] ReIm_in   k <-> v0 v1 v2
+//! ```
+//! The bracketed 2-bit and 3-bit fields are [`field2`] and [`field3`]. The Gamma matrices are
+//! computed on the host in f64, rounded to f16 and passed in as one register image
+//! ([`GAMMA_WORDS`] words per lane: G1 (eq. 39), G2 (eq. 41), G3 (eqs. 45-47)); the kernel
+//! holds them in registers. The functions below are the index maps the host uses to build
+//! those images and the CPU tests use to check that eqs. 38 and 43 compose.
+//!
+//! Part B (the first FRB kernel, seed sec. 4): a straightforward, correct-first kernel
+//! (`frb_beamform`: gridding through shared memory, both FFTs with `short_fft` from shared
+//! memory, f32 intensity sums), and for the seed's design, not written yet: the cases of Table
+//! 2 ([`FRB_CASES`]), their derived constants, the shared-memory layouts of sec. 4.5
+//! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9 and the `Gsh[]`
+//! store/load lanes of secs. 4.10-4.11, with CPU checks (the seed author's script, as tests)
+//! that all six shared-memory access patterns of secs. 4.6-4.11 are bank-conflict free and
+//! cover their arrays exactly once.
+use crate::layout::Location;
+
+/// The FFT lengths N of seed sec. 3 (`8 <= N <= 32`, N divisible by 4).
+pub const FFT_SIZES: [u32; 7] = [8, 12, 16, 20, 24, 28, 32];
+
+/// 32-bit words per lane of the Gamma register image: G1 (2), G2 (2), G3 (4; the sparse
+/// cases use the first 2, and the dense case's word 3 equals word 0 by eq. 32).
+pub const GAMMA_WORDS: usize = 8;
+/// Offsets of G1, G2 and G3 in a lane's [`GAMMA_WORDS`] words.
+pub const G1_WORD: usize = 0;
+pub const G2_WORD: usize = 2;
+pub const G3_WORD: usize = 4;
+
+/// Whether N is one of [`FFT_SIZES`].
+pub const fn is_fft_size(n: u32) -> bool {
+    n >= 8 && n <= 32 && n.is_multiple_of(4)
+}
+
+/// `r = ceil(log2 N)` (eq. 19), for N in [`FFT_SIZES`].
+pub const fn fft_rank(n: u32) -> u32 {
+    32 - (n - 1).leading_zeros()
+}
+
+/// FFTs per warp, `2^(5-r)`: 4 at N = 8, 2 at N = 12 and 16, 1 above.
+pub const fn ffts_per_warp(n: u32) -> u32 {
+    1 << (5 - fft_rank(n))
+}
+
+/// Whether the third MMA is sparse (`r <= 4`, i.e. N <= 16) and its selector `f = n`
+/// (the `i_n` of the Kronecker delta `delta(i_n, j_1)`, eq. 168): 2 for r = 4, 1 for r = 3.
+pub const fn sparse_selector(n: u32) -> Option<u32> {
+    match fft_rank(n) {
+        3 => Some(1),
+        4 => Some(2),
+        _ => None,
+    }
+}
+
+/// The 2-bit field `[s0..s(4-r) d1..d(r-3)]` of eqs. 25, 38, 40, 43: spectator bits low,
+/// then the high bits of d.
+pub const fn field2(n: u32, s: u32, d: u32) -> u32 {
+    s | ((d >> 1) << (5 - fft_rank(n)))
+}
+
+/// The 3-bit field `[u0..u(r-3) s0..s(4-r)]` of eqs. 26, 43, 44: u low, spectators high.
+pub const fn field3(n: u32, u: u32, s: u32) -> u32 {
+    u | (s << (fft_rank(n) - 2))
+}
+
+/// Inverse of [`field2`]: `(s, d >> 1)`.
+pub const fn split_field2(n: u32, field: u32) -> (u32, u32) {
+    let sbits = 5 - fft_rank(n);
+    (field & ((1 << sbits) - 1), field >> sbits)
+}
+
+/// Inverse of [`field3`]: `(u, s)`.
+pub const fn split_field3(n: u32, field: u32) -> (u32, u32) {
+    let ubits = fft_rank(n) - 2;
+    (field & ((1 << ubits) - 1), field >> ubits)
+}
+
+/// Padded length of d and u, `2^(r-2)`.
+pub const fn padded_quarter(n: u32) -> u32 {
+    1 << (fft_rank(n) - 2)
+}
+
+/// Eq. 25: where `X_cds` (part `reim`) lives. One register per lane.
+pub const fn x_location(n: u32, c: u32, d: u32, s: u32, reim: u32) -> Location {
+    Location { lane: c | ((d & 1) << 2) | (field2(n, s, d) << 3), register: 0, element: reim }
+}
+
+/// Inverse of eq. 25 for a lane: `(c, d, s)`; `d >= N/4` marks a zero-padding slot.
+pub const fn x_coordinates(n: u32, lane: u32) -> (u32, u32, u32) {
+    let (s, dhi) = split_field2(n, lane >> 3);
+    (lane & 3, ((lane >> 2) & 1) | (dhi << 1), s)
+}
+
+/// Eqs. 40-42: where `Z_dvs`, `G2_dv` and `W_dvs` (part `reim`) live.
+pub const fn z_location(n: u32, d: u32, v: u32, s: u32, reim: u32) -> Location {
+    Location { lane: field2(n, s, d) | (v << 2), register: reim, element: d & 1 }
+}
+
+/// Inverse of eq. 40: `(d, v, s, reim)`.
+pub const fn z_coordinates(n: u32, at: Location) -> (u32, u32, u32, u32) {
+    let (s, dhi) = split_field2(n, at.lane & 3);
+    ((at.element & 1) | (dhi << 1), at.lane >> 2, s, at.register)
+}
+
+/// Eq. 26 (= eq. 44): where `Y_uvs` (part `reim`) lives. Two registers per lane.
+pub const fn y_location(n: u32, u: u32, v: u32, s: u32, reim: u32) -> Location {
+    Location { lane: (v >> 1) | (field3(n, u, s) << 2), register: reim, element: v & 1 }
+}
+
+/// Inverse of eq. 26: `(u, v, s, reim)`; `u >= N/4` marks a zero-padding slot.
+pub const fn y_coordinates(n: u32, at: Location) -> (u32, u32, u32, u32) {
+    let (u, s) = split_field3(n, at.lane >> 2);
+    (u, (at.element & 1) | ((at.lane & 3) << 1), s, at.register)
+}
+
+/// Eq. 38, the first MMA's rows: `i = v0 v1 v2 ReIm_out`.
+pub const fn mma1_row(v: u32, reim_out: u32) -> u32 {
+    v | (reim_out << 3)
+}
+/// Eq. 38, the contracted index: `j = ReIm_in c0 c1`.
+pub const fn mma1_inner(c: u32, reim_in: u32) -> u32 {
+    reim_in | (c << 1)
+}
+/// Eq. 38, the columns: `k = d0 [2 bits]`.
+pub const fn mma1_col(n: u32, d: u32, s: u32) -> u32 {
+    (d & 1) | (field2(n, s, d) << 1)
+}
+
+/// Eq. 43, the third MMA's rows: `i = [u.. s_out..] ReIm_out`.
+pub const fn mma3_row(n: u32, u: u32, s_out: u32, reim_out: u32) -> u32 {
+    field3(n, u, s_out) | (reim_out << 3)
+}
+/// Eq. 43, the contracted index: `j = d0 [s_in.. d1..] ReIm_in`.
+pub const fn mma3_inner(n: u32, d: u32, s_in: u32, reim_in: u32) -> u32 {
+    mma1_col(n, d, s_in) | (reim_in << 3)
+}
+/// Eq. 43, the columns: `k = v0 v1 v2`.
+pub const fn mma3_col(v: u32) -> u32 {
+    v
+}
+
+/// A matrix element of a complex matrix written as a real one with `ReIm_in` and
+/// `ReIm_out` axes (eq. 32): the element is `sign * (re if part == 0 else im)` of the
+/// complex entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RealEntry {
+    /// 0: the real part of the complex entry, 1: the imaginary part.
+    pub part: u32,
+    /// +1 or -1.
+    pub sign: i32,
+}
+
+/// Eq. 32: `A_r[out][in] = (Re, -Im; Im, Re)[out][in]` of the complex `A_c`.
+pub const fn realify(reim_out: u32, reim_in: u32) -> RealEntry {
+    match (reim_out, reim_in) {
+        (0, 0) | (1, 1) => RealEntry { part: 0, sign: 1 },
+        (0, _) => RealEntry { part: 1, sign: -1 },
+        _ => RealEntry { part: 1, sign: 1 },
+    }
+}
+
+/// Element (i, j) of the first MMA's A matrix (16 x 8) as `(c, v, entry)` of
+/// `G1_cv = exp(pi i c v / 4)` (eqs. 28, 38).
+pub const fn gamma1_entry(i: u32, j: u32) -> (u32, u32, RealEntry) {
+    (j >> 1, i & 7, realify(i >> 3, j & 1))
+}
+
+/// Element (i, j) of the third MMA's dense A matrix (16 x 16) as `(d, u, entry)` of
+/// `G3_du = exp(8 pi i d u / N)` (eqs. 30, 43), or `None` where the spectator Kronecker
+/// deltas `delta(s_in, s_out)` vanish. Zero padding (`d` or `u >= N/4`) is the caller's.
+pub const fn gamma3_entry(n: u32, i: u32, j: u32) -> Option<(u32, u32, RealEntry)> {
+    let (u, s_out) = split_field3(n, i & 7);
+    let (s_in, dhi) = split_field2(n, (j >> 1) & 3);
+    if s_in != s_out {
+        return None;
+    }
+    Some(((j & 1) | (dhi << 1), u, realify(i >> 3, j >> 3)))
+}
+
+// --- Part B (seed sec. 4): the first FRB kernel's cases --------------------------------
+
+/// One compile-time case of seed Table 2: dishes D on an M x N grid, warps per block W, and
+/// the outer and inner time blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrbCase {
+    pub dishes: u32,
+    pub m: u32,
+    pub n: u32,
+    pub warps: u32,
+    pub t_outer: u32,
+    pub t_inner: u32,
+}
+
+/// Seed Table 2, cases 1-5: CHORD pathfinder square and rectangular, HIRAX square and
+/// rectangular, full CHORD.
+pub const FRB_CASES: [FrbCase; 5] = [
+    FrbCase { dishes: 64, m: 8, n: 8, warps: 4, t_outer: 64, t_inner: 8 },
+    FrbCase { dishes: 64, m: 8, n: 12, warps: 6, t_outer: 48, t_inner: 6 },
+    FrbCase { dishes: 256, m: 16, n: 16, warps: 16, t_outer: 64, t_inner: 8 },
+    FrbCase { dishes: 256, m: 16, n: 20, warps: 20, t_outer: 40, t_inner: 5 },
+    FrbCase { dishes: 512, m: 24, n: 24, warps: 24, t_outer: 48, t_inner: 4 },
+];
+
+const fn next_power_of_two(x: u32) -> u32 {
+    1 << (32 - (x - 1).leading_zeros())
+}
+
+const fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Table 2's derived constants and the shared-memory layouts of seed sec. 4.5, in 4-byte
+/// words (`Fsh1[]` and `Fsh2[]` are int32 arrays, `Gsh[]` is half2).
+impl FrbCase {
+    /// `M` and `N` padded to powers of two (eq. 73).
+    pub const fn m_pad(&self) -> u32 {
+        next_power_of_two(self.m)
+    }
+    pub const fn n_pad(&self) -> u32 {
+        next_power_of_two(self.n)
+    }
+    /// m-indices per mini-tile, `32 / N_pad` (eq. 100).
+    pub const fn mt(&self) -> u32 {
+        32 / self.n_pad()
+    }
+    /// Mega-tile shape `(T_w x M_w)` mini-tiles (eq. 104).
+    pub const fn mw(&self) -> u32 {
+        gcd(self.m / self.mt(), self.warps)
+    }
+    pub const fn tw(&self) -> u32 {
+        self.warps / self.mw()
+    }
+    /// Mega-tiles per thread block, `(T_r x M_r)` (eq. 105).
+    pub const fn mr(&self) -> u32 {
+        self.m / (self.mw() * self.mt())
+    }
+    pub const fn tr(&self) -> u32 {
+        self.t_outer / 2 / self.tw()
+    }
+    /// `Freg1[]` and `Freg2[]` registers per thread (eqs. 93, 106).
+    pub const fn freg1_registers(&self) -> u32 {
+        self.dishes.div_ceil(self.warps)
+    }
+    pub const fn freg2_registers(&self) -> u32 {
+        self.tr() * self.mr()
+    }
+    /// Eq. 65: the d_hi stride of `Fsh1[]`.
+    pub const fn sigma_f1(&self) -> u32 {
+        if self.dishes == 64 {
+            260
+        } else {
+            257
+        }
+    }
+    /// Eq. 70: the n stride of `Fsh2[]`.
+    pub const fn sigma_f2(&self) -> u32 {
+        32 * (self.m + 1) + self.mt()
+    }
+    /// Eqs. 74-75: the bit-reversed q_1.. stride and the q_0 stride of `Gsh[]`.
+    pub const fn sigma_g1(&self) -> u32 {
+        2 * self.m_pad() * self.t_inner + 32 / self.n_pad()
+    }
+    pub const fn sigma_g0(&self) -> u32 {
+        self.n_pad() * self.sigma_g1() + self.m_pad()
+    }
+    /// Footprints in bytes (eqs. 66, 71, 77) and the union's (eq. 60).
+    pub const fn fsh1_bytes(&self) -> u32 {
+        4 * self.sigma_f1() * (self.dishes / 8)
+    }
+    pub const fn fsh2_bytes(&self) -> u32 {
+        4 * self.n * self.sigma_f2()
+    }
+    pub const fn gsh_bytes(&self) -> u32 {
+        4 * 2 * self.sigma_g0()
+    }
+    pub const fn shared_bytes(&self) -> u32 {
+        let a = self.fsh1_bytes();
+        let b = self.fsh2_bytes();
+        let c = self.gsh_bytes();
+        let ab = if a > b { a } else { b };
+        if ab > c {
+            ab
+        } else {
+            c
+        }
+    }
+    /// Eq. 64: word of `Fsh1[tau][d]`, strides (tau, d_lo, d_hi) = (1, 32, Sigma_F1).
+    pub const fn fsh1_word(&self, tau: u32, d: u32) -> u32 {
+        tau + 32 * (d & 7) + self.sigma_f1() * (d >> 3)
+    }
+    /// Eq. 69: word of `Fsh2[tau][m][n]`, strides (tau, m, n) = (1, 33, Sigma_F2).
+    pub const fn fsh2_word(&self, tau: u32, m: u32, n: u32) -> u32 {
+        tau + 33 * m + self.sigma_f2() * n
+    }
+    /// Eq. 76: word of `Gsh[tau][pol][m][q]`: m stride 1, pol M_pad, tau 2 M_pad, the
+    /// bit-reversed `q >> 1` Sigma_G1, `q & 1` Sigma_G0.
+    pub const fn gsh_word(&self, tau: u32, pol: u32, m: u32, q: u32) -> u32 {
+        let bits = self.n_pad().trailing_zeros();
+        let qr = q >> 1;
+        let brev = if bits == 0 { 0 } else { qr.reverse_bits() >> (32 - bits) };
+        m + pol * self.m_pad() + tau * 2 * self.m_pad() + brev * self.sigma_g1() + (q & 1) * self.sigma_g0()
+    }
+    /// Eq. 102 with eq. 104: the (tau, m, n) that register (tr, mr) of lane `t` in warp `w`
+    /// holds in `Freg2[]`, with `padded` set where n is zero padding (`n_lo >= N/4`).
+    ///
+    /// Two places differ from the seed's pseudocode (108)-(109), which this follows
+    /// otherwise: `n_lo` is `n_lo0 + 2 (field / M_t)` as eq. 102 says (108 adds
+    /// `field / M_t` unshifted), and register `tr` holds `tau = tau_w + T_w tr` (109 steps
+    /// tau by 1 per `tr`, which collides with `tau_w` whenever `T_w > 1`); with `T_w tr` an
+    /// inner block of `T_inner` samples is `T_inner / T_w` whole registers (eq. 110).
+    pub const fn freg2_element(&self, w: u32, t: u32, tr: u32, mr: u32) -> Freg2Element {
+        let mt = self.mt();
+        // t0 t1 t2 t3 t4 <-> n_hi0 n_hi1 n_lo0 [m0..m(4-nu) n_lo1..n_lo(nu-3)]
+        let field = t >> 3;
+        let m_in = field % mt;
+        let n_lo = ((t >> 2) & 1) | ((field / mt) << 1);
+        let n_hi = t & 3;
+        let (tau_w, m_w) = (w / self.mw(), w % self.mw());
+        Freg2Element {
+            tau: tau_w + self.tw() * tr,
+            m: m_in + mt * (m_w + self.mw() * mr),
+            n: n_hi * (self.n / 4) + n_lo,
+            padded: n_lo >= self.n / 4,
+        }
+    }
+}
+
+impl FrbCase {
+    /// The `Fsh2[]` word lane `t` of warp `w` loads into `Freg2[tr][mr]` (sec. 4.9). A
+    /// zero-padded lane (masked to zero afterwards) loads the word of `n_lo = 0` in its own
+    /// `n_hi` group, which a real lane of the warp loads too: a broadcast, so in bounds and
+    /// conflict-free. (The seed's "same bank, in bounds" substitute `s0 & 31` is a second
+    /// word in a used bank whenever the padded `n` is itself in bounds, as in case 2.)
+    pub const fn freg2_load_word(&self, w: u32, t: u32, tr: u32, mr: u32) -> u32 {
+        let e = self.freg2_element(w, t, tr, mr);
+        let n = if e.padded { (t & 3) * (self.n / 4) } else { e.n };
+        self.fsh2_word(e.tau, e.m, n)
+    }
+}
+
+impl FrbCase {
+    /// Sec. 4.10: the `Gsh[]` element `(tau, pol, m, q)` that lane `t` of warp `w` stores
+    /// from register `r` (`r <-> q_lo0`, eq. 120) after the first FFT of the mini-tile in
+    /// `Freg2[tr][mr]`, `tau` counted inside the inner block (`tr < T_inner / T_w`). The
+    /// lanes are eq. 26's output assignment with `u = q_hi` and the spectator `s = m`
+    /// within the mini-tile; `q` runs over the padded `2 N_pad`.
+    pub const fn gsh_write_element(
+        &self,
+        w: u32,
+        t: u32,
+        tr: u32,
+        mr: u32,
+        pol: u32,
+        r: u32,
+    ) -> (u32, u32, u32, u32) {
+        let (q_hi, m_in) = split_field3(self.n, t >> 2);
+        let q = 8 * q_hi + (r | ((t & 3) << 1));
+        let (tau_w, m_w) = (w / self.mw(), w % self.mw());
+        (tau_w + self.tw() * tr, pol, m_in + self.mt() * (m_w + self.mw() * mr), q)
+    }
+
+    /// `G`-array tiles of the second FFT (eq. 121): `2N / (32 / M_pad)` of them, each all m
+    /// and `32 / M_pad` consecutive q.
+    pub const fn g_tiles(&self) -> u32 {
+        2 * self.n / (32 / self.m_pad())
+    }
+
+    /// Sec. 4.11: the `(m, q)` lane `t` reads for `G`-tile `tile` (eq. 123: eq. 25 with
+    /// `c = m_hi`, `d = m_lo`, spectator `s = q` within the tile), and whether `m_lo` is
+    /// zero padding (`m_lo >= M/4`, case 5 only), whose value the kernel masks to zero.
+    pub const fn gsh_read_element(&self, t: u32, tile: u32) -> (u32, u32, bool) {
+        let (m_hi, m_lo, q_in) = x_coordinates(self.m, t);
+        let m = (self.m / 4) * m_hi + m_lo;
+        (m, tile * (32 / self.m_pad()) + q_in, m_lo >= self.m / 4)
+    }
+}
+
+/// The E -> F shuffle of sec. 4.6 (eqs. 80-82), thread-local, 28 operations (8 `prmt` for a
+/// 4 x 4 byte transpose, then per output register two shifts, two single-immediate `lop3`s
+/// and one `prmt`); for the seed's design, not used by a kernel yet.
+/// Input: four ci4 words `e[tau_hi + 2 pol]`, nibble `ReIm + 2 d` (eq. 80: byte d of a word
+/// is dish d, real part low). Output: `f[d]`, nibble `pol + 2 tau_hi + 4 ReIm` (eq. 81), so
+/// the low 16 bits hold the four real parts and the high 16 the imaginary ones (the
+/// `b2 <-> ReIm` that sec. 4.10's int4 -> f16 unpacking wants). `prmt` is the device
+/// instruction or its host model `packing::byte_perm`.
+#[inline(always)]
+pub fn e_to_f_shuffle<P: Fn(u32, u32, u32) -> u32>(e: [u32; 4], prmt: P) -> [u32; 4] {
+    // Byte p = pol + 2 tau_hi of t[d] is dish d of e[tau_hi + 2 pol]: pair e0 with e2 and e1
+    // with e3, so that p comes out in output order.
+    let lo02 = prmt(e[0], e[2], 0x5140);
+    let hi02 = prmt(e[0], e[2], 0x7362);
+    let lo13 = prmt(e[1], e[3], 0x5140);
+    let hi13 = prmt(e[1], e[3], 0x7362);
+    let t = [
+        prmt(lo02, lo13, 0x5410),
+        prmt(lo02, lo13, 0x7632),
+        prmt(hi02, hi13, 0x5410),
+        prmt(hi02, hi13, 0x7632),
+    ];
+    t.map(|t| {
+        // Bytes 0 and 2 of `re`: (re_p, re_p+1); bytes 1 and 3 of `im`: (im_p, im_p+1).
+        let re = (t & 0x0f0f_0f0f) | ((t >> 4) & 0xf0f0_f0f0);
+        let im = ((t << 4) & 0x0f0f_0f0f) | (t & 0xf0f0_f0f0);
+        prmt(re, im, 0x7520)
+    })
+}
+
+/// One `Freg2[]` slot: see [`FrbCase::freg2_element`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Freg2Element {
+    pub tau: u32,
+    pub m: u32,
+    pub n: u32,
+    pub padded: bool,
+}
+
+/// The case of (D, M, N), if Table 2 has one.
+pub const fn frb_case(dishes: u32, m: u32, n: u32) -> Option<FrbCase> {
+    let mut k = 0;
+    while k < FRB_CASES.len() {
+        let c = FRB_CASES[k];
+        if c.dishes == dishes && c.m == m && c.n == n {
+            return Some(c);
+        }
+        k += 1;
+    }
+    None
+}
+
+/// Threads per block of the straightforward FRB kernel ([`frb_beamform_kernel`]).
+pub const FRB_THREADS: u32 = 256;
+
+/// The straightforward first FRB kernel for a case: its entry point, and its dynamic shared
+/// memory (the gridded field `X[pol][m][n]` and `G[pol][m][q]`, complex f16 words).
+pub const fn frb_beamform_kernel(case: &FrbCase) -> Option<&'static str> {
+    Some(match (case.dishes, case.m, case.n) {
+        (64, 8, 8) => "frb_beamform_d64_m8_n8",
+        (64, 8, 12) => "frb_beamform_d64_m8_n12",
+        (256, 16, 16) => "frb_beamform_d256_m16_n16",
+        (256, 16, 20) => "frb_beamform_d256_m16_n20",
+        (512, 24, 24) => "frb_beamform_d512_m24_n24",
+        _ => return None,
+    })
+}
+
+/// Dynamic shared memory of the straightforward kernel: `X` and `G` for one phase of
+/// `T_inner` samples, `4 T_inner (2 M N + 4 M N)` bytes (55296 for full CHORD).
+pub const fn frb_beamform_shared_bytes(case: &FrbCase) -> u32 {
+    24 * case.t_inner * case.m * case.n
+}
+
+#[cfg(target_arch = "nvptx64")]
+pub use device::*;
+
+#[cfg(target_arch = "nvptx64")]
+mod device {
+    use super::*;
+    use crate::intrinsics::*;
+    use crate::mma::*;
+
+    /// The Gamma registers of one lane (seed sec. 3.6) and the sparse metadata.
+    #[derive(Clone, Copy)]
+    pub struct FftGammas {
+        pub g1: [u32; 2],
+        /// `Re G2`, `Im G2` (eq. 41) and `-Im G2`, so the complex multiply is four HFMA2-class
+        /// instructions with no negation in the loop.
+        pub g2: [u32; 3],
+        /// Eq. 45 (dense: registers 0, 1, 2; register 3 is register 0) or eqs. 46-47 (sparse:
+        /// registers 0, 1).
+        pub g3: [u32; 3],
+        /// Universal sparse metadata (eq. 173).
+        pub e: u32,
+    }
+
+    impl FftGammas {
+        /// Reads this lane's words of a `[lane][GAMMA_WORDS]` image.
+        ///
+        /// # Safety
+        /// `image` must hold `32 * GAMMA_WORDS` readable words.
+        #[inline(always)]
+        pub unsafe fn load(image: *const u32) -> FftGammas {
+            let lane = lane_id();
+            let w = image.add(lane as usize * GAMMA_WORDS) as *const [u32; GAMMA_WORDS];
+            let w = *w;
+            FftGammas {
+                g1: [w[G1_WORD], w[G1_WORD + 1]],
+                g2: [w[G2_WORD], w[G2_WORD + 1], hneg2(w[G2_WORD + 1])],
+                g3: [w[G3_WORD], w[G3_WORD + 1], w[G3_WORD + 2]],
+                e: universal_sparse_metadata(lane),
+            }
+        }
+    }
+
+    /// The short FFT (eqs. 28-30): `x` in the register assignment of eq. 25, the result
+    /// `[Re, Im]` in that of eq. 26. Warp-collective.
+    #[inline(always)]
+    pub fn short_fft<const N: u32>(x: u32, g: &FftGammas) -> [u32; 2] {
+        let z = mma_m16n8k8_f16(g.g1, x, [0, 0]);
+        // Eq. 29 elementwise: Re W = Re G Re Z - Im G Im Z, Im W = Re G Im Z + Im G Re Z.
+        let w = [hfma2(g.g2[2], z[1], hmul2(g.g2[0], z[0])), hfma2(g.g2[1], z[0], hmul2(g.g2[0], z[1]))];
+        match sparse_selector(N) {
+            Some(1) => mma_sp_m16n8k16_f16::<1>([g.g3[0], g.g3[1]], w, [0, 0], g.e),
+            Some(_) => mma_sp_m16n8k16_f16::<2>([g.g3[0], g.g3[1]], w, [0, 0], g.e),
+            None => mma_m16n8k16_f16([g.g3[0], g.g3[1], g.g3[2], g.g3[0]], w, [0, 0]),
+        }
+    }
+
+    /// Test kernel: FFT `batch` arrays. `x` is complex f16 (re in the low half) `[batch][N]`,
+    /// `y` `[batch][2N]`; warp w of the grid does FFTs `w * 2^(5-r) + s`.
+    #[inline(always)]
+    unsafe fn fft_batch<const N: u32>(gammas: *const u32, x: *const u32, y: *mut u32, batch: u32) {
+        let g = FftGammas::load(gammas);
+        let lane = lane_id();
+        let warp = global_thread_x() / 32;
+        // Input and output lanes hold different spectators (eqs. 25, 26).
+        let (c, d, s_in) = x_coordinates(N, lane);
+        let fft_in = warp * ffts_per_warp(N) + s_in;
+        let input =
+            if fft_in < batch && d < N / 4 { *x.add((fft_in * N + (N / 4) * c + d) as usize) } else { 0 };
+        // The fences keep the MMAs out of the conditional code around them: they are
+        // warp-collective, and the wrappers are `pure`, so LLVM may otherwise sink them into
+        // the store's branch, where only some lanes would run them.
+        let out = converged(short_fft::<N>(converged([input])[0], &g));
+        let (u, v, s_out, _) = y_coordinates(N, Location { lane, register: 0, element: 0 });
+        let fft_out = warp * ffts_per_warp(N) + s_out;
+        if fft_out < batch && u < N / 4 {
+            let at = y.add((fft_out * 2 * N + 8 * u + v) as usize);
+            // (Re, Im) of v and of v + 1 (b <-> v0) as complex words.
+            *at = prmt(out[0], out[1], 0x5410);
+            *at.add(1) = prmt(out[0], out[1], 0x7632);
+        }
+    }
+
+    /// Benchmark kernel: each warp runs `4 * iterations` FFTs from registers. Lane l reads
+    /// four input registers `x[4 t .. 4 t + 4]` (t the global thread) and writes one word.
+    /// Each FFT's input is `x_k ^ (i & salt)` (fresh data per iteration when `salt` flips
+    /// low mantissa bits) and both output registers are folded into an xor, so nothing is
+    /// loop-invariant or dead; the four chains are independent.
+    #[inline(always)]
+    unsafe fn fft_loop<const N: u32>(
+        gammas: *const u32,
+        x: *const u32,
+        y: *mut u32,
+        iterations: u32,
+        salt: u32,
+    ) {
+        let g = FftGammas::load(gammas);
+        let t = global_thread_x() as usize;
+        let xs = ld_global_nc_v4(x.add(4 * t));
+        let mut acc = 0u32;
+        let mut i = 0;
+        while i < iterations {
+            unroll!(k in [0, 1, 2, 3] {
+                let out = short_fft::<N>(lop3::<0x78>(xs[k], i, salt), &g);
+                acc = lop3::<0x96>(acc, out[0], out[1]);
+            });
+            i += 1;
+        }
+        *y.add(t) = acc;
+    }
+
+    /// The straightforward first FRB kernel (correct first; not yet the seed's two-pass
+    /// gridding of secs. 4.6-4.9 nor its register-resident FFT pipeline). Block b owns
+    /// frequency `b % F` and the `tbar_per_block` output samples of chunk `b / F`, and runs
+    /// over their time samples in phases of `TB` (the case's `T_inner`): the block's threads
+    /// grid their (pol, dish) pairs, weighted (f32 complex product, one f16 rounding), into
+    /// `X[tau][pol][m][n]` in shared memory (grid points without a dish stay zero); the warps
+    /// run the first short FFT along n (`2^(5-r_N)` rows per call) into `G[tau][pol][m][q]`,
+    /// then the second along m (`2^(5-r_M)` columns per call, both polarisations by the same
+    /// lanes) and accumulate `|Et|^2` in f32 registers, written as f16 every `t_ds` samples to
+    /// `I[f][tbar][p][q]`. `grid[d] = m N + n`, weights `[f][pol][m][n]`, E `[tau][f][pol][d]`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn frb_beamform<
+        const D: u32,
+        const M: u32,
+        const N: u32,
+        const TB: u32,
+        const PAIRS: usize,
+        const CALLS: usize,
+    >(
+        e: *const u8,
+        weights: *const u32,
+        grid: *const u32,
+        gammas_m: *const u32,
+        gammas_n: *const u32,
+        out: *mut u16,
+        freqs: u32,
+        times: u32,
+        t_ds: u32,
+        tbar_per_block: u32,
+    ) {
+        let f = block_idx_x() % freqs;
+        let chunk = block_idx_x() / freqs;
+        let out_times = times / t_ds;
+        let first_tbar = chunk * tbar_per_block;
+        let end_tbar =
+            if first_tbar + tbar_per_block < out_times { first_tbar + tbar_per_block } else { out_times };
+        let (tau_begin, tau_end) = (first_tbar * t_ds, end_tbar * t_ds);
+        let tid = thread_idx_x();
+        let lane = lane_id();
+        let warp = tid / 32;
+        let warps = FRB_THREADS / 32;
+        let x_base = dynamic_shared();
+        let g_base = x_base + 4 * TB * 2 * M * N;
+        let mut k = tid;
+        while k < TB * 2 * M * N {
+            st_shared_u32(x_base + 4 * k, 0);
+            k += FRB_THREADS;
+        }
+        // The zeros must land before any thread grids its first sample over them.
+        sync_threads();
+        // This thread's (pol, dish) pairs k = pol D + d, their X slots and weights.
+        let mut slot = [0u32; PAIRS];
+        let mut w = [(0f32, 0f32); PAIRS];
+        unroll_pairs::<PAIRS>(|j| {
+            let k = tid + FRB_THREADS * j as u32;
+            if k < 2 * D {
+                let (pol, point) = (k / D, *grid.add((k % D) as usize));
+                slot[j] = x_base + 4 * (pol * M * N + point);
+                w[j] = f16x2_to_f32x2(*weights.add(((f * 2 + pol) * M * N + point) as usize));
+            }
+        });
+        let gn = FftGammas::load(gammas_n);
+        let gm = FftGammas::load(gammas_m);
+        let calls1 = TB * 2 * M / ffts_per_warp(N);
+        let calls2 = 2 * N / ffts_per_warp(M);
+        let mut acc = [[0f32; 2]; CALLS];
+        let (mut tbar, mut count) = (first_tbar, 0u32);
+        let mut tau0 = tau_begin;
+        while tau0 < tau_end {
+            let live = if tau_end - tau0 < TB { tau_end - tau0 } else { TB };
+            let mut t = 0;
+            while t < live {
+                unroll_pairs::<PAIRS>(|j| {
+                    let k = tid + FRB_THREADS * j as u32;
+                    if k < 2 * D {
+                        let byte = *e.add((((tau0 + t) * freqs + f) * 2 * D + k) as usize);
+                        let (re, im) = crate::packing::unpack_ci4(byte);
+                        let (er, ei) = (re as f32, im as f32);
+                        let (wr, wi) = w[j];
+                        let value = f32x2_to_f16x2(wr * er - wi * ei, wr * ei + wi * er);
+                        st_shared_u32(slot[j] + 4 * t * 2 * M * N, value);
+                    }
+                });
+                t += 1;
+            }
+            sync_threads();
+            // First FFT (eq. 56) along n: rows (tau, pol, m).
+            let (c, d, s) = x_coordinates(N, lane);
+            let (u, v, s_out, _) = y_coordinates(N, Location { lane, register: 0, element: 0 });
+            let mut call = warp;
+            while call < calls1 {
+                let row = call * ffts_per_warp(N) + s;
+                let input =
+                    if d < N / 4 { ld_shared_u32(x_base + 4 * (row * N + (N / 4) * c + d)) } else { 0 };
+                let y = converged(short_fft::<N>(converged([input])[0], &gn));
+                if u < N / 4 {
+                    let at = g_base + 4 * ((call * ffts_per_warp(N) + s_out) * 2 * N + 8 * u + v);
+                    st_shared_u32(at, prmt(y[0], y[1], 0x5410));
+                    st_shared_u32(at + 4, prmt(y[0], y[1], 0x7632));
+                }
+                call += warps;
+            }
+            sync_threads();
+            // Second FFT (eq. 57) along m: columns q, both polarisations on the same lanes.
+            let (c, d, s) = x_coordinates(M, lane);
+            let mut t = 0;
+            while t < live {
+                let mut ci = 0;
+                while ci < CALLS {
+                    let call = warp + warps * ci as u32;
+                    if call < calls2 {
+                        let q = call * ffts_per_warp(M) + s;
+                        let mut pol = 0;
+                        while pol < 2 {
+                            let row = (t * 2 + pol) * M + (M / 4) * c + d;
+                            let input =
+                                if d < M / 4 { ld_shared_u32(g_base + 4 * (row * 2 * N + q)) } else { 0 };
+                            let y = short_fft::<M>(converged([input])[0], &gm);
+                            let (re, im) = (f16x2_to_f32x2(y[0]), f16x2_to_f32x2(y[1]));
+                            acc[ci][0] += re.0 * re.0 + im.0 * im.0;
+                            acc[ci][1] += re.1 * re.1 + im.1 * im.1;
+                            pol += 1;
+                        }
+                    }
+                    ci += 1;
+                }
+                count += 1;
+                if count == t_ds {
+                    let (u, v, s_out, _) = y_coordinates(M, Location { lane, register: 0, element: 0 });
+                    let mut ci = 0;
+                    while ci < CALLS {
+                        let call = warp + warps * ci as u32;
+                        if call < calls2 && u < M / 4 {
+                            let q = call * ffts_per_warp(M) + s_out;
+                            let p = 8 * u + v;
+                            let base = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
+                            let h = f32x2_to_f16x2(acc[ci][0], acc[ci][1]);
+                            *out.add(base as usize) = h as u16;
+                            *out.add((base + 2 * N) as usize) = (h >> 16) as u16;
+                        }
+                        acc[ci] = [0.0, 0.0];
+                        ci += 1;
+                    }
+                    count = 0;
+                    tbar += 1;
+                }
+                t += 1;
+            }
+            // The next phase overwrites X and G.
+            sync_threads();
+            tau0 += TB;
+        }
+    }
+
+    /// Runs `body(j)` for j in 0..P with a constant j (P is at most 4 here).
+    #[inline(always)]
+    fn unroll_pairs<const P: usize>(mut body: impl FnMut(usize)) {
+        let mut j = 0;
+        while j < P {
+            body(j);
+            j += 1;
+        }
+    }
+
+    macro_rules! frb_kernel {
+        ($name:ident, $d:literal, $m:literal, $n:literal, $tb:literal) => {
+            /// The straightforward first FRB kernel for this case: see `frb_beamform`.
+            #[no_mangle]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "ptx-kernel" fn $name(
+                e: *const u8,
+                weights: *const u32,
+                grid: *const u32,
+                gammas_m: *const u32,
+                gammas_n: *const u32,
+                out: *mut u16,
+                freqs: u32,
+                times: u32,
+                t_ds: u32,
+                tbar_per_block: u32,
+            ) {
+                const PAIRS: usize = ((2 * $d + FRB_THREADS - 1) / FRB_THREADS) as usize;
+                const CALLS: usize = ((2 * $n / ffts_per_warp($m)).div_ceil(FRB_THREADS / 32)) as usize;
+                frb_beamform::<$d, $m, $n, $tb, PAIRS, CALLS>(
+                    e,
+                    weights,
+                    grid,
+                    gammas_m,
+                    gammas_n,
+                    out,
+                    freqs,
+                    times,
+                    t_ds,
+                    tbar_per_block,
+                );
+            }
+        };
+    }
+
+    frb_kernel!(frb_beamform_d64_m8_n8, 64, 8, 8, 8);
+    frb_kernel!(frb_beamform_d64_m8_n12, 64, 8, 12, 6);
+    frb_kernel!(frb_beamform_d256_m16_n16, 256, 16, 16, 8);
+    frb_kernel!(frb_beamform_d256_m16_n20, 256, 16, 20, 5);
+    frb_kernel!(frb_beamform_d512_m24_n24, 512, 24, 24, 4);
+
+    macro_rules! fft_kernels {
+        ($n:literal, $batch:ident, $looped:ident) => {
+            /// Test kernel for N = $n: see `fft_batch`.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $batch(
+                gammas: *const u32,
+                x: *const u32,
+                y: *mut u32,
+                batch: u32,
+            ) {
+                fft_batch::<$n>(gammas, x, y, batch);
+            }
+            /// Benchmark kernel for N = $n: see `fft_loop`.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $looped(
+                gammas: *const u32,
+                x: *const u32,
+                y: *mut u32,
+                iterations: u32,
+                salt: u32,
+            ) {
+                fft_loop::<$n>(gammas, x, y, iterations, salt);
+            }
+        };
+    }
+
+    fft_kernels!(8, frb_short_fft_n8, frb_short_fft_loop_n8);
+    fft_kernels!(12, frb_short_fft_n12, frb_short_fft_loop_n12);
+    fft_kernels!(16, frb_short_fft_n16, frb_short_fft_loop_n16);
+    fft_kernels!(20, frb_short_fft_n20, frb_short_fft_loop_n20);
+    fft_kernels!(24, frb_short_fft_n24, frb_short_fft_loop_n24);
+    fft_kernels!(28, frb_short_fft_n28, frb_short_fft_loop_n28);
+    fft_kernels!(32, frb_short_fft_n32, frb_short_fft_loop_n32);
+}
+
+/// The test kernel and the benchmark kernel for N.
+pub const fn fft_kernel_names(n: u32) -> Option<(&'static str, &'static str)> {
+    Some(match n {
+        8 => ("frb_short_fft_n8", "frb_short_fft_loop_n8"),
+        12 => ("frb_short_fft_n12", "frb_short_fft_loop_n12"),
+        16 => ("frb_short_fft_n16", "frb_short_fft_loop_n16"),
+        20 => ("frb_short_fft_n20", "frb_short_fft_loop_n20"),
+        24 => ("frb_short_fft_n24", "frb_short_fft_loop_n24"),
+        28 => ("frb_short_fft_n28", "frb_short_fft_loop_n28"),
+        32 => ("frb_short_fft_n32", "frb_short_fft_loop_n32"),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::{M16N8K16_F16_A, M16N8K16_F16_B, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C};
+
+    /// The derived constants reproduce seed Table 2 column by column.
+    #[test]
+    fn derived_constants_are_table_2() {
+        let get = |f: fn(&FrbCase) -> u32| FRB_CASES.map(|c| f(&c));
+        assert_eq!(get(FrbCase::mt), [4, 2, 2, 1, 1]);
+        assert_eq!(get(FrbCase::mw), [2, 2, 8, 4, 24]);
+        assert_eq!(get(FrbCase::tw), [2, 3, 2, 5, 1]);
+        assert_eq!(get(FrbCase::mr), [1, 2, 1, 4, 1]);
+        assert_eq!(get(FrbCase::tr), [16, 8, 16, 4, 24]);
+        assert_eq!(get(FrbCase::sigma_f1), [260, 260, 257, 257, 257]);
+        assert_eq!(get(FrbCase::sigma_f2), [292, 290, 546, 545, 801]);
+        assert_eq!(get(FrbCase::sigma_g1), [132, 98, 258, 161, 257]);
+        assert_eq!(get(FrbCase::sigma_g0), [1064, 1576, 4144, 5168, 8256]);
+        assert_eq!(get(FrbCase::fsh1_bytes), [8320, 8320, 32896, 32896, 65792]);
+        assert_eq!(get(FrbCase::fsh2_bytes), [9344, 13920, 34944, 43600, 76896]);
+        assert_eq!(get(FrbCase::gsh_bytes), [8512, 12608, 33152, 41344, 66048]);
+        assert_eq!(get(FrbCase::shared_bytes), [9344, 13920, 34944, 43600, 76896]);
+        assert_eq!(get(FrbCase::freg1_registers), [16, 11, 16, 13, 22]);
+        assert_eq!(get(FrbCase::freg2_registers), [16, 16, 16, 16, 24]);
+    }
+
+    /// The compile-time asserts of eqs. 78, 83/88, 98, 107 and 110 hold for every case.
+    #[test]
+    fn compile_time_asserts_of_sec_4_hold() {
+        for c in FRB_CASES {
+            assert!(c.t_outer <= 64 && c.sigma_f2() >= 33 * c.m, "{c:?}: eq. 78");
+            if c.dishes == 64 {
+                assert!(c.t_outer % 8 == 0 && (c.t_outer / 8) % c.warps == 0, "{c:?}: eq. 83");
+            } else {
+                assert!(
+                    c.dishes % 256 == 0 && ((c.dishes / 256) * (c.t_outer / 2)) % c.warps == 0,
+                    "{c:?}: eq. 88"
+                );
+            }
+            assert!((c.m * c.n) % c.warps == 0 && c.m * c.n / c.warps <= 32, "{c:?}: eq. 98");
+            assert!(
+                c.m % c.mt() == 0 && (c.t_outer / 2) % c.tw() == 0 && c.m % (c.mw() * c.mt()) == 0,
+                "{c:?}: eq. 107"
+            );
+            assert!(c.t_inner % c.tw() == 0, "{c:?}: eq. 110");
+        }
+    }
+
+    fn conflict_free(words: [u32; 32]) -> bool {
+        crate::bank::is_conflict_free(&words.map(|w| 4 * w), 4)
+    }
+
+    /// Sec. 4.6: the eight 32-bit `Fsh1[]` stores of a tile, lanes per eq. 87 (cases 1-2,
+    /// `t <-> d4 d5 d3 tau_lo0 tau_lo1`) or eq. 92 (cases 3-5, `t <-> d4 d5 d6 d7 d3`),
+    /// register `r <-> d0 d1 d2`; and sec. 4.7's `Fsh1[]` loads (lane t reads tau = t).
+    #[test]
+    fn fsh1_accesses_are_conflict_free() {
+        for c in FRB_CASES {
+            let words = c.fsh1_bytes() / 4;
+            for r in 0..8 {
+                let tiles = if c.dishes == 64 { c.t_outer / 8 } else { (c.dishes / 256) * (c.t_outer / 2) };
+                for tile in 0..tiles {
+                    let addr: [u32; 32] = core::array::from_fn(|t| {
+                        let t = t as u32;
+                        let bit = |k: u32| (t >> k) & 1;
+                        let (tau, d) = if c.dishes == 64 {
+                            let d = r | bit(2) << 3 | bit(0) << 4 | bit(1) << 5;
+                            (4 * tile + (t >> 3), d)
+                        } else {
+                            let (tau, block) = (tile % (c.t_outer / 2), tile / (c.t_outer / 2));
+                            (tau, 256 * block + (r | bit(4) << 3 | (t & 15) << 4))
+                        };
+                        c.fsh1_word(tau, d)
+                    });
+                    assert!(conflict_free(addr), "{c:?} Fsh1 store r={r} tile={tile}");
+                    assert!(addr.iter().all(|&a| a < words));
+                }
+            }
+            for d in 0..c.dishes {
+                let addr: [u32; 32] = core::array::from_fn(|t| c.fsh1_word(t as u32, d));
+                assert!(conflict_free(addr) && addr.iter().all(|&a| a < words), "{c:?} Fsh1 load d={d}");
+            }
+        }
+    }
+
+    /// Sec. 4.8: for any dish map (here shuffled with a fixed LCG), warp w's i-th store writes
+    /// lane t to `s_d + t`, d = w + i W (dummy dishes included); sec. 4.9: the `Freg2[]`
+    /// loads, with zero-padded lanes moved to the same bank inside the array, are conflict
+    /// free, and the non-padded slots hold every (tau, m, n) of the outer block exactly once.
+    #[test]
+    fn fsh2_accesses_are_conflict_free_and_freg2_covers_the_block() {
+        for c in FRB_CASES {
+            let words = c.fsh2_bytes() / 4;
+            let points = c.m * c.n;
+            let mut order: [u32; 1024] = core::array::from_fn(|k| k as u32);
+            let mut state = 12345u32;
+            for k in (1..points as usize).rev() {
+                state = state.wrapping_mul(1664525).wrapping_add(1013904223);
+                order.swap(k, (state >> 8) as usize % (k + 1));
+            }
+            for w in 0..c.warps {
+                for i in 0..points / c.warps {
+                    let grid = order[(w + i * c.warps) as usize];
+                    let s_d = c.fsh2_word(0, grid / c.n, grid % c.n);
+                    let addr: [u32; 32] = core::array::from_fn(|t| s_d + t as u32);
+                    assert!(conflict_free(addr) && addr.iter().all(|&a| a < words), "{c:?} Fsh2 store");
+                }
+            }
+            let mut seen = [0u8; 32 * 24 * 24];
+            for w in 0..c.warps {
+                for tr in 0..c.tr() {
+                    for mr in 0..c.mr() {
+                        let addr: [u32; 32] = core::array::from_fn(|t| {
+                            let e = c.freg2_element(w, t as u32, tr, mr);
+                            if !e.padded {
+                                seen[((e.tau * c.m + e.m) * c.n + e.n) as usize] += 1;
+                            }
+                            c.freg2_load_word(w, t as u32, tr, mr)
+                        });
+                        assert!(conflict_free(addr), "{c:?} Freg2 load w={w} tr={tr} mr={mr}");
+                        assert!(addr.iter().all(|&a| a < words));
+                    }
+                }
+            }
+            let block = (c.t_outer / 2 * c.m * c.n) as usize;
+            assert!(seen[..block].iter().all(|&k| k == 1), "{c:?}: Freg2 is not a bijection");
+        }
+    }
+
+    /// Sec. 4.10: every `Gsh[]` store (warp, inner-block register, pol, r) is conflict free
+    /// and in bounds, and together they write each `(tau, pol, m, q)` of the inner block,
+    /// `q < 2 N_pad`, exactly once. Sec. 4.11: every load of a G-tile (any tau, pol) is
+    /// conflict free and in bounds, and the tiles read each real `(m, q)`, `q < 2N`, once.
+    #[test]
+    fn gsh_accesses_are_conflict_free_and_cover_g() {
+        extern crate std;
+        for c in FRB_CASES {
+            let words = c.gsh_bytes() / 4;
+            let mut written = std::vec![0u8; (c.t_inner * 2 * c.m * 2 * c.n_pad()) as usize];
+            for w in 0..c.warps {
+                for tr in 0..c.t_inner / c.tw() {
+                    for mr in 0..c.mr() {
+                        for pol in 0..2 {
+                            for r in 0..2 {
+                                let addr: [u32; 32] = core::array::from_fn(|t| {
+                                    let (tau, pol, m, q) = c.gsh_write_element(w, t as u32, tr, mr, pol, r);
+                                    written[(((tau * 2 + pol) * c.m + m) * 2 * c.n_pad() + q) as usize] += 1;
+                                    c.gsh_word(tau, pol, m, q)
+                                });
+                                assert!(
+                                    conflict_free(addr),
+                                    "{c:?} Gsh store w={w} tr={tr} mr={mr} pol={pol} r={r}"
+                                );
+                                assert!(addr.iter().all(|&a| a < words));
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(written.iter().all(|&k| k == 1), "{c:?}: Gsh stores are not a bijection");
+            assert!(c.g_tiles() % c.warps == 0 && 2 * c.n % (32 / c.m_pad()) == 0, "{c:?}: eq. 121");
+            for tau in 0..c.t_inner {
+                for pol in 0..2 {
+                    let mut read = std::vec![0u8; (c.m * 2 * c.n) as usize];
+                    for tile in 0..c.g_tiles() {
+                        let addr: [u32; 32] = core::array::from_fn(|t| {
+                            let (m, q, padded) = c.gsh_read_element(t as u32, tile);
+                            if !padded {
+                                read[(m * 2 * c.n + q) as usize] += 1;
+                            }
+                            c.gsh_word(tau, pol, m, q)
+                        });
+                        assert!(conflict_free(addr), "{c:?} Gsh load tau={tau} pol={pol} tile={tile}");
+                        assert!(addr.iter().all(|&a| a < words));
+                    }
+                    assert!(read.iter().all(|&k| k == 1), "{c:?}: G tiles are not a bijection");
+                }
+            }
+        }
+    }
+
+    /// Eq. 80 -> eq. 81 nibble by nibble on random words, with the host model of `prmt`.
+    #[test]
+    fn e_to_f_shuffle_moves_every_nibble_as_eqs_80_81_say() {
+        let mut state = 0x2545_f491u32;
+        for _ in 0..20000 {
+            let e: [u32; 4] = core::array::from_fn(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                state
+            });
+            let f = e_to_f_shuffle(e, crate::packing::byte_perm);
+            for d in 0..4 {
+                for pol in 0..2 {
+                    for tau_hi in 0..2 {
+                        for reim in 0..2 {
+                            let from = (e[(tau_hi + 2 * pol) as usize] >> (4 * (reim + 2 * d))) & 15;
+                            let to = (f[d as usize] >> (4 * (pol + 2 * tau_hi + 4 * reim))) & 15;
+                            assert_eq!(from, to, "d={d} pol={pol} tau_hi={tau_hi} reim={reim}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A mini-tile (eq. 102) is the short FFT's input (eq. 25) with `c = n_hi`, `d = n_lo`
+    /// and the spectator `s = m` within the mini-tile: `Freg2[]` feeds the first FFT (eq.
+    /// 56) with no data movement.
+    #[test]
+    fn mini_tiles_are_the_fft_input_assignment() {
+        for c in FRB_CASES {
+            for t in 0..32 {
+                let e = c.freg2_element(0, t, 0, 0);
+                let (n_hi, n_lo) = (t & 3, e.n - (t & 3) * (c.n / 4));
+                assert_eq!(x_coordinates(c.n, t), (n_hi, n_lo, e.m), "{c:?} lane {t}");
+                assert_eq!(e.padded, n_lo >= c.n / 4);
+            }
+        }
+    }
+
+    /// Eq. 59's compile-time asserts and the grid capacity hold for every case.
+    #[test]
+    fn table_2_cases_satisfy_eq_59() {
+        for c in FRB_CASES {
+            assert!(is_fft_size(c.m) && is_fft_size(c.n), "{c:?}");
+            assert!(c.t_outer % 2 == 0 && c.t_outer % c.t_inner == 0, "{c:?}");
+            assert!(c.dishes <= c.m * c.n, "{c:?}");
+            assert_eq!(frb_case(c.dishes, c.m, c.n), Some(c));
+        }
+        assert_eq!(frb_case(64, 12, 8), None);
+        assert_eq!(frb_case(512, 24, 32), None);
+    }
+
+    #[test]
+    fn ranks_and_spectators() {
+        let r: [u32; 7] = FFT_SIZES.map(fft_rank);
+        assert_eq!(r, [3, 4, 4, 5, 5, 5, 5]);
+        assert_eq!(FFT_SIZES.map(ffts_per_warp), [4, 2, 2, 1, 1, 1, 1]);
+        assert_eq!(FFT_SIZES.map(sparse_selector), [Some(1), Some(2), Some(2), None, None, None, None]);
+        assert!(FFT_SIZES.iter().all(|&n| is_fft_size(n) && fft_kernel_names(n).is_some()));
+        assert!(![0, 4, 7, 10, 36, 64].iter().any(|&n| is_fft_size(n)));
+    }
+
+    /// Every padded (c, d, s) and (u, v, s) has one slot and the inverses invert.
+    #[test]
+    fn input_and_output_assignments_are_bijections() {
+        for n in FFT_SIZES {
+            let (q, spectators) = (padded_quarter(n), ffts_per_warp(n));
+            let mut seen = [false; 64];
+            for c in 0..4 {
+                for d in 0..q {
+                    for s in 0..spectators {
+                        let at = x_location(n, c, d, s, 0);
+                        assert!(at.lane < 32 && !seen[at.lane as usize]);
+                        seen[at.lane as usize] = true;
+                        assert_eq!(x_coordinates(n, at.lane), (c, d, s));
+                    }
+                }
+            }
+            assert!(seen[..32].iter().all(|&b| b));
+            let mut seen = [false; 128];
+            for u in 0..q {
+                for v in 0..8 {
+                    for s in 0..spectators {
+                        for reim in 0..2 {
+                            let at = y_location(n, u, v, s, reim);
+                            let slot = ((at.lane * 2 + at.register) * 2 + at.element) as usize;
+                            assert!(at.lane < 32 && !seen[slot]);
+                            seen[slot] = true;
+                            assert_eq!(y_coordinates(n, at), (u, v, s, reim));
+                            assert_eq!(z_coordinates(n, z_location(n, u, v, s, reim)), (u, v, s, reim));
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&b| b));
+        }
+    }
+
+    /// Eq. 38 composes with the m16n8k8 tables: X (eq. 25) is the B operand (eq. 157), G1
+    /// (eq. 39) the A operand (eq. 156) and Z (eq. 40) the C result (eq. 158). Eq. 43 composes
+    /// with the m16n8k16 tables: Z's slots are W's (eq. 42), which are the B operand (eq.
+    /// 160), and the C result (eq. 161) is Y (eq. 44 = eq. 26). So no data moves between the
+    /// three steps.
+    #[test]
+    fn register_maps_compose_through_eqs_38_and_43() {
+        for n in FFT_SIZES {
+            let (q, spectators) = (padded_quarter(n), ffts_per_warp(n));
+            for c in 0..4 {
+                for v in 0..8 {
+                    for (reim_in, reim_out) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                        // Eq. 39: b <-> ReIm_in, r <-> ReIm_out, t <-> c0 c1 v0 v1 v2.
+                        let at = M16N8K8_F16_A.location(mma1_row(v, reim_out), mma1_inner(c, reim_in));
+                        assert_eq!((at.element, at.register, at.lane), (reim_in, reim_out, c | (v << 2)));
+                    }
+                }
+            }
+            for d in 0..q {
+                for s in 0..spectators {
+                    for reim in 0..2 {
+                        for c in 0..4 {
+                            let b = M16N8K8_F16_B.location(mma1_inner(c, reim), mma1_col(n, d, s));
+                            assert_eq!(b, x_location(n, c, d, s, reim), "N={n}: X vs eq. 157");
+                        }
+                        for v in 0..8 {
+                            let z = M16N8_F16_C.location(mma1_row(v, reim), mma1_col(n, d, s));
+                            assert_eq!(z, z_location(n, d, v, s, reim), "N={n}: Z vs eq. 158");
+                            let w = M16N8K16_F16_B.location(mma3_inner(n, d, s, reim), mma3_col(v));
+                            assert_eq!(w, z, "N={n}: W (eq. 42) vs eq. 160");
+                            // d plays u's role on the output side (same range).
+                            let y = M16N8_F16_C.location(mma3_row(n, d, s, reim), mma3_col(v));
+                            assert_eq!(y, y_location(n, d, v, s, reim), "N={n}: Y vs eq. 161");
+                        }
+                    }
+                }
+            }
+            // Eqs. 45-47: the dense A table under eq. 43 puts G3 where the seed says.
+            for i in 0..16 {
+                for j in 0..16 {
+                    let at = M16N8K16_F16_A.location(i, j);
+                    let Some((d, u, _)) = gamma3_entry(n, i, j) else { continue };
+                    let (reim_out, reim_in) = (i >> 3, j >> 3);
+                    let expect_lane = match fft_rank(n) {
+                        5 => (d >> 1) | (u << 2),                                            // eq. 45
+                        4 => (d >> 1) | (reim_in << 1) | (u << 2) | ((i >> 2) & 1) << 4,     // eq. 46
+                        _ => ((j >> 2) & 1) | (reim_in << 1) | (u << 2) | (i >> 1 & 3) << 3, // eq. 47
+                    };
+                    if fft_rank(n) == 5 {
+                        assert_eq!(
+                            (at.element, at.register, at.lane),
+                            (d & 1, reim_out | reim_in << 1, expect_lane)
+                        );
+                    } else {
+                        // Sparse: A' of eq. 170 has t0 t1 <-> j2 j3 instead of j1 j2.
+                        let lane = ((j >> 2) & 3) | (i & 7) << 2;
+                        assert_eq!((d & 1, reim_out, lane), (j & 1, i >> 3, expect_lane), "N={n}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! GPU tests of the FRB beamformer's tensor-core short FFT (seed 000 sec. 3): for every N,
+//! fresh random complex f16 inputs, outputs poisoned with NaN before each launch, and the
+//! result within `FFT_REL_L2_BOUND` (2^-8, derived in `radio_kernels::frb_beamformer`) of the
+//! f64 padded DFT of the same f16 inputs, over the batch and for every single FFT. Batches
+//! that end inside a warp check the spectator masking; a second launch over the same output
+//! checks that nothing depends on leftovers.
+//!
+//! Part B (module `frb`): the first FRB kernel for all five cases against the f64 reference
+//! (`FRB_REL_L2_BOUND`, 2^-6), T_ds of 1, 3 and T, scrambled dish maps, a plane-wave pixel
+//! check, and typed errors for bad shapes and maps.
+mod common;
+
+use common::*;
+use half::f16;
+use radio_kernels::frb_beamformer::{padded_dft, relative_l2, unpack_c16, ShortFft, C64, FFT_REL_L2_BOUND};
+use radio_kernels::gpu_shared::frb_beamformer::{ffts_per_warp, FFT_SIZES};
+use radio_kernels::gpu_shared::packing::pack_f16x2;
+use radio_kernels::Error;
+use rand::Rng;
+
+/// f16 NaN in both halves (0x7e7e): an element the kernel never wrote cannot pass.
+const POISON: u8 = 0x7e;
+
+fn random_c16(rng: &mut impl Rng, len: usize) -> Vec<u32> {
+    (0..len)
+        .map(|_| {
+            let re = f16::from_f32(rng.random_range(-1.0f32..1.0));
+            let im = f16::from_f32(rng.random_range(-1.0f32..1.0));
+            pack_f16x2(re.to_bits(), im.to_bits())
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn short_fft_matches_the_f64_padded_dft_for_every_n() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for n in FFT_SIZES {
+        let fft = ShortFft::new(&gpu, n).unwrap();
+        // A whole number of blocks, one that ends inside a warp, and a single FFT.
+        for batch in [4096, 1003 + 4 * rng.random_range(0..200), 1] {
+            let x_words = random_c16(&mut rng, batch * n as usize);
+            let x = gpu.upload(&x_words).unwrap();
+            let mut y = gpu.alloc::<u32>(batch * 2 * n as usize, POISON).unwrap();
+            fft.run(&x, &mut y, batch).unwrap();
+            let got = unpack_c16(&y.download().unwrap());
+            let input = unpack_c16(&x_words);
+            let want: Vec<C64> = input.chunks(n as usize).flat_map(padded_dft).collect();
+            assert!(
+                got.iter().all(|v| v.0.is_finite() && v.1.is_finite()),
+                "N={n}: unwritten or non-finite output"
+            );
+            let err = relative_l2(&got, &want);
+            let worst = got
+                .chunks(2 * n as usize)
+                .zip(want.chunks(2 * n as usize))
+                .map(|(g, w)| relative_l2(g, w))
+                .fold(0.0, f64::max);
+            println!("N={n:2} batch {batch:5}: relative L2 {err:.2e}, worst single FFT {worst:.2e} (bound {FFT_REL_L2_BOUND:.2e})");
+            assert!(
+                err <= FFT_REL_L2_BOUND && worst <= FFT_REL_L2_BOUND,
+                "N={n} batch {batch}: {err} / {worst}"
+            );
+            // Again into a freshly poisoned buffer: same bits (the kernel is deterministic).
+            y.poison(POISON).unwrap();
+            fft.run(&x, &mut y, batch).unwrap();
+            assert_eq!(unpack_c16(&y.download().unwrap()), got, "N={n}: second launch differs");
+        }
+    }
+}
+
+/// Impulses: input `delta(n - m)` gives `exp(2 pi i m q / 2N)`, which pins every (n, q) pair
+/// (a permuted input or output index would show at once).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn short_fft_of_impulses_is_the_dft_matrix() {
+    let gpu = gpu();
+    for n in FFT_SIZES {
+        let fft = ShortFft::new(&gpu, n).unwrap();
+        let batch = n as usize;
+        let mut x_words = vec![0u32; batch * n as usize];
+        for m in 0..n as usize {
+            x_words[m * n as usize + m] = pack_f16x2(f16::ONE.to_bits(), 0);
+        }
+        let x = gpu.upload(&x_words).unwrap();
+        let mut y = gpu.alloc::<u32>(batch * 2 * n as usize, POISON).unwrap();
+        fft.run(&x, &mut y, batch).unwrap();
+        let got = unpack_c16(&y.download().unwrap());
+        let want: Vec<C64> = unpack_c16(&x_words).chunks(n as usize).flat_map(padded_dft).collect();
+        let err = relative_l2(&got, &want);
+        println!("N={n:2} impulses: relative L2 {err:.2e}");
+        assert!(err <= FFT_REL_L2_BOUND, "N={n}: {err}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_launches_are_typed_errors() {
+    let gpu = gpu();
+    assert!(matches!(ShortFft::new(&gpu, 10), Err(Error::InvalidConfig(_))));
+    assert!(matches!(ShortFft::new(&gpu, 64), Err(Error::InvalidConfig(_))));
+    let fft = ShortFft::new(&gpu, 12).unwrap();
+    let x = gpu.alloc::<u32>(12 * 5, 0).unwrap();
+    let mut y = gpu.alloc::<u32>(24 * 5, POISON).unwrap();
+    assert!(matches!(fft.run(&x, &mut y, 4), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(fft.run(&x, &mut y, 0), Err(Error::InvalidConfig(_))));
+    let mut short = gpu.alloc::<u32>(24 * 5 - 1, POISON).unwrap();
+    assert!(matches!(fft.run(&x, &mut short, 5), Err(Error::ShapeMismatch { .. })));
+    assert!(matches!(fft.run_loop(&x, &mut y, 0, 1, 0), Err(Error::InvalidConfig(_))));
+    assert!(matches!(fft.run_loop(&x, &mut y, 1, 1, 0), Err(Error::ShapeMismatch { .. })));
+    fft.run(&x, &mut y, 5).unwrap();
+}
+
+/// The benchmark kernel computes the same FFTs: with one iteration and `salt = 0` its output
+/// word is the xor of the four FFTs' output registers, which we rebuild from the batch
+/// kernel's results of the same inputs (bit-exact: same instructions, same Gammas). Words in
+/// zero-padding lanes (`d >= N/4`) are random here but meet `G2 = 0`, so they cannot reach
+/// the output.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn loop_kernel_runs_the_same_fft() {
+    use radio_kernels::gpu_shared::frb_beamformer::{x_coordinates, y_coordinates};
+    use radio_kernels::gpu_shared::layout::Location;
+    let gpu = gpu();
+    let mut rng = rng();
+    for n in FFT_SIZES {
+        let fft = ShortFft::new(&gpu, n).unwrap();
+        let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
+        // Registers: x[4 t + k] is chain k's input register of thread t.
+        let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
+        let x = gpu.upload(&regs).unwrap();
+        let mut y = gpu.alloc::<u32>(threads, POISON).unwrap();
+        fft.run_loop(&x, &mut y, 1, 1, 0).unwrap();
+        let got = y.download().unwrap();
+        // The same register images as batched FFT inputs: warp w, chain k -> FFTs of warp (w, k).
+        let per_warp = ffts_per_warp(n) as usize;
+        let mut expect = vec![0u32; threads];
+        for warp in 0..threads / 32 {
+            for k in 0..4 {
+                let mut xb = vec![0u32; per_warp * n as usize];
+                for lane in 0..32 {
+                    let (c, d, s) = x_coordinates(n, lane);
+                    if d < n / 4 {
+                        xb[s as usize * n as usize + ((n / 4) * c + d) as usize] =
+                            regs[4 * (warp * 32 + lane as usize) + k];
+                    }
+                }
+                let xd = gpu.upload(&xb).unwrap();
+                let mut yd = gpu.alloc::<u32>(per_warp * 2 * n as usize, POISON).unwrap();
+                fft.run(&xd, &mut yd, per_warp).unwrap();
+                let yb = yd.download().unwrap();
+                for lane in 0..32u32 {
+                    let (u, v, s, _) = y_coordinates(n, Location { lane, register: 0, element: 0 });
+                    let (a, b) = if u < n / 4 {
+                        let at = s as usize * 2 * n as usize + (8 * u + v) as usize;
+                        (yb[at], yb[at + 1])
+                    } else {
+                        (0, 0)
+                    };
+                    // Registers (Re of v, v+1) and (Im of v, v+1) from the complex words.
+                    let re = (a & 0xffff) | (b << 16);
+                    let im = (a >> 16) | (b & 0xffff_0000);
+                    expect[warp * 32 + lane as usize] ^= re ^ im;
+                }
+            }
+        }
+        assert_eq!(got, expect, "N={n}");
+        println!("N={n}: loop kernel output matches the batch kernel bit for bit");
+    }
+}
+
+// --- Part B: the first FRB kernel -------------------------------------------------------
+
+mod frb {
+    use super::*;
+    use radio_kernels::frb_beamformer::{
+        frb_intensity_reference, FrbBeamformer, FrbConfig, FRB_CASES, FRB_POLS, FRB_REL_L2_BOUND,
+    };
+    use radio_kernels::gpu_shared::packing::pack_ci4;
+    use rand::rngs::StdRng;
+
+    /// A random injective dish map (a scrambled grid: dish order has nothing to do with the
+    /// grid order).
+    fn random_grid(c: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
+        let mut points: Vec<(u32, u32)> = (0..c.m).flat_map(|m| (0..c.n).map(move |n| (m, n))).collect();
+        for k in (1..points.len()).rev() {
+            points.swap(k, rng.random_range(0..=k));
+        }
+        points.truncate(c.dishes as usize);
+        points
+    }
+
+    /// Weights with |re|, |im| <= w_max, w_max chosen so uniform int4 noise gives I near 1000
+    /// (the magnitudes the module documents as realistic).
+    fn random_weights(c: &FrbConfig, rng: &mut StdRng) -> Vec<u32> {
+        let w_max = (1000.0 / (4.0 * c.t_ds as f64 * c.dishes as f64 * 21.5)).sqrt() / 2f64.sqrt();
+        (0..c.weights_len())
+            .map(|_| {
+                let mut h = || f16::from_f64(rng.random_range(-w_max..w_max)).to_bits();
+                pack_f16x2(h(), h())
+            })
+            .collect()
+    }
+
+    fn run(
+        gpu: &radio_kernels::Gpu,
+        c: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+        e: &[u8],
+    ) -> Vec<f64> {
+        let beamformer = FrbBeamformer::new(gpu, c, grid, weights).unwrap();
+        let e = gpu.upload(e).unwrap();
+        let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+        beamformer.beamform(&e, &mut i).unwrap();
+        i.download().unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
+    }
+
+    fn rel_l2(got: &[f64], want: &[f64]) -> f64 {
+        let num: f64 = got.iter().zip(want).map(|(g, w)| (g - w).powi(2)).sum();
+        let den: f64 = want.iter().map(|w| w * w).sum();
+        (num / den).sqrt()
+    }
+
+    /// All five cases, scrambled random maps, random E over the whole int4 range, random
+    /// weights, T_ds of 1, 3 (odd) and the whole launch: within `FRB_REL_L2_BOUND` of the f64
+    /// reference, every output written and finite.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn first_kernel_matches_the_reference_for_every_case() {
+        let gpu = gpu();
+        let mut rng = rng();
+        for case in FRB_CASES {
+            let times = 3 * case.t_outer;
+            for t_ds in [1, 3, times] {
+                let c = FrbConfig { dishes: case.dishes, m: case.m, n: case.n, freqs: 3, times, t_ds };
+                let grid = random_grid(&c, &mut rng);
+                let weights = random_weights(&c, &mut rng);
+                let e: Vec<u8> = (0..c.e_len()).map(|_| rng.random()).collect();
+                let got = run(&gpu, c, &grid, &weights, &e);
+                let want = frb_intensity_reference(&c, &e, &grid, &weights).unwrap();
+                assert!(got.iter().all(|v| v.is_finite()), "{c:?}: unwritten or non-finite I");
+                let err = rel_l2(&got, &want);
+                let mean = want.iter().sum::<f64>() / want.len() as f64;
+                println!(
+                    "(D, M, N) = ({}, {}, {}) T_ds {t_ds:3}: relative L2 {err:.2e} (bound {FRB_REL_L2_BOUND:.2e}), mean I {mean:.0}",
+                    c.dishes, c.m, c.n
+                );
+                assert!(err <= FRB_REL_L2_BOUND, "{c:?}: {err}");
+            }
+        }
+    }
+
+    /// Physics check on the GPU: a plane wave from the half-integer direction (p0/2, q0/2)
+    /// lights up pixel (p0, q0) in every downsampled sample, for every case.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn plane_wave_lights_up_its_pixel_on_the_gpu() {
+        let gpu = gpu();
+        let mut rng = rng();
+        for case in FRB_CASES {
+            let c = FrbConfig {
+                dishes: case.dishes,
+                m: case.m,
+                n: case.n,
+                freqs: 2,
+                times: case.t_outer,
+                t_ds: case.t_outer / 2,
+            };
+            let grid = random_grid(&c, &mut rng);
+            let (p0, q0) = (2 * rng.random_range(0..c.m) + 1, 2 * rng.random_range(0..c.n) + 1);
+            let mut e = vec![0u8; c.e_len()];
+            for tau in 0..c.times {
+                for f in 0..c.freqs {
+                    for pol in 0..FRB_POLS {
+                        for (d, &(m, n)) in grid.iter().enumerate() {
+                            let phase = -std::f64::consts::PI
+                                * ((m * p0) as f64 / c.m as f64 + (n * q0) as f64 / c.n as f64);
+                            let (re, im) =
+                                ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
+                            e[c.e_index(tau, f, pol, d as u32)] = pack_ci4(re, im);
+                        }
+                    }
+                }
+            }
+            // |W| = 1 / (8 D) keeps the coherent peak 2 T_ds (7 D / (8 D))^2 well inside f16.
+            let w = f16::from_f64(1.0 / (8.0 * c.dishes as f64)).to_bits();
+            let weights = vec![pack_f16x2(w, 0); c.weights_len()];
+            let got = run(&gpu, c, &grid, &weights, &e);
+            for f in 0..c.freqs {
+                for tbar in 0..c.out_times() {
+                    let first = c.output_index(f, tbar, 0, 0);
+                    let block = &got[first..first + (4 * c.m * c.n) as usize];
+                    let best =
+                        block.iter().enumerate().fold(0, |b, (k, &v)| if v > block[b] { k } else { b });
+                    assert_eq!(best as u32, p0 * 2 * c.n + q0, "{case:?} f={f} tbar={tbar}");
+                }
+            }
+            println!("(D, M, N) = ({}, {}, {}): plane wave at pixel ({p0}, {q0})", c.dishes, c.m, c.n);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn first_kernel_rejects_bad_input() {
+        let gpu = gpu();
+        let mut rng = rng();
+        let ok = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 2, times: 96, t_ds: 3 };
+        let grid = random_grid(&ok, &mut rng);
+        let weights = random_weights(&ok, &mut rng);
+        let invalid = |r: Result<FrbBeamformer, Error>| matches!(r, Err(Error::InvalidConfig(_)));
+        assert!(invalid(FrbBeamformer::new(&gpu, FrbConfig { n: 16, ..ok }, &grid, &weights)));
+        assert!(invalid(FrbBeamformer::new(&gpu, FrbConfig { times: 100, ..ok }, &grid, &weights)));
+        let mut dup = grid.clone();
+        dup[5] = dup[6];
+        assert!(invalid(FrbBeamformer::new(&gpu, ok, &dup, &weights)));
+        let mut outside = grid.clone();
+        outside[5] = (0, 12);
+        assert!(invalid(FrbBeamformer::new(&gpu, ok, &outside, &weights)));
+        assert!(matches!(
+            FrbBeamformer::new(&gpu, ok, &grid, &weights[1..]),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let beamformer = FrbBeamformer::new(&gpu, ok, &grid, &weights).unwrap();
+        let e = gpu.alloc::<u8>(ok.e_len(), 0).unwrap();
+        let mut short = gpu.alloc::<u16>(ok.output_len() - 1, POISON).unwrap();
+        assert!(matches!(beamformer.beamform(&e, &mut short), Err(Error::ShapeMismatch { .. })));
+        let e_short = gpu.alloc::<u8>(ok.e_len() - 1, 0).unwrap();
+        let mut i = gpu.alloc::<u16>(ok.output_len(), POISON).unwrap();
+        assert!(matches!(beamformer.beamform(&e_short, &mut i), Err(Error::ShapeMismatch { .. })));
+        beamformer.beamform(&e, &mut i).unwrap();
+    }
+}

@@ -892,3 +892,5 @@ mod tests {
         }
     }
 }
+
+pub mod resample;

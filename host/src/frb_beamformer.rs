@@ -1029,3 +1029,5 @@ mod tests {
         assert!(frb_intensity_reference(&ok, &e, &grid, &unit_weights(&ok)[1..]).is_err());
     }
 }
+
+pub mod resample;

@@ -1178,3 +1178,5 @@ mod tests {
         }
     }
 }
+
+pub mod resample;

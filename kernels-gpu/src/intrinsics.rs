@@ -426,6 +426,21 @@ pub fn f16x2_to_f32x2(packed: u32) -> (f32, f32) {
 // ---------------------------------------------------------------------------------------
 // Matrix loads and integer dot products.
 
+/// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8x8 matrices of 16-bit elements, lanes
+/// 8i .. 8i + 8 addressing the rows of matrix i; lane l receives row l / 4, elements
+/// 2 (l % 4), 2 (l % 4) + 1 of each matrix (register i from matrix i).
+///
+/// # Safety
+/// `address` must be 16-byte aligned and inside this block's shared memory; warp-collective.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4(address: u32) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    asm!("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{0}, {1}, {2}, {3}}}, [{4}];",
+        out(reg32) x, out(reg32) y, out(reg32) z, out(reg32) w, in(reg32) address,
+        options(readonly, nostack));
+    [x, y, z, w]
+}
+
 /// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: four 8x8 matrices of 16-bit elements,
 /// transposed. Lanes 8m..8m+8 give the shared-window addresses of the 8 rows (16 bytes each)
 /// of matrix m; register m of lane l receives elements `(2 (l % 4), l / 4)` and

@@ -1,0 +1,341 @@
+//! FRB beamformer, second kernel (seed 000 secs. 2.2-2.3 and 5.2, issue 8), host side: the
+//! U-functions of eqs. 7-8 in f64, the f64 reference of eq. 137, and [`Resampler`], which
+//! builds `W = U^M_p U^N_q` on the GPU ([`Resampler::set_beams`], for tracking beams at any
+//! cadence) and runs the tensor-core GEMM `J = I W` per channel. Layouts and kernels:
+//! `radio_kernels_gpu::frb_beamformer::resample`.
+use crate::error::{DriverContext, Error, Result};
+use crate::frb_beamformer::FRB_CASES;
+use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig};
+use half::f16;
+pub use radio_kernels_gpu::frb_beamformer::resample::{
+    GEMM_SMEM_BYTES, GEMM_THREADS, GEMM_TILE, WEIGHT_WARPS,
+};
+use std::f64::consts::PI;
+
+/// `U^N_q(theta)` of eq. 7: `(1/N) sum_{s=0}^{N} A_s cos(pi (2 theta - q) s / N)`.
+pub fn u_function(n: u32, q: u32, theta: f64) -> f64 {
+    let x = 2.0 * theta - q as f64;
+    let sum: f64 = (0..=n)
+        .map(|s| {
+            let a = if s == 0 || s == n { 0.5 } else { 1.0 };
+            a * (PI * x * s as f64 / n as f64).cos()
+        })
+        .sum();
+    sum / n as f64
+}
+
+/// `U^N_q(theta)` of eq. 8, `sin(pi x) cot(pi x / 2N) / 2N` with `x = 2 theta - q`; `None`
+/// where it degenerates to 0/0 (`x` a multiple of `2N`).
+pub fn u_closed_form(n: u32, q: u32, theta: f64) -> Option<f64> {
+    let x = 2.0 * theta - q as f64;
+    let half = PI * x / (2 * n) as f64;
+    if half.sin().abs() < 1e-9 {
+        return None;
+    }
+    Some((PI * x).sin() * half.cos() / half.sin() / (2 * n) as f64)
+}
+
+/// One resampling job: `channels` channels of `times` slow samples of the `2M x 2N`
+/// half-integer grid, to `beams` beams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResampleConfig {
+    pub channels: u32,
+    pub times: u32,
+    pub m: u32,
+    pub n: u32,
+    pub beams: u32,
+}
+
+impl ResampleConfig {
+    /// (M, N) must be one of seed Table 2's cases; every size positive and every array
+    /// addressable with 32-bit row indices.
+    pub fn validate(&self) -> Result<()> {
+        if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
+            return Err(Error::InvalidConfig(format!(
+                "(M, N) = ({}, {}) is not a case of seed Table 2 ((8, 8), (8, 12), (16, 16), (16, 20), (24, 24))",
+                self.m, self.n
+            )));
+        }
+        if self.channels == 0 || self.times == 0 || self.beams == 0 {
+            return Err(Error::InvalidConfig(format!("empty resampling job: {self:?}")));
+        }
+        if self.channels > 65535 {
+            return Err(Error::InvalidConfig(format!("{} channels exceed the grid's 65535", self.channels)));
+        }
+        let k = self.k() as u64;
+        for (what, rows) in [("intensity", self.times), ("weights", self.beams)] {
+            if rows as u64 * k > u32::MAX as u64 || self.channels as u64 * rows as u64 * k > 1 << 40 {
+                return Err(Error::InvalidConfig(format!("{what} array of {self:?} is too large")));
+            }
+        }
+        Ok(())
+    }
+    /// Half-integer grid points `4MN` (the GEMM's k).
+    pub fn k(&self) -> u32 {
+        4 * self.m * self.n
+    }
+    pub fn intensity_len(&self) -> usize {
+        self.channels as usize * self.times as usize * self.k() as usize
+    }
+    pub fn weights_len(&self) -> usize {
+        self.channels as usize * self.beams as usize * self.k() as usize
+    }
+    /// Beam positions per axis: `[f][beta]`.
+    pub fn positions_len(&self) -> usize {
+        self.channels as usize * self.beams as usize
+    }
+    pub fn output_len(&self) -> usize {
+        self.channels as usize * self.times as usize * self.beams as usize
+    }
+    /// Useful flops: `2 * 4MN` per output.
+    pub fn flops(&self) -> f64 {
+        2.0 * self.k() as f64 * self.output_len() as f64
+    }
+}
+
+/// `J[f][tbar][beta]` of eq. 137 in f64 from I (f16 bits, `[f][tbar][p][q]`) and the beam
+/// positions (`[f][beta]`), with U in f64 of the f32 positions.
+pub fn resample_reference(
+    config: &ResampleConfig,
+    intensity: &[u16],
+    theta: &[f32],
+    theta_prime: &[f32],
+) -> Result<Vec<f64>> {
+    config.validate()?;
+    for (what, expected, actual) in [
+        ("intensity", config.intensity_len(), intensity.len()),
+        ("theta", config.positions_len(), theta.len()),
+        ("theta'", config.positions_len(), theta_prime.len()),
+    ] {
+        if expected != actual {
+            return Err(Error::ShapeMismatch { what, expected, actual });
+        }
+    }
+    let (m, n, k) = (config.m, config.n, config.k() as usize);
+    let mut out = vec![0.0; config.output_len()];
+    for f in 0..config.channels as usize {
+        for beta in 0..config.beams as usize {
+            let at = f * config.beams as usize + beta;
+            let up: Vec<f64> = (0..2 * m).map(|p| u_function(m, p, theta[at] as f64)).collect();
+            let uq: Vec<f64> = (0..2 * n).map(|q| u_function(n, q, theta_prime[at] as f64)).collect();
+            let w: Vec<f64> =
+                (0..k).map(|rho| up[rho / (2 * n) as usize] * uq[rho % (2 * n) as usize]).collect();
+            for t in 0..config.times as usize {
+                let row = &intensity[(f * config.times as usize + t) * k..][..k];
+                let j: f64 = row.iter().zip(&w).map(|(&i, &w)| f16::from_bits(i).to_f64() * w).sum();
+                out[(f * config.times as usize + t) * config.beams as usize + beta] = j;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The non-factorizable resampler (sec. 5.2) on the GPU: owns W (`[f][beta][rho]` f16,
+/// `2 F B 4MN` bytes) and the two kernels.
+pub struct Resampler<'g> {
+    gpu: &'g Gpu,
+    config: ResampleConfig,
+    gemm: CudaFunction,
+    weights_kernel: CudaFunction,
+    weights: DeviceBuffer<u16>,
+    beams_set: bool,
+}
+
+impl<'g> Resampler<'g> {
+    pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<Resampler<'g>> {
+        config.validate()?;
+        let gemm = gpu.function("frb_resample_gemm")?;
+        gemm.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            GEMM_SMEM_BYTES as i32,
+        )
+        .during("raising the resampling GEMM's shared-memory limit")?;
+        let weights_kernel = gpu.function("frb_resample_weights")?;
+        let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
+        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, beams_set: false })
+    }
+
+    pub fn config(&self) -> &ResampleConfig {
+        &self.config
+    }
+
+    /// W from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
+    /// again whenever the beams move (tracking beams).
+    pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
+        let c = self.config;
+        for (what, actual) in [("theta", theta.len()), ("theta'", theta_prime.len())] {
+            if actual != c.positions_len() {
+                return Err(Error::ShapeMismatch { what, expected: c.positions_len(), actual });
+            }
+        }
+        let mut launch = self.gpu.stream().launch_builder(&self.weights_kernel);
+        launch
+            .arg(theta.raw())
+            .arg(theta_prime.raw())
+            .arg(self.weights.raw_mut())
+            .arg(&c.beams)
+            .arg(&c.m)
+            .arg(&c.n);
+        let config = LaunchConfig {
+            grid_dim: (c.beams.div_ceil(WEIGHT_WARPS), c.channels, 1),
+            block_dim: (32 * WEIGHT_WARPS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match `frb_resample_weights`; the position buffers hold F B values
+        // and W holds F B 4MN halves of a validated configuration (4MN a multiple of 64).
+        unsafe { launch.launch(config) }.during("launching the FRB resampling weights")?;
+        self.beams_set = true;
+        Ok(())
+    }
+
+    /// `J = I W` per channel: I f16 `[f][tbar][p][q]`, J f16 `[f][tbar][beta]`.
+    pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+        let c = self.config;
+        if !self.beams_set {
+            return Err(Error::InvalidConfig("no beam positions yet: call set_beams first".into()));
+        }
+        for (what, expected, actual) in
+            [("FRB intensity", c.intensity_len(), intensity.len()), ("FRB beams", c.output_len(), out.len())]
+        {
+            if expected != actual {
+                return Err(Error::ShapeMismatch { what, expected, actual });
+            }
+        }
+        let k = c.k();
+        let mut launch = self.gpu.stream().launch_builder(&self.gemm);
+        launch
+            .arg(intensity.raw())
+            .arg(self.weights.raw())
+            .arg(out.raw_mut())
+            .arg(&c.times)
+            .arg(&c.beams)
+            .arg(&k);
+        let config = LaunchConfig {
+            grid_dim: (c.beams.div_ceil(GEMM_TILE), c.times.div_ceil(GEMM_TILE), c.channels),
+            block_dim: (GEMM_THREADS, 1, 1),
+            shared_mem_bytes: GEMM_SMEM_BYTES,
+        };
+        // SAFETY: arguments match `frb_resample_gemm`; I, W and J hold F T 4MN, F B 4MN and
+        // F T B halves of a validated configuration; rows of I and W are 4MN halves, a
+        // multiple of 32, so every 16-byte copy is aligned (cudarc allocations are 256-byte
+        // aligned).
+        unsafe { launch.launch(config) }.during("launching the FRB resampling GEMM")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    type C64 = (f64, f64);
+
+    /// Beamformed intensity at (theta, theta') by eqs. 2-3 directly, `E[tau][m][n]`.
+    fn direct(e: &[Vec<C64>], m: u32, n: u32, theta: f64, theta_prime: f64) -> f64 {
+        e.iter()
+            .map(|field| {
+                let (mut re, mut im) = (0.0, 0.0);
+                for a in 0..m {
+                    for b in 0..n {
+                        let x = field[(a * n + b) as usize];
+                        let phase =
+                            2.0 * PI * (a as f64 * theta / m as f64 + b as f64 * theta_prime / n as f64);
+                        let (s, c) = phase.sin_cos();
+                        re += x.0 * c - x.1 * s;
+                        im += x.0 * s + x.1 * c;
+                    }
+                }
+                re * re + im * im
+            })
+            .sum()
+    }
+
+    #[test]
+    fn u_resampled_half_integer_intensities_equal_the_direct_beam() {
+        // The main theorem (eq. 6), with T_ds = 3 and every seed grid shape.
+        let mut rng = StdRng::seed_from_u64(0x5eed_0006);
+        for case in FRB_CASES {
+            let (m, n) = (case.m, case.n);
+            let e: Vec<Vec<C64>> = (0..3)
+                .map(|_| {
+                    (0..m * n).map(|_| (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0))).collect()
+                })
+                .collect();
+            // I on the half-integer grid (eqs. 4-5), from the same direct sum.
+            let i: Vec<f64> = (0..2 * m)
+                .flat_map(|p| (0..2 * n).map(move |q| (p, q)))
+                .map(|(p, q)| direct(&e, m, n, p as f64 / 2.0, q as f64 / 2.0))
+                .collect();
+            for _ in 0..20 {
+                let (theta, theta_prime) = (rng.random_range(-30.0..30.0), rng.random_range(-30.0..30.0));
+                let want = direct(&e, m, n, theta, theta_prime);
+                let got: f64 = (0..2 * m)
+                    .flat_map(|p| (0..2 * n).map(move |q| (p, q)))
+                    .map(|(p, q)| {
+                        u_function(m, p, theta) * u_function(n, q, theta_prime) * i[(p * 2 * n + q) as usize]
+                    })
+                    .sum();
+                assert!(
+                    (got - want).abs() <= 1e-9 * want.max(1.0),
+                    "({m}, {n}) at ({theta}, {theta_prime}): {got} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn u_is_a_kronecker_delta_at_half_integers_and_matches_eq_8() {
+        for n in [8u32, 12, 16, 20, 24] {
+            for q in 0..2 * n {
+                for q2 in 0..4 * n {
+                    // theta = q2 / 2 (aliases of q beyond 2N too).
+                    let u = u_function(n, q, q2 as f64 / 2.0);
+                    let want = if q2 % (2 * n) == q { 1.0 } else { 0.0 };
+                    assert!((u - want).abs() < 1e-12, "U^{n}_{q}({q2}/2) = {u}");
+                }
+                for theta in [0.13, 1.7, -3.25, 11.01, 40.6] {
+                    let u = u_function(n, q, theta);
+                    if let Some(closed) = u_closed_form(n, q, theta) {
+                        assert!((u - closed).abs() < 1e-12, "U^{n}_{q}({theta}): {u} vs eq. 8 {closed}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn device_u_function_is_f32_accurate() {
+        use radio_kernels_gpu::frb_beamformer::resample::u_function as u32_fn;
+        let mut worst: f64 = 0.0;
+        for n in [8u32, 12, 16, 20, 24] {
+            for q in 0..2 * n {
+                for i in 0..400 {
+                    let theta = -50.0 + 0.25 * i as f64 + 0.0137;
+                    let got = u32_fn(n, q, theta as f32) as f64;
+                    worst = worst.max((got - u_function(n, q, theta as f32 as f64)).abs());
+                }
+            }
+        }
+        assert!(worst < 2e-5, "worst |U_f32 - U_f64| = {worst}");
+    }
+
+    #[test]
+    fn bad_configurations_are_rejected() {
+        let good = ResampleConfig { channels: 2, times: 3, m: 8, n: 12, beams: 5 };
+        assert!(good.validate().is_ok());
+        for bad in [
+            ResampleConfig { m: 8, n: 10, ..good },
+            ResampleConfig { channels: 0, ..good },
+            ResampleConfig { beams: 0, ..good },
+            ResampleConfig { times: 0, ..good },
+        ] {
+            assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
+        }
+        let i = vec![0u16; good.intensity_len() - 1];
+        let t = vec![0f32; good.positions_len()];
+        assert!(matches!(resample_reference(&good, &i, &t, &t), Err(Error::ShapeMismatch { .. })));
+    }
+}

@@ -1,0 +1,148 @@
+//! GPU tests of the FRB beamformer's second kernel (issue 8): the W kernel and the tensor-core
+//! GEMM `J = I W` against the f64 reference of eq. 137 for every seed Table 2 grid, ragged
+//! time and beam counts (1 and odd ones included), random and half-integer beam positions,
+//! moving (tracking) beams, outputs poisoned with NaN before each launch.
+//!
+//! Bound: I and W are f16 (relative rounding 2^-11 each) and J is rounded once to f16, with
+//! f32 accumulation; the reference uses f64 U of the same f32 positions and the same f16 I.
+//! So J's relative L2 error is about 2^-11 (W) + 2^-11 (J) plus the f32 U's 2e-5: 2^-9 bounds it.
+mod common;
+
+use common::*;
+use half::f16;
+use radio_kernels::frb_beamformer::resample::{resample_reference, ResampleConfig, Resampler};
+use radio_kernels::frb_beamformer::FRB_CASES;
+use radio_kernels::Error;
+use rand::Rng;
+
+const BOUND: f64 = 1.0 / 512.0;
+/// f16 NaN in both bytes (0x7e7e).
+const POISON: u8 = 0x7e;
+
+fn relative_l2(got: &[u16], want: &[f64]) -> f64 {
+    let (mut err, mut norm) = (0.0, 0.0);
+    for (&g, &w) in got.iter().zip(want) {
+        let g = f16::from_bits(g).to_f64();
+        err += (g - w) * (g - w);
+        norm += w * w;
+    }
+    if err.is_nan() {
+        return f64::INFINITY;
+    }
+    (err / norm).sqrt()
+}
+
+/// Random intensities in [0, 100) as f16, like |E|^2 sums.
+fn random_intensity(rng: &mut impl Rng, len: usize) -> Vec<u16> {
+    (0..len).map(|_| f16::from_f64(rng.random_range(0.0..100.0)).to_bits()).collect()
+}
+
+fn run(
+    gpu: &radio_kernels::Gpu,
+    resampler: &mut Resampler,
+    i: &[u16],
+    theta: &[f32],
+    theta_prime: &[f32],
+) -> Vec<u16> {
+    let c = *resampler.config();
+    resampler.set_beams(&gpu.upload(theta).unwrap(), &gpu.upload(theta_prime).unwrap()).unwrap();
+    let mut j = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    resampler.resample(&gpu.upload(i).unwrap(), &mut j).unwrap();
+    j.download().unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_beams_match_the_f64_reference_for_every_grid() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for case in FRB_CASES {
+        for (channels, times, beams) in [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256)] {
+            let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
+            let mut resampler = Resampler::new(&gpu, config).unwrap();
+            let i = random_intensity(&mut rng, config.intensity_len());
+            let theta: Vec<f32> =
+                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let theta_prime: Vec<f32> =
+                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+            let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+            let error = relative_l2(&got, &want);
+            println!("{config:?}: relative L2 {error:.2e}");
+            assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+            // Every output, not only the norm: each within 2^-8 of the reference's scale.
+            let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
+            for (o, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                let g = f16::from_bits(g).to_f64();
+                assert!((g - w).abs() <= scale / 256.0, "{config:?} output {o}: {g} vs {w}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_integer_beams_reproduce_the_intensity_and_beams_can_move() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for case in FRB_CASES {
+        let (m, n) = (case.m, case.n);
+        let config = ResampleConfig { channels: 2, times: 70, m, n, beams: 4 * m * n };
+        let mut resampler = Resampler::new(&gpu, config).unwrap();
+        let i = random_intensity(&mut rng, config.intensity_len());
+        // Beam (f, beta) at (p / 2, q / 2) for rho = beta = 2N p + q, the grid reversed in
+        // channel 1.
+        let k = config.k() as usize;
+        let rho_of = |f: usize, beta: usize| if f == 0 { beta } else { k - 1 - beta };
+        let theta: Vec<f32> = (0..config.positions_len())
+            .map(|x| (rho_of(x / k, x % k) / (2 * n) as usize) as f32 / 2.0)
+            .collect();
+        let theta_prime: Vec<f32> = (0..config.positions_len())
+            .map(|x| (rho_of(x / k, x % k) % (2 * n) as usize) as f32 / 2.0)
+            .collect();
+        let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+        for f in 0..2 {
+            for t in 0..config.times as usize {
+                for beta in 0..k {
+                    let want =
+                        f16::from_bits(i[(f * config.times as usize + t) * k + rho_of(f, beta)]).to_f64();
+                    let g = f16::from_bits(got[(f * config.times as usize + t) * k + beta]).to_f64();
+                    // The f32 U at half-integers is a delta to ~1e-7, and those residues
+                    // (f16 subnormals in W) add up to ~2e-2 over 4MN intensities below 100.
+                    assert!(
+                        (g - want).abs() <= want * 2f64.powi(-10) + 0.05,
+                        "({m}, {n}) f {f} t {t} beam {beta}: {g} vs {want}"
+                    );
+                }
+            }
+        }
+        // Tracking: new positions, same resampler.
+        let moved: Vec<f32> = theta.iter().map(|&x| x + rng.random_range(-0.5..0.5)).collect();
+        let got = run(&gpu, &mut resampler, &i, &moved, &theta_prime);
+        let want = resample_reference(&config, &i, &moved, &theta_prime).unwrap();
+        assert!(relative_l2(&got, &want) < BOUND);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_input_is_rejected_before_launch() {
+    let gpu = gpu();
+    let config = ResampleConfig { channels: 2, times: 10, m: 16, n: 20, beams: 7 };
+    assert!(matches!(Resampler::new(&gpu, ResampleConfig { n: 18, ..config }), Err(Error::InvalidConfig(_))));
+    let mut resampler = Resampler::new(&gpu, config).unwrap();
+    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+    // No beams yet.
+    assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
+    let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
+    let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
+    assert!(matches!(resampler.set_beams(&theta, &short), Err(Error::ShapeMismatch { .. })));
+    resampler.set_beams(&theta, &theta).unwrap();
+    let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+    assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
+    let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
+    assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
+    resampler.resample(&i, &mut j).unwrap();
+    gpu.synchronize().unwrap();
+}

@@ -1,0 +1,156 @@
+//! A simulated telescope and sky: dishes on a square grid (CHORD's 6.3 m north-south and
+//! 8.5 m east-west spacing), point sources of Gaussian noise near zenith plus receiver noise,
+//! sampled by 10-bit digitisers at [`SAMPLE_RATE`].
+//!
+//! A source in direction `s` (direction cosines `(l, m)` along north and east) reaches dish
+//! `d` at position `r_d` earlier by `r_d . s / c`, so in the frequency domain its voltage is
+//! `S(f) exp(+2 pi i f r_d . s / c)`. Each polarisation of each source is an independent
+//! complex Gaussian spectrum; the record is made in the frequency domain (exact fractional
+//! delays) and inverse-transformed to real samples.
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rustfft::num_complex::Complex;
+use rustfft::FftPlanner;
+
+/// Digitiser sample rate (Hz): the first Nyquist zone is 0 - 1.6 GHz.
+pub const SAMPLE_RATE: f64 = 3.2e9;
+/// Speed of light (m/s).
+pub const LIGHT: f64 = 299_792_458.0;
+/// Dish spacing north-south and east-west (m), seed 000's sigma and sigma'.
+pub const SPACING: (f64, f64) = (6.3, 8.5);
+/// Receiver noise rms per polarisation in ADC units (10-bit range +-511).
+pub const NOISE_RMS: f64 = 30.0;
+
+/// A point source: direction cosines (north, east) and rms in ADC units per polarisation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Source {
+    pub l: f64,
+    pub m: f64,
+    pub rms: f64,
+}
+
+/// A square array of `side x side` dual-polarisation dishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Array {
+    pub side: u32,
+}
+
+impl Array {
+    pub fn dishes(&self) -> u32 {
+        self.side * self.side
+    }
+    /// Grid cell of dish `d`: (north index, east index).
+    pub fn cell(&self, d: u32) -> (u32, u32) {
+        (d / self.side, d % self.side)
+    }
+    /// Position of dish `d` (m): (north, east).
+    pub fn position(&self, d: u32) -> (f64, f64) {
+        let (i, j) = self.cell(d);
+        (SPACING.0 * i as f64, SPACING.1 * j as f64)
+    }
+    /// How much earlier (s) a signal from direction (l, m) reaches dish `d` than the origin.
+    pub fn lead(&self, d: u32, l: f64, m: f64) -> f64 {
+        let (x, y) = self.position(d);
+        (x * l + y * m) / LIGHT
+    }
+}
+
+/// Centre frequency (Hz) of channel `k` of an `n`-channel PFB of the digitised band.
+pub fn channel_frequency(k: u32, n: u32) -> f64 {
+    k as f64 * SAMPLE_RATE / (2 * n) as f64
+}
+
+/// The demo's sources: `count` (1 to 8) sources placed so that, at frequency `reference`,
+/// they fall on distinct half-integer points of the FRB beamformer's `side x side` grid
+/// (seed 000 eq. 1), the first the brightest.
+pub fn sources(count: u32, side: u32, reference: f64) -> Vec<Source> {
+    // Grid units (theta, theta') of each source, then back to direction cosines.
+    const PLACES: [(f64, f64); 8] = [
+        (1.5, 2.0),
+        (-2.5, 0.5),
+        (3.0, -3.0),
+        (-1.0, -2.5),
+        (0.5, 3.5),
+        (2.5, -1.0),
+        (-3.5, 2.5),
+        (0.0, -1.5),
+    ];
+    const RMS: [f64; 8] = [30.0, 18.0, 14.0, 12.0, 11.0, 10.0, 9.0, 8.0];
+    let lambda = LIGHT / reference;
+    PLACES
+        .iter()
+        .zip(RMS)
+        .take(count.clamp(1, 8) as usize)
+        .map(|(&(theta, theta_prime), rms)| {
+            let (l, m) = frb_direction(theta, theta_prime, side, lambda);
+            Source { l, m, rms }
+        })
+        .collect()
+}
+
+/// Grid coordinates (theta, theta') of direction (l, m) at wavelength `lambda` for the FRB
+/// beamformer's Fourier convention: E has phase `+2 pi (i sigma l + j sigma' m) / lambda`
+/// at cell (i, j), and the beam `sum_ij E exp(2 pi i (i theta / M + j theta' / N))` peaks at
+/// `theta = -M sigma l / lambda` (modulo M).
+pub fn frb_coordinates(l: f64, m: f64, side: u32, lambda: f64) -> (f64, f64) {
+    let s = side as f64;
+    (-s * SPACING.0 * l / lambda, -s * SPACING.1 * m / lambda)
+}
+
+/// Inverse of [`frb_coordinates`].
+pub fn frb_direction(theta: f64, theta_prime: f64, side: u32, lambda: f64) -> (f64, f64) {
+    let s = side as f64;
+    (-theta * lambda / (s * SPACING.0), -theta_prime * lambda / (s * SPACING.1))
+}
+
+/// Digitised samples `[dish][pol][sample]` (10-bit signed) of `samples` (even) per
+/// polarisation.
+pub fn observe(array: Array, sources: &[Source], samples: usize, seed: u64) -> Vec<[Vec<i32>; 2]> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut gaussian = move || -> f64 {
+        // Box-Muller.
+        let u: f64 = rng.random_range(f64::EPSILON..1.0);
+        let v: f64 = rng.random();
+        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+    };
+    let bins = samples / 2 + 1;
+    // Per source and polarisation, its spectrum; per bin, rms 1 per real sample after the
+    // inverse transform (normalised below).
+    let spectra: Vec<[Vec<Complex<f64>>; 2]> = sources
+        .iter()
+        .map(|_| [0, 1].map(|_| (0..bins).map(|_| Complex::new(gaussian(), gaussian())).collect()))
+        .collect();
+    let inverse = FftPlanner::<f64>::new().plan_fft_inverse(samples);
+    // A real signal of rms r from bins of unit complex Gaussians: scale r / sqrt(samples).
+    let unit = 1.0 / (samples as f64).sqrt();
+    (0..array.dishes())
+        .map(|d| {
+            [0, 1].map(|pol| {
+                let mut x: Vec<Complex<f64>> = (0..bins)
+                    .map(|k| {
+                        let f = k as f64 * SAMPLE_RATE / samples as f64;
+                        let mut v = Complex::new(gaussian(), gaussian()) * NOISE_RMS;
+                        for (s, spectrum) in sources.iter().zip(&spectra) {
+                            let phase = std::f64::consts::TAU * f * array.lead(d, s.l, s.m);
+                            v += spectrum[pol][k] * s.rms * Complex::from_polar(1.0, phase);
+                        }
+                        v * unit
+                    })
+                    .collect();
+                // Hermitian completion, DC and Nyquist real.
+                x[0].im = 0.0;
+                x[bins - 1].im = 0.0;
+                x.resize(samples, Complex::new(0.0, 0.0));
+                for k in 1..samples / 2 {
+                    x[samples - k] = x[k].conj();
+                }
+                inverse.process(&mut x);
+                // Each complex bin pair contributes 2 |v|^2 of power over `samples` points: the
+                // factor 1/sqrt(2) brings the real rms back to the requested one.
+                x.iter()
+                    .map(|v| (v.re * std::f64::consts::FRAC_1_SQRT_2).round().clamp(-511.0, 511.0) as i32)
+                    .collect()
+            })
+        })
+        .collect()
+}

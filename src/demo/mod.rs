@@ -266,7 +266,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 shape: format!("{d_n} x 2 x {samples} 10-bit -> {n} ch x {t_n} spectra int8"),
                 ms: Some(ms),
                 throughput: format!(
-                    "{rate:.1} Gsample/s incl. copies, {} of real time",
+                    "{rate:.1} Gsample/s (a push per dish, with copies), {} of real time",
                     percent(ms * 1e-3 / duration)
                 ),
                 check: if worst <= 1 {

@@ -106,51 +106,80 @@ pub fn frb_direction(theta: f64, theta_prime: f64, side: u32, lambda: f64) -> (f
 /// Digitised samples `[dish][pol][sample]` (10-bit signed) of `samples` (even) per
 /// polarisation.
 pub fn observe(array: Array, sources: &[Source], samples: usize, seed: u64) -> Vec<[Vec<i32>; 2]> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut gaussian = move || -> f64 {
-        // Box-Muller.
-        let u: f64 = rng.random_range(f64::EPSILON..1.0);
-        let v: f64 = rng.random();
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-    };
     let bins = samples / 2 + 1;
-    // Per source and polarisation, its spectrum; per bin, rms 1 per real sample after the
-    // inverse transform (normalised below).
+    // Per source and polarisation, its spectrum (unit complex Gaussians per bin).
+    let mut rng = StdRng::seed_from_u64(seed);
     let spectra: Vec<[Vec<Complex<f64>>; 2]> = sources
         .iter()
-        .map(|_| [0, 1].map(|_| (0..bins).map(|_| Complex::new(gaussian(), gaussian())).collect()))
+        .map(|_| [0, 1].map(|_| (0..bins).map(|_| complex_gaussian(&mut rng)).collect()))
         .collect();
     let inverse = FftPlanner::<f64>::new().plan_fft_inverse(samples);
+    let dishes = array.dishes() as usize;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(dishes);
+    let mut out: Vec<[Vec<i32>; 2]> = vec![[Vec::new(), Vec::new()]; dishes];
+    // Dishes in parallel; each dish's noise has its own generator, so the record does not
+    // depend on the thread count.
+    std::thread::scope(|scope| {
+        for (t, part) in out.chunks_mut(dishes.div_ceil(threads)).enumerate() {
+            let (spectra, inverse) = (&spectra, &inverse);
+            scope.spawn(move || {
+                for (k, slot) in part.iter_mut().enumerate() {
+                    let d = (t * dishes.div_ceil(threads) + k) as u32;
+                    *slot = observe_dish(array, sources, spectra, inverse.as_ref(), samples, seed, d);
+                }
+            });
+        }
+    });
+    out
+}
+
+fn complex_gaussian(rng: &mut StdRng) -> Complex<f64> {
+    // Box-Muller: two independent unit normals.
+    let u: f64 = rng.random_range(f64::EPSILON..1.0);
+    let v: f64 = rng.random();
+    let r = (-2.0 * u.ln()).sqrt();
+    let (s, c) = (std::f64::consts::TAU * v).sin_cos();
+    Complex::new(r * c, r * s)
+}
+
+/// One dish's two polarisations: sources delayed to the dish plus its own noise.
+fn observe_dish(
+    array: Array,
+    sources: &[Source],
+    spectra: &[[Vec<Complex<f64>>; 2]],
+    inverse: &dyn rustfft::Fft<f64>,
+    samples: usize,
+    seed: u64,
+    d: u32,
+) -> [Vec<i32>; 2] {
+    let bins = samples / 2 + 1;
+    let mut rng = StdRng::seed_from_u64(seed ^ (0x9e37_79b9_7f4a_7c15u64.wrapping_mul(d as u64 + 1)));
     // A real signal of rms r from bins of unit complex Gaussians: scale r / sqrt(samples).
     let unit = 1.0 / (samples as f64).sqrt();
-    (0..array.dishes())
-        .map(|d| {
-            [0, 1].map(|pol| {
-                let mut x: Vec<Complex<f64>> = (0..bins)
-                    .map(|k| {
-                        let f = k as f64 * SAMPLE_RATE / samples as f64;
-                        let mut v = Complex::new(gaussian(), gaussian()) * NOISE_RMS;
-                        for (s, spectrum) in sources.iter().zip(&spectra) {
-                            let phase = std::f64::consts::TAU * f * array.lead(d, s.l, s.m);
-                            v += spectrum[pol][k] * s.rms * Complex::from_polar(1.0, phase);
-                        }
-                        v * unit
-                    })
-                    .collect();
-                // Hermitian completion, DC and Nyquist real.
-                x[0].im = 0.0;
-                x[bins - 1].im = 0.0;
-                x.resize(samples, Complex::new(0.0, 0.0));
-                for k in 1..samples / 2 {
-                    x[samples - k] = x[k].conj();
+    [0, 1].map(|pol| {
+        let mut x: Vec<Complex<f64>> = (0..bins)
+            .map(|k| {
+                let f = k as f64 * SAMPLE_RATE / samples as f64;
+                let mut v = complex_gaussian(&mut rng) * NOISE_RMS;
+                for (s, spectrum) in sources.iter().zip(spectra) {
+                    let phase = std::f64::consts::TAU * f * array.lead(d, s.l, s.m);
+                    v += spectrum[pol][k] * s.rms * Complex::from_polar(1.0, phase);
                 }
-                inverse.process(&mut x);
-                // Each complex bin pair contributes 2 |v|^2 of power over `samples` points: the
-                // factor 1/sqrt(2) brings the real rms back to the requested one.
-                x.iter()
-                    .map(|v| (v.re * std::f64::consts::FRAC_1_SQRT_2).round().clamp(-511.0, 511.0) as i32)
-                    .collect()
+                v * unit
             })
-        })
-        .collect()
+            .collect();
+        // Hermitian completion, DC and Nyquist real.
+        x[0].im = 0.0;
+        x[bins - 1].im = 0.0;
+        x.resize(samples, Complex::new(0.0, 0.0));
+        for k in 1..samples / 2 {
+            x[samples - k] = x[k].conj();
+        }
+        inverse.process(&mut x);
+        // Each complex bin pair contributes 2 |v|^2 of power over `samples` points: the
+        // factor 1/sqrt(2) brings the real rms back to the requested one.
+        x.iter()
+            .map(|v| (v.re * std::f64::consts::FRAC_1_SQRT_2).round().clamp(-511.0, 511.0) as i32)
+            .collect()
+    })
 }

@@ -4,7 +4,8 @@
 //! whole F-X-B chain ([`radio_kernels::demo`]) on the GPU, check every stage against its CPU
 //! reference, print a table and write figures; without a GPU they say so and run the chain on
 //! the CPU references at a smaller size. `radio-kernels selftest` checks every tensor-core
-//! wrapper and intrinsic against the CPU.
+//! wrapper and intrinsic against the CPU. `radio-kernels bench` measures the headline
+//! configuration of each kernel family ([`radio_kernels::summary`]).
 use radio_kernels::demo::{self, Options as DemoOptions};
 use radio_kernels::selftest::{check_sparse_mma, cpu_checks, gpu_checks, Check, SparseForm};
 use radio_kernels::Error;
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--seconds S] [--sources N]
                      [--out DIR] [--cpu] [--device N] [--seed N]
        radio-kernels selftest [--device N] [--cases N] [--seed N]
+       radio-kernels bench [--device N]
 
   demo         (the default) simulate a CHORD-pathfinder observation and run it through the
                PFB, correlator, baseband, FRB and delay beamformers on the GPU, checking each
@@ -26,11 +28,14 @@ const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--
   selftest     check every tensor-core wrapper and device intrinsic against the CPU
   --device N   CUDA device ordinal (default 0)
   --cases N    random matrices per wrapper (default 64)
-  --seed N     random seed (default: time-based for selftest, 1 for the demo)";
+  --seed N     random seed (default: time-based for selftest, 1 for the demo)
+  bench        measure the headline configuration of each kernel family (BENCHMARKS.md)
+               on this GPU, against the ceilings measured in the same run";
 
 enum Command {
     Demo { options: DemoOptions, cpu: bool, sized: bool, seconds: Option<f64> },
     Selftest { cases: usize },
+    Bench,
 }
 
 struct Options {
@@ -52,6 +57,10 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 rest.next();
             }
             "demo" => {
+                rest.next();
+            }
+            "bench" => {
+                command = Command::Bench;
                 rest.next();
             }
             _ => {}
@@ -107,6 +116,7 @@ fn main() -> ExitCode {
         Command::Demo { options: demo, cpu, sized, seconds } => {
             run_demo(demo, cpu, sized, seconds, options.device, options.seed)
         }
+        Command::Bench => bench(options.device),
         Command::Selftest { cases } => {
             let seed = options.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
@@ -218,4 +228,26 @@ fn print_checks(checks: &[Check]) -> bool {
         println!("  {verdict} {:width$}  {}", check.name, check.detail);
     }
     checks.iter().all(|c| c.passed)
+}
+
+fn bench(device: usize) -> ExitCode {
+    let gpu = match radio_kernels::open(device) {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            println!("radio-kernels bench needs a GPU: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "radio-kernels bench on {} ({} SMs): medians of 5 launches, random data",
+        gpu.name(),
+        gpu.sm_count()
+    );
+    match radio_kernels::summary::run(&gpu) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("radio-kernels bench stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Shared pieces of the benchmarks: CUDA-event timing and the ceilings file.
 #![allow(dead_code)] // each bench binary uses a subset
 
-use radio_kernels::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use radio_kernels::{DeviceBuffer, Gpu};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,16 +16,9 @@ pub fn open_gpu(bench: &str) -> Option<Gpu> {
     }
 }
 
-/// Fills `buffer` with random bytes on the device (`bench_fill_random`): whole 32-bit words,
-/// so a trailing part of a word is left as it was.
+/// Fills `buffer` with random bytes on the device ([`radio_kernels::summary::fill_random`]).
 pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, seed: u32) {
-    let function = gpu.function("bench_fill_random").expect("bench_fill_random in the PTX");
-    let words = (buffer.len() * std::mem::size_of::<T>() / 4) as u64;
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(buffer.raw_mut()).arg(&words).arg(&seed);
-    // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds at least
-    // `4 * words` bytes.
-    unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }.expect("fill launch");
+    radio_kernels::summary::fill_random(gpu, buffer, seed).expect("fill launch");
 }
 
 /// The criterion settings of the kernel benchmarks (10 samples, 0.2 s warm-up, 2 s of
@@ -46,20 +39,14 @@ pub struct Ceiling {
     pub median_ms: f64,
 }
 
-/// Median over `reps` launches of the GPU time of `launch`, after one warm-up launch.
+/// Median over `reps` launches of the GPU time of `launch`, after one warm-up launch
+/// ([`radio_kernels::summary::median_ms`]).
 pub fn median_ms(gpu: &Gpu, reps: usize, mut launch: impl FnMut()) -> f64 {
-    let timer = gpu.timer().expect("CUDA events");
-    launch();
-    gpu.synchronize().expect("warm-up launch");
-    let mut times: Vec<f64> = (0..reps)
-        .map(|_| {
-            timer.start().expect("event");
-            launch();
-            timer.stop().expect("event") as f64
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    radio_kernels::summary::median_ms(gpu, reps, || {
+        launch();
+        Ok(())
+    })
+    .expect("CUDA events")
 }
 
 /// GPU time of `n` back-to-back launches, for criterion's `iter_custom`.

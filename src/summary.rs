@@ -1,0 +1,268 @@
+//! `radio-kernels bench`: the headline configuration of each kernel family in BENCHMARKS.md,
+//! measured on this GPU (medians of CUDA-event-timed launches on device-filled random data),
+//! each as a fraction of the matching ceiling measured in the same run. The criterion
+//! benches (`cargo bench`) cover more configurations.
+use crate::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
+use crate::correlator::{Correlator, CorrelatorConfig, Format, Order};
+use crate::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
+use crate::frb_beamformer::resample::{ResampleConfig, Resampler};
+use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
+use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
+use crate::{launch_1d, DeviceBuffer, Gpu, PushKernelArg, Result};
+use half::f16;
+
+/// Launches per median.
+const REPS: usize = 5;
+
+/// Fills `buffer` with random bytes on the device (kernel `bench_fill_random`): whole
+/// 32-bit words, so a trailing part of a word is left as it was.
+pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, seed: u32) -> Result<()> {
+    let function = gpu.function("bench_fill_random")?;
+    let words = (buffer.len() * std::mem::size_of::<T>() / 4) as u64;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(buffer.raw_mut()).arg(&words).arg(&seed);
+    // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds at least
+    // `4 * words` bytes.
+    unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }
+        .map_err(|e| crate::Error::InvalidConfig(format!("filling a buffer: {e}")))?;
+    Ok(())
+}
+
+/// Median over `reps` launches of the GPU time (ms) of `launch`, after one warm-up launch.
+pub fn median_ms(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<()>) -> Result<f64> {
+    let timer = gpu.timer()?;
+    launch()?;
+    gpu.synchronize()?;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        timer.start()?;
+        launch()?;
+        times.push(timer.stop()? as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// One line of the summary.
+pub struct Row {
+    pub name: String,
+    pub ms: f64,
+    pub result: String,
+}
+
+fn ceiling_mma(gpu: &Gpu, kernel: &'static str, ops_per_mma: u64) -> Result<(f64, f64)> {
+    const THREADS: u32 = 256;
+    const CHAINS: u64 = 8; // independent accumulators per warp in the ceiling kernels
+    let blocks = gpu.sm_count() * 16;
+    let mut out = gpu.alloc::<u32>((blocks * THREADS) as usize, 0)?;
+    let function = gpu.function(kernel)?;
+    let mut run = |iterations: u32| {
+        let mut launch = gpu.stream().launch_builder(&function);
+        launch.arg(&iterations).arg(out.raw_mut());
+        // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` holds a word per thread.
+        unsafe { launch.launch(launch_1d(blocks, THREADS, 0)) }
+            .map(|_| ())
+            .map_err(|e| crate::Error::InvalidConfig(format!("{kernel}: {e}")))
+    };
+    let probe = median_ms(gpu, 3, || run(64))?;
+    let iterations = ((64.0 * 20.0 / probe) as u32).clamp(64, 1 << 20);
+    let ms = median_ms(gpu, REPS, || run(iterations))?;
+    let ops = ((blocks * THREADS / 32) as u64 * CHAINS * iterations as u64 * ops_per_mma) as f64;
+    Ok((ops / ms / 1e9, ms))
+}
+
+/// Measures the summary on `gpu`, printing each row as it is done.
+pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let mut push = |row: Row| {
+        println!("  {:<44} {:>10.3} ms  {}", row.name, row.ms, row.result);
+        rows.push(row);
+    };
+
+    // Ceilings.
+    let words = 1usize << 28; // 1 GiB
+    let mut src = gpu.alloc::<u32>(words, 0)?;
+    fill_random(gpu, &mut src, 3)?;
+    let mut dst = gpu.alloc::<u32>(words, 0)?;
+    let copy_kernel = gpu.function("ceiling_copy")?;
+    let ms = median_ms(gpu, REPS, || {
+        let vectors = (words / 4) as u64;
+        let mut launch = gpu.stream().launch_builder(&copy_kernel);
+        launch.arg(src.raw()).arg(dst.raw_mut()).arg(&vectors);
+        // SAFETY: matches `ceiling_copy(src, dst, n_vec)`; both buffers hold n_vec 16-byte vectors.
+        unsafe { launch.launch(launch_1d(gpu.sm_count() * 16, 256, 0)) }
+            .map(|_| ())
+            .map_err(|e| crate::Error::InvalidConfig(format!("ceiling_copy: {e}")))
+    })?;
+    drop((src, dst));
+    let copy = 2.0 * (words * 4) as f64 / ms / 1e6;
+    push(Row { name: "ceiling: device copy (read + write)".into(), ms, result: format!("{copy:.0} GB/s") });
+    let (s8, ms) = ceiling_mma(gpu, "ceiling_mma_m16n8k32_s8", 2 * 16 * 8 * 32)?;
+    push(Row { name: "ceiling: mma.sync s8 m16n8k32".into(), ms, result: format!("{s8:.0} TOPS") });
+    let (f16_peak, ms) = ceiling_mma(gpu, "ceiling_mma_m16n8k16_f16_f32", 2 * 16 * 8 * 16)?;
+    push(Row {
+        name: "ceiling: mma.sync f16 m16n8k16, f32 acc.".into(),
+        ms,
+        result: format!("{f16_peak:.0} TOPS"),
+    });
+
+    // Correlator: N=512 dual-pol, C=16, the largest exact int8 T.
+    let config = CorrelatorConfig {
+        stations: 512,
+        pols: 2,
+        channels: 16,
+        times: 65472,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    let correlator = Correlator::new(gpu, config)?;
+    let mut input = gpu.alloc::<u8>(config.input_bytes(), 0)?;
+    fill_random(gpu, &mut input, 5)?;
+    let mut out = gpu.alloc::<[i32; 2]>(config.output_len(), 0)?;
+    let ms = median_ms(gpu, REPS, || correlator.correlate(&input, &mut out))?;
+    let tops = config.useful_ops() / ms / 1e9;
+    push(Row {
+        name: "correlator N=512 P=2 C=16 T=65472 int8".into(),
+        ms,
+        result: format!("{tops:.0} TOPS, {:.1}% of s8 (TCC on an H200: 508)", 100.0 * tops / s8),
+    });
+    drop((correlator, input, out));
+
+    // Baseband beamformer: full CHORD.
+    let config = BeamformerConfig::chord(32768);
+    let weights: Vec<[i8; 2]> =
+        (0..config.weights_len()).map(|i| [(i * 37 % 255) as i8, (i * 91 % 253) as i8]).collect();
+    let beamformer = BasebandBeamformer::new(gpu, config, &weights, &vec![12; config.shifts_len()])?;
+    let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
+    fill_random(gpu, &mut e, 7)?;
+    let mut j = gpu.alloc::<u8>(config.output_len(), 0)?;
+    let ms = median_ms(gpu, REPS, || beamformer.beamform(&e, &mut j))?;
+    let tops = config.useful_ops() / ms / 1e9;
+    push(Row {
+        name: "baseband beamformer, full CHORD".into(),
+        ms,
+        result: format!(
+            "{:.2}% of real time, {tops:.0} TOPS, {:.1}% of s8 (CHORD's kernel: 1689 us)",
+            100.0 * ms * 1e-3 / config.real_time_s(),
+            100.0 * tops / s8
+        ),
+    });
+    drop((beamformer, e, j));
+
+    // Delay beamformer: MeerKAT's 8 dithered beams.
+    let config = DelayBeamformerConfig {
+        antennas: 64,
+        pols: 2,
+        channels: 512,
+        first_channel: 1024,
+        times: 4096,
+        beams: (0..8).map(|b| Beam { pol: b % 2, dither: true }).collect(),
+    };
+    let beamformer = DelayBeamformer::new(gpu, config.clone())?;
+    let mut input = gpu.alloc::<[i8; 2]>(config.input_len(), 0)?;
+    fill_random(gpu, &mut input, 9)?;
+    let n = config.steering_len();
+    let w =
+        gpu.upload(&(0..n).map(|i| [0.01 * (i % 7) as f32, -0.004 * (i % 5) as f32]).collect::<Vec<_>>())?;
+    let d = gpu.upload(&(0..n).map(|i| (i % 11) as f32 * 0.3 - 1.5).collect::<Vec<f32>>())?;
+    let mut state = beamformer.dither_state(7, 0, 0)?;
+    let mut y = gpu.alloc::<[i8; 2]>(config.output_len(), 0)?;
+    let mut saturated = gpu.alloc::<u32>(8, 0)?;
+    let ms = median_ms(gpu, REPS, || {
+        beamformer.beamform(&input, &w, &d, Some(&mut state), &mut y, &mut saturated)
+    })?;
+    let gbs = config.bytes() as f64 / ms / 1e6;
+    push(Row {
+        name: "delay beamformer, 8 dithered beams".into(),
+        ms,
+        result: format!("{gbs:.0} GB/s, {:.1}% of copy", 100.0 * gbs / copy),
+    });
+    drop((beamformer, input, y));
+
+    // PFB: 32768 channels, 16 taps, 10-bit input.
+    let channels = 32768;
+    let config = ChannelizerConfig {
+        channels,
+        taps: 16,
+        bits: 10,
+        spectra_per_heap: 256,
+        heaps_per_chunk: (1u32 << 27) / (2 * channels * 256),
+        chunk_samples: 1 << 16,
+        packet_samples: 4096,
+        max_delay: 4096,
+        output: OutputFormat::Ci8,
+    };
+    let mut channelizer = Channelizer::new(gpu, config.clone(), None)?;
+    let mut failure = None;
+    channelizer.fill_input_with(|buffer| {
+        if let Err(e) = fill_random(gpu, buffer, 17) {
+            failure = Some(e);
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    channelizer.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize])?;
+    let ms = median_ms(gpu, REPS, || channelizer.run())?;
+    let samples = 2.0 * 2.0 * channels as f64 * config.spectra_per_chunk() as f64; // both pols
+    push(Row {
+        name: "PFB, 32768 channels, 16 taps, 10-bit".into(),
+        ms,
+        result: format!("{:.0} Gsample/s (both pols; CuPy: about 7 per pol)", samples / ms / 1e6),
+    });
+    drop(channelizer);
+
+    // FRB first kernel: full CHORD (24 x 24 grid, F = 256, T_ds = 40).
+    let config = FrbConfig { dishes: 512, m: 24, n: 24, freqs: 256, times: 1920, t_ds: 40 };
+    let grid: Vec<(u32, u32)> = (0..512).map(|d| (d / 24, d % 24)).collect();
+    let w = f16::from_f64(1e-3).to_bits();
+    let frb = FrbBeamformer::new(
+        gpu,
+        config,
+        &grid,
+        &vec![radio_kernels_gpu::packing::pack_f16x2(w, w); config.weights_len()],
+    )?;
+    let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
+    fill_random(gpu, &mut e, 11)?;
+    let mut intensity = gpu.alloc::<u16>(config.output_len(), 0)?;
+    let ms = median_ms(gpu, REPS, || frb.beamform(&e, &mut intensity))?;
+    push(Row {
+        name: "FRB beamformer 1, full CHORD (T=1920)".into(),
+        ms,
+        result: format!("{:.1}% of real time (CHORD's kernel: 4.6%)", 100.0 * ms / (1920.0 * 27.3067e-3)),
+    });
+    drop((frb, e, intensity));
+
+    // FRB second kernel: full CHORD, 5760 beams, one second of data.
+    let config = ResampleConfig { channels: 256, times: 917, m: 24, n: 24, beams: 5760 };
+    let mut resampler = Resampler::new(gpu, config)?;
+    let theta = gpu
+        .upload(&(0..config.positions_len()).map(|i| (i % 97) as f32 * 0.49 - 23.0).collect::<Vec<f32>>())?;
+    let theta_prime = gpu
+        .upload(&(0..config.positions_len()).map(|i| (i % 89) as f32 * 0.53 - 23.0).collect::<Vec<f32>>())?;
+    resampler.set_beams(&theta, &theta_prime)?;
+    // Intensities in [0, 2): valid f16 bits from random words.
+    let mut state = 0x9e37_79b9u32;
+    let values: Vec<u16> = (0..config.intensity_len())
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state & 0x3fff) as u16
+        })
+        .collect();
+    let intensity = gpu.upload(&values)?;
+    let mut beams = gpu.alloc::<u16>(config.output_len(), 0)?;
+    let ms = median_ms(gpu, REPS, || resampler.resample(&intensity, &mut beams))?;
+    let tflops = config.flops() / ms / 1e9;
+    push(Row {
+        name: "FRB beamformer 2, full CHORD, 5760 beams".into(),
+        ms,
+        result: format!(
+            "{:.2}% of real time, {tflops:.0} TFLOP/s, {:.1}% of f16 (cuBLAS: 9.2-10.2 ms)",
+            ms / 10.0,
+            100.0 * tflops / f16_peak
+        ),
+    });
+    Ok(rows)
+}

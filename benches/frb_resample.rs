@@ -41,15 +41,7 @@ fn main() {
             }
         };
         // Intensities in [0, 2) (valid f16 bits), beams anywhere on the sky.
-        let mut state = 0x9e37_79b9u32;
-        let i: Vec<u16> = (0..config.intensity_len())
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                (state & 0x3fff) as u16
-            })
-            .collect();
+        let i = radio_kernels::summary::random_intensities(config.intensity_len(), 0x9e37_79b9);
         let i = gpu.upload(&i).expect("I");
         let theta: Vec<f32> =
             (0..config.positions_len()).map(|_| rng.random_range(-(m as f32)..m as f32)).collect();

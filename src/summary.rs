@@ -46,6 +46,19 @@ pub fn median_ms(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<()>)
     Ok(times[times.len() / 2])
 }
 
+/// `len` FRB intensities in [0, 2) as f16 bits (valid, positive), from a xorshift stream.
+pub fn random_intensities(len: usize, seed: u32) -> Vec<u16> {
+    let mut state = seed.max(1);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            (state & 0x3fff) as u16
+        })
+        .collect()
+}
+
 /// One line of the summary.
 pub struct Row {
     pub name: String,
@@ -244,16 +257,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     let theta_prime = gpu
         .upload(&(0..config.positions_len()).map(|i| (i % 89) as f32 * 0.53 - 23.0).collect::<Vec<f32>>())?;
     resampler.set_beams(&theta, &theta_prime)?;
-    // Intensities in [0, 2): valid f16 bits from random words.
-    let mut state = 0x9e37_79b9u32;
-    let values: Vec<u16> = (0..config.intensity_len())
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            (state & 0x3fff) as u16
-        })
-        .collect();
+    let values = random_intensities(config.intensity_len(), 0x9e37_79b9);
     let intensity = gpu.upload(&values)?;
     let mut beams = gpu.alloc::<u16>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || resampler.resample(&intensity, &mut beams))?;

@@ -10,12 +10,11 @@ mod common;
 
 use common::{median_ms, write_ceilings, Ceiling};
 use criterion::{Criterion, Throughput};
-use radio_kernels::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use radio_kernels::summary::{self, CEILING_THREADS};
+use radio_kernels::{DeviceBuffer, Gpu};
 use std::time::Duration;
 
 const REPS: usize = 21;
-const THREADS: u32 = 256;
-const CHAINS: u64 = 8; // independent accumulators per warp in the ceiling kernels
 
 /// An mma shape: kernel name and operations (2 m n k) per warp-level instruction.
 struct Shape {
@@ -43,22 +42,12 @@ const SHAPES: [Shape; 7] = [
     },
 ];
 
-fn launch_mma(gpu: &Gpu, kernel: &'static str, blocks: u32, iterations: u32, out: &mut DeviceBuffer<u32>) {
-    let function = gpu.function(kernel).expect("ceiling kernel in the PTX");
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(&iterations).arg(out.raw_mut());
-    // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` has one word per thread.
-    unsafe { launch.launch(launch_1d(blocks, THREADS, 0)) }.expect("launch");
+fn launch_mma(gpu: &Gpu, kernel: &'static str, iterations: u32, out: &mut DeviceBuffer<u32>) {
+    summary::launch_mma(gpu, kernel, iterations, out).expect("mma ceiling launch");
 }
 
 fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u32>) {
-    let function = gpu.function("ceiling_copy").expect("ceiling_copy in the PTX");
-    let vectors = (src.len() / 4) as u64;
-    let blocks = gpu.sm_count() * 16;
-    let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(src.raw()).arg(dst.raw_mut()).arg(&vectors);
-    // SAFETY: matches `ceiling_copy(src, dst, n_vec)`; both buffers hold `4 * n_vec` words.
-    unsafe { launch.launch(launch_1d(blocks, THREADS, 0)) }.expect("launch");
+    summary::launch_copy(gpu, src, dst).expect("copy ceiling launch");
 }
 
 fn main() {
@@ -92,16 +81,13 @@ fn main() {
     drop((src, dst));
 
     // mma.sync throughput per shape: 8 warps per block, 16 blocks per SM.
-    let blocks = gpu.sm_count() * 16;
-    let mut out = gpu.alloc::<u32>((blocks * THREADS) as usize, 0).expect("alloc");
+    let blocks = summary::ceiling_blocks(&gpu);
+    let mut out = gpu.alloc::<u32>((blocks * CEILING_THREADS) as usize, 0).expect("alloc");
     for shape in &SHAPES {
-        let warps = (blocks * THREADS / 32) as u64;
         // Calibrate to about 20 ms per launch.
-        let probe = 64u32;
-        let probe_ms = median_ms(&gpu, 3, || launch_mma(&gpu, shape.kernel, blocks, probe, &mut out));
-        let iterations = ((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20);
-        let ops = (warps * CHAINS * iterations as u64 * shape.ops_per_mma) as f64;
-        let ms = median_ms(&gpu, REPS, || launch_mma(&gpu, shape.kernel, blocks, iterations, &mut out));
+        let iterations = summary::mma_iterations(&gpu, shape.kernel, &mut out).expect("probe");
+        let ops = summary::mma_ops(&gpu, iterations, shape.ops_per_mma);
+        let ms = median_ms(&gpu, REPS, || launch_mma(&gpu, shape.kernel, iterations, &mut out));
         ceilings.push(Ceiling {
             name: format!("mma {}", shape.label),
             unit: "TOPS",
@@ -111,7 +97,7 @@ fn main() {
         group.throughput(Throughput::Elements(ops as u64));
         group.bench_function(shape.label, |b| {
             b.iter_custom(|n| {
-                common::event_time(&gpu, n, || launch_mma(&gpu, shape.kernel, blocks, iterations, &mut out))
+                common::event_time(&gpu, n, || launch_mma(&gpu, shape.kernel, iterations, &mut out))
             })
         });
     }

@@ -9,7 +9,7 @@ use crate::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
 use crate::frb_beamformer::resample::{ResampleConfig, Resampler};
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
-use crate::{launch_1d, DeviceBuffer, Gpu, PushKernelArg, Result};
+use crate::{launch_1d, DeviceBuffer, DriverContext, Gpu, PushKernelArg, Result};
 use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -27,7 +27,7 @@ pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, se
     // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds at least
     // `4 * words` bytes.
     unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }
-        .map_err(|e| crate::Error::InvalidConfig(format!("filling a buffer: {e}")))?;
+        .during("filling a buffer with random bytes")?;
     Ok(())
 }
 
@@ -66,25 +66,79 @@ pub struct Row {
     pub result: String,
 }
 
-fn ceiling_mma(gpu: &Gpu, kernel: &'static str, ops_per_mma: u64) -> Result<(f64, f64)> {
-    const THREADS: u32 = 256;
-    const CHAINS: u64 = 8; // independent accumulators per warp in the ceiling kernels
-    let blocks = gpu.sm_count() * 16;
-    let mut out = gpu.alloc::<u32>((blocks * THREADS) as usize, 0)?;
+/// Threads per block of the ceiling kernels.
+pub const CEILING_THREADS: u32 = 256;
+/// Independent accumulator chains per warp in the `ceiling_mma_*` kernels.
+pub const CEILING_CHAINS: u64 = 8;
+
+/// Blocks of a ceiling launch: 16 per SM.
+pub fn ceiling_blocks(gpu: &Gpu) -> u32 {
+    gpu.sm_count() * 16
+}
+
+/// One launch of `ceiling_mma_*` kernel `kernel`: `iterations` rounds of [`CEILING_CHAINS`]
+/// MMAs per warp, one result word per thread into `out`.
+pub fn launch_mma(
+    gpu: &Gpu,
+    kernel: &'static str,
+    iterations: u32,
+    out: &mut DeviceBuffer<u32>,
+) -> Result<()> {
     let function = gpu.function(kernel)?;
-    let mut run = |iterations: u32| {
-        let mut launch = gpu.stream().launch_builder(&function);
-        launch.arg(&iterations).arg(out.raw_mut());
-        // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` holds a word per thread.
-        unsafe { launch.launch(launch_1d(blocks, THREADS, 0)) }
-            .map(|_| ())
-            .map_err(|e| crate::Error::InvalidConfig(format!("{kernel}: {e}")))
-    };
-    let probe = median_ms(gpu, 3, || run(64))?;
-    let iterations = ((64.0 * 20.0 / probe) as u32).clamp(64, 1 << 20);
-    let ms = median_ms(gpu, REPS, || run(iterations))?;
-    let ops = ((blocks * THREADS / 32) as u64 * CHAINS * iterations as u64 * ops_per_mma) as f64;
-    Ok((ops / ms / 1e9, ms))
+    let blocks = ceiling_blocks(gpu);
+    if out.len() < (blocks * CEILING_THREADS) as usize {
+        return Err(crate::Error::ShapeMismatch {
+            what: "ceiling output (a word per thread)",
+            expected: (blocks * CEILING_THREADS) as usize,
+            actual: out.len(),
+        });
+    }
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(&iterations).arg(out.raw_mut());
+    // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` holds a word per thread.
+    unsafe { launch.launch(launch_1d(blocks, CEILING_THREADS, 0)) }
+        .during("launching an mma ceiling kernel")?;
+    Ok(())
+}
+
+/// One launch of `ceiling_copy`: `src` to `dst` (equal lengths, a multiple of 4 words).
+pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u32>) -> Result<()> {
+    if dst.len() != src.len() || !src.len().is_multiple_of(4) {
+        return Err(crate::Error::ShapeMismatch {
+            what: "ceiling copy destination",
+            expected: src.len(),
+            actual: dst.len(),
+        });
+    }
+    let function = gpu.function("ceiling_copy")?;
+    let vectors = (src.len() / 4) as u64;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(src.raw()).arg(dst.raw_mut()).arg(&vectors);
+    // SAFETY: matches `ceiling_copy(src, dst, n_vec)`; both buffers hold `4 * n_vec` words.
+    unsafe { launch.launch(launch_1d(ceiling_blocks(gpu), CEILING_THREADS, 0)) }
+        .during("launching the copy ceiling")?;
+    Ok(())
+}
+
+/// Iterations that make one launch of `kernel` take about 20 ms (probed with 64).
+pub fn mma_iterations(gpu: &Gpu, kernel: &'static str, out: &mut DeviceBuffer<u32>) -> Result<u32> {
+    let probe = 64u32;
+    let probe_ms = median_ms(gpu, 3, || launch_mma(gpu, kernel, probe, out))?;
+    Ok(((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20))
+}
+
+/// Operations of one launch of `iterations` rounds, `ops_per_mma` each.
+pub fn mma_ops(gpu: &Gpu, iterations: u32, ops_per_mma: u64) -> f64 {
+    ((ceiling_blocks(gpu) * CEILING_THREADS / 32) as u64 * CEILING_CHAINS * iterations as u64 * ops_per_mma)
+        as f64
+}
+
+/// An mma ceiling: (TOPS, median ms).
+fn ceiling_mma(gpu: &Gpu, kernel: &'static str, ops_per_mma: u64) -> Result<(f64, f64)> {
+    let mut out = gpu.alloc::<u32>((ceiling_blocks(gpu) * CEILING_THREADS) as usize, 0)?;
+    let iterations = mma_iterations(gpu, kernel, &mut out)?;
+    let ms = median_ms(gpu, REPS, || launch_mma(gpu, kernel, iterations, &mut out))?;
+    Ok((mma_ops(gpu, iterations, ops_per_mma) / ms / 1e9, ms))
 }
 
 /// Measures the summary on `gpu`, printing each row as it is done.
@@ -100,16 +154,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     let mut src = gpu.alloc::<u32>(words, 0)?;
     fill_random(gpu, &mut src, 3)?;
     let mut dst = gpu.alloc::<u32>(words, 0)?;
-    let copy_kernel = gpu.function("ceiling_copy")?;
-    let ms = median_ms(gpu, REPS, || {
-        let vectors = (words / 4) as u64;
-        let mut launch = gpu.stream().launch_builder(&copy_kernel);
-        launch.arg(src.raw()).arg(dst.raw_mut()).arg(&vectors);
-        // SAFETY: matches `ceiling_copy(src, dst, n_vec)`; both buffers hold n_vec 16-byte vectors.
-        unsafe { launch.launch(launch_1d(gpu.sm_count() * 16, 256, 0)) }
-            .map(|_| ())
-            .map_err(|e| crate::Error::InvalidConfig(format!("ceiling_copy: {e}")))
-    })?;
+    let ms = median_ms(gpu, REPS, || launch_copy(gpu, &src, &mut dst))?;
     drop((src, dst));
     let copy = 2.0 * (words * 4) as f64 / ms / 1e6;
     push(Row { name: "ceiling: device copy (read + write)".into(), ms, result: format!("{copy:.0} GB/s") });

@@ -71,7 +71,7 @@ impl std::error::Error for Error {
 }
 
 /// Attaches the step that failed to a driver error.
-pub(crate) trait DriverContext<T> {
+pub trait DriverContext<T> {
     fn during(self, step: &'static str) -> Result<T>;
 }
 

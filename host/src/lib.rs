@@ -10,5 +10,5 @@ pub mod pfb;
 pub mod runtime;
 pub mod selftest;
 
-pub use error::{Error, Result};
+pub use error::{DriverContext, Error, Result};
 pub use runtime::{launch_1d, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg, Stream, Timer};

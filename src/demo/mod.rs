@@ -178,7 +178,6 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let duration = options.duration();
     let check_first = k_ref; // channels checked against the CPU: k_ref, k_ref + 1
     let mut stages = Vec::new();
-    let timer = |gpu: &Gpu| gpu.timer();
 
     // ---- sky ---------------------------------------------------------------------------------
     progress(&format!(
@@ -218,10 +217,11 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     // Channel rms equals the input rms (unit-norm weights); 0.5 puts it near 20 in int8.
     let gains = vec![[0.5f32, 0.0]; 2 * n as usize];
     let present = vec![true; samples / (2 * n) as usize];
+    let pfb_weights = pfb::hann_sinc_weights(n, TAPS);
     let reference_pfb = |d: usize| {
         pfb::reference_chunk(
             &pfb_config,
-            &pfb::hann_sinc_weights(n, TAPS),
+            &pfb_weights,
             &gains,
             &[DelayModel::default(); 2],
             [&voltages[d][0], &voltages[d][1]],
@@ -229,6 +229,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             0,
         )
     };
+    let shape = format!("{d_n} x 2 x {samples} 10-bit -> {n} ch x {t_n} spectra int8");
     let channelized: Vec<Vec<u8>> = match gpu {
         Some(gpu) => {
             let mut channelizer = Channelizer::new(gpu, pfb_config.clone(), None)?;
@@ -237,10 +238,9 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             let mut ms = 0.0;
             for p in &packed {
                 channelizer.reset()?;
-                let t = timer(gpu)?;
-                t.start()?;
-                let mut chunks = channelizer.push([&p[0], &p[1]], [&present, &present])?;
-                ms += t.stop()? as f64;
+                let (mut chunks, push_ms) =
+                    timed(gpu, || channelizer.push([&p[0], &p[1]], [&present, &present]))?;
+                ms += push_ms;
                 if chunks.len() != 1 {
                     return Err(Error::InvalidConfig(format!(
                         "PFB gave {} chunks, expected 1",
@@ -263,7 +263,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             let rate = (d_n as f64 * 2.0 * samples as f64) / (ms * 1e-3) / 1e9;
             stages.push(Stage {
                 name: "PFB channelizer",
-                shape: format!("{d_n} x 2 x {samples} 10-bit -> {n} ch x {t_n} spectra int8"),
+                shape,
                 ms: Some(ms),
                 throughput: format!(
                     "{rate:.1} Gsample/s (a push per dish, with copies), {} of real time",
@@ -280,10 +280,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         None => {
             let out: Vec<Vec<u8>> =
                 (0..d_n as usize).map(|d| reference_pfb(d).map(|r| r.output)).collect::<Result<_>>()?;
-            stages.push(cpu_stage(
-                "PFB channelizer",
-                format!("{d_n} x 2 x {samples} 10-bit -> {n} ch x {t_n} spectra int8"),
-            ));
+            stages.push(cpu_stage("PFB channelizer", shape));
             out
         }
     };
@@ -322,15 +319,13 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         (c, input)
     };
     let (_, full_input) = xc_input(0..n);
+    let shape = format!("N={d_n} P=2 C={n} T={t_n} int8 -> {} baselines", xc_config.baselines());
     let visibilities: Vec<[i64; 2]> = match gpu {
         Some(gpu) => {
             let correlator = Correlator::new(gpu, xc_config)?;
             let input = gpu.upload(&full_input)?;
             let mut out = gpu.alloc::<[i32; 2]>(xc_config.output_len(), 0xff)?;
-            let t = timer(gpu)?;
-            t.start()?;
-            correlator.correlate(&input, &mut out)?;
-            let ms = t.stop()? as f64;
+            let ((), ms) = timed(gpu, || correlator.correlate(&input, &mut out))?;
             let v: Vec<[i64; 2]> = out.download()?.iter().map(|x| [x[0] as i64, x[1] as i64]).collect();
             let (sub, sub_input) = xc_input(check_first..check_first + CHECK_CHANNELS);
             let reference = xc::correlate_reference(&sub, &sub_input)?;
@@ -347,7 +342,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             }
             stages.push(Stage {
                 name: "correlator",
-                shape: format!("N={d_n} P=2 C={n} T={t_n} int8 -> {} baselines", xc_config.baselines()),
+                shape,
                 ms: Some(ms),
                 throughput: format!(
                     "{:.0} TOPS, {} of real time",
@@ -363,7 +358,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             v
         }
         None => {
-            stages.push(cpu_stage("correlator", format!("N={d_n} P=2 C={n} T={t_n} int8")));
+            stages.push(cpu_stage("correlator", shape));
             xc::correlate_reference(&xc_config, &full_input)?
         }
     };
@@ -412,6 +407,8 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             }
         }
     }
+    // On the GPU, E is uploaded once for the baseband and FRB beamformers.
+    let e_dev = gpu.map(|gpu| gpu.upload(&e)).transpose()?;
     let e_channels = |config_freqs: u32, first: u32, count: u32| -> Vec<u8> {
         let mut out = Vec::with_capacity((t_n * count * 2 * d_n) as usize);
         for tau in 0..t_n {
@@ -438,15 +435,12 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         }
     }
     let shifts = vec![12i32; bb_config.shifts_len()];
-    let baseband: Vec<u8> = match gpu {
-        Some(gpu) => {
+    let shape = format!("D={d_n} B={BEAMS} F={n} T={t_n} int4 -> int4");
+    let baseband: Vec<u8> = match (gpu, &e_dev) {
+        (Some(gpu), Some(e_dev)) => {
             let beamformer = BasebandBeamformer::new(gpu, bb_config, &weights, &shifts)?;
-            let e_dev = gpu.upload(&e)?;
             let mut out = gpu.alloc::<u8>(bb_config.output_len(), 0x88)?;
-            let t = timer(gpu)?;
-            t.start()?;
-            beamformer.beamform(&e_dev, &mut out)?;
-            let ms = t.stop()? as f64;
+            let ((), ms) = timed(gpu, || beamformer.beamform(e_dev, &mut out))?;
             let got = out.download()?;
             let sub = BeamformerConfig { freqs: CHECK_CHANNELS, ..bb_config };
             let sub_weights: Vec<[i8; 2]> = (0..CHECK_CHANNELS)
@@ -476,7 +470,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             }
             stages.push(Stage {
                 name: "baseband beamformer",
-                shape: format!("D={d_n} B={BEAMS} F={n} T={t_n} int4 -> int4"),
+                shape,
                 ms: Some(ms),
                 throughput: format!(
                     "{:.0} TOPS, {} of real time",
@@ -491,11 +485,8 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             });
             got
         }
-        None => {
-            stages.push(cpu_stage(
-                "baseband beamformer",
-                format!("D={d_n} B={BEAMS} F={n} T={t_n} int4 -> int4"),
-            ));
+        _ => {
+            stages.push(cpu_stage("baseband beamformer", shape));
             bb::beamform_reference(&bb_config, &e, &weights, &shifts)?
         }
     };
@@ -523,15 +514,12 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let frb_weights = vec![w_frb; frb_config.weights_len()];
     let tbar = t_n / T_DS;
     let (k2, q2) = (2 * side, 2 * side);
-    let intensity: Vec<u16> = match gpu {
-        Some(gpu) => {
+    let shape = format!("D={d_n} grid {side}x{side} F={n} T={t_n} T_ds={T_DS} -> I {k2}x{q2}");
+    let intensity: Vec<u16> = match (gpu, &e_dev) {
+        (Some(gpu), Some(e_dev)) => {
             let frb = FrbBeamformer::new(gpu, frb_config, &grid, &frb_weights)?;
-            let e_dev = gpu.upload(&e)?;
             let mut out = gpu.alloc::<u16>(frb_config.output_len(), 0x7e)?;
-            let t = timer(gpu)?;
-            t.start()?;
-            frb.beamform(&e_dev, &mut out)?;
-            let ms = t.stop()? as f64;
+            let ((), ms) = timed(gpu, || frb.beamform(e_dev, &mut out))?;
             let got = out.download()?;
             let sub = FrbConfig { freqs: CHECK_CHANNELS, ..frb_config };
             let sub_weights = vec![w_frb; sub.weights_len()];
@@ -541,24 +529,14 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 &grid,
                 &sub_weights,
             )?;
-            let (mut err, mut norm) = (0.0, 0.0);
-            for c in 0..CHECK_CHANNELS {
-                for tb in 0..tbar {
-                    for p in 0..k2 {
-                        for q in 0..q2 {
-                            let g = f16::from_bits(got[frb_config.output_index(check_first + c, tb, p, q)])
-                                .to_f64();
-                            let r = reference[sub.output_index(c, tb, p, q)];
-                            err += (g - r).powi(2);
-                            norm += r * r;
-                        }
-                    }
-                }
-            }
-            let rel = (err / norm).sqrt();
+            // I is channel-major, so the checked channels are one contiguous run.
+            let first = frb_config.output_index(check_first, 0, 0, 0);
+            let rel = relative_l2(
+                reference.iter().enumerate().map(|(i, &r)| (f16::from_bits(got[first + i]).to_f64(), r)),
+            );
             stages.push(Stage {
                 name: "FRB beamformer 1",
-                shape: format!("D={d_n} grid {side}x{side} F={n} T={t_n} T_ds={T_DS} -> I {k2}x{q2}"),
+                shape,
                 ms: Some(ms),
                 throughput: format!("{} of real time", percent(ms * 1e-3 / duration)),
                 check: if rel < FRB_REL_L2_BOUND {
@@ -569,11 +547,8 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             });
             got
         }
-        None => {
-            stages.push(cpu_stage(
-                "FRB beamformer 1",
-                format!("D={d_n} grid {side}x{side} F={n} T={t_n} T_ds={T_DS}"),
-            ));
+        _ => {
+            stages.push(cpu_stage("FRB beamformer 1", shape));
             frb_intensity_reference(&frb_config, &e, &grid, &frb_weights)?
                 .iter()
                 .map(|&v| f16::from_f64(v).to_bits())
@@ -611,16 +586,14 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             theta_prime[(f * BEAMS) as usize + beam] = b as f32;
         }
     }
+    let shape = format!("{k2}x{q2} grid -> {BEAMS} beams, F={n} x {tbar} samples");
     let resampled: Vec<f64> = match gpu {
         Some(gpu) => {
             let mut resampler = Resampler::new(gpu, rs_config)?;
             resampler.set_beams(&gpu.upload(&theta)?, &gpu.upload(&theta_prime)?)?;
             let i_dev = gpu.upload(&intensity)?;
             let mut out = gpu.alloc::<u16>(rs_config.output_len(), 0x7e)?;
-            let t = timer(gpu)?;
-            t.start()?;
-            resampler.resample(&i_dev, &mut out)?;
-            let ms = t.stop()? as f64;
+            let ((), ms) = timed(gpu, || resampler.resample(&i_dev, &mut out))?;
             let got: Vec<f64> = out.download()?.iter().map(|&b| f16::from_bits(b).to_f64()).collect();
             let sub = ResampleConfig { channels: CHECK_CHANNELS, ..rs_config };
             let k = rs_config.k() as usize;
@@ -632,15 +605,10 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             };
             let reference = resample_reference(&sub, sub_i, &sub_pos(&theta), &sub_pos(&theta_prime))?;
             let offset = first * (tbar * BEAMS) as usize;
-            let (mut err, mut norm) = (0.0, 0.0);
-            for (i, r) in reference.iter().enumerate() {
-                err += (got[offset + i] - r).powi(2);
-                norm += r * r;
-            }
-            let rel = (err / norm).sqrt();
+            let rel = relative_l2(reference.iter().enumerate().map(|(i, &r)| (got[offset + i], r)));
             stages.push(Stage {
                 name: "FRB beamformer 2",
-                shape: format!("{k2}x{q2} grid -> {BEAMS} beams, F={n} x {tbar} samples"),
+                shape,
                 ms: Some(ms),
                 throughput: format!("{} of real time", percent(ms * 1e-3 / duration)),
                 check: if rel < 1.0 / 512.0 {
@@ -652,10 +620,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             got
         }
         None => {
-            stages.push(cpu_stage(
-                "FRB beamformer 2",
-                format!("{k2}x{q2} grid -> {BEAMS} beams, F={n} x {tbar} samples"),
-            ));
+            stages.push(cpu_stage("FRB beamformer 2", shape));
             resample_reference(&rs_config, &intensity, &theta, &theta_prime)?
         }
     };
@@ -712,6 +677,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     };
     let (w, dl) = steer(&db_config)?;
     let full = db_input(0, n);
+    let shape = format!("A={d_n} P=2 C={n} T={t_n} int8 -> {BEAMS} beams int8");
     let delay_out: Vec<[i8; 2]> = match gpu {
         Some(gpu) => {
             let beamformer = DelayBeamformer::new(gpu, db_config.clone())?;
@@ -719,10 +685,8 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             let (w_dev, d_dev) = (gpu.upload(&w)?, gpu.upload(&dl)?);
             let mut out = gpu.alloc::<[i8; 2]>(db_config.output_len(), 0x80)?;
             let mut saturated = gpu.alloc::<u32>(BEAMS as usize, 0)?;
-            let t = timer(gpu)?;
-            t.start()?;
-            beamformer.beamform(&input, &w_dev, &d_dev, None, &mut out, &mut saturated)?;
-            let ms = t.stop()? as f64;
+            let ((), ms) =
+                timed(gpu, || beamformer.beamform(&input, &w_dev, &d_dev, None, &mut out, &mut saturated))?;
             let got = out.download()?;
             let sub = DelayBeamformerConfig {
                 channels: CHECK_CHANNELS,
@@ -753,7 +717,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             }
             stages.push(Stage {
                 name: "delay beamformer",
-                shape: format!("A={d_n} P=2 C={n} T={t_n} int8 -> {BEAMS} beams int8"),
+                shape,
                 ms: Some(ms),
                 throughput: format!(
                     "{:.0} GB/s, {} of real time",
@@ -769,10 +733,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             got
         }
         None => {
-            stages.push(cpu_stage(
-                "delay beamformer",
-                format!("A={d_n} P=2 C={n} T={t_n} int8 -> {BEAMS} beams int8"),
-            ));
+            stages.push(cpu_stage("delay beamformer", shape));
             let plan = Plan::new(&db_config, 1)?;
             db::beamform_reference(&db_config, &plan, &full, &w, &dl, None)?.output
         }
@@ -852,6 +813,20 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         images,
         duration,
     })
+}
+
+/// Runs `work` between two CUDA events: its result and the GPU milliseconds.
+fn timed<T>(gpu: &Gpu, work: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
+    let timer = gpu.timer()?;
+    timer.start()?;
+    let out = work()?;
+    Ok((out, timer.stop()? as f64))
+}
+
+/// `||got - want|| / ||want||` over the pairs (got, want).
+fn relative_l2(pairs: impl Iterator<Item = (f64, f64)>) -> f64 {
+    let (err, norm) = pairs.fold((0.0, 0.0), |(e, n), (g, w)| (e + (g - w) * (g - w), n + w * w));
+    (err / norm).sqrt()
 }
 
 fn cpu_stage(name: &'static str, shape: String) -> Stage {

@@ -365,8 +365,8 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     // Dirty image near the reference channel: sum over baselines i > j and both pols of
     // Re V exp(-2 pi i f (r_i - r_j) . s / c), on a grid of directions.
     let image_channels: Vec<u32> = (k_ref.saturating_sub(2)..(k_ref + 3).min(n)).collect();
-    let span = 1.5 * sources.iter().map(|s| s.l.abs().max(s.m.abs())).fold(0.0, f64::max).max(0.005);
-    let steps = 60;
+    let span = image_span(&sources);
+    let steps = IMAGE_STEPS;
     let mut image_peak = (0.0, 0.0, f64::MIN);
     for a in 0..=steps {
         for b in 0..=steps {
@@ -862,11 +862,18 @@ pub fn channel_response(channels: u32) -> (Vec<f64>, Vec<f64>) {
     (offsets, db)
 }
 
+/// Grid steps per axis of the correlator's dirty-image search.
+const IMAGE_STEPS: u32 = 60;
+
+/// Half-width (direction cosine) of the dirty-image search: 1.5 times the farthest source.
+fn image_span(sources: &[Source]) -> f64 {
+    1.5 * sources.iter().map(|s| s.l.abs().max(s.m.abs())).fold(0.0, f64::max).max(0.005)
+}
+
 /// How far (direction cosine) the dirty image's peak may lie from the brightest source: two
 /// grid steps of the image search.
 pub fn image_tolerance(outcome: &Outcome) -> f64 {
-    let span = 1.5 * outcome.sources.iter().map(|s| s.l.abs().max(s.m.abs())).fold(0.0, f64::max).max(0.005);
-    2.0 * 2.0 * span / 60.0
+    2.0 * 2.0 * image_span(&outcome.sources) / IMAGE_STEPS as f64
 }
 
 /// The science checks: the correlator image and the FRB map find the brightest source where

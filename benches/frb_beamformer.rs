@@ -15,8 +15,12 @@ mod common;
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
 use half::f16;
-use radio_kernels::frb_beamformer::{FrbBeamformer, FrbConfig, ShortFft, FFT_THREADS, FRB_CASES};
-use radio_kernels::gpu_shared::frb_beamformer::{ffts_per_warp, sparse_selector, FFT_SIZES};
+use radio_kernels::frb_beamformer::{
+    fft_methods, FftMethod, FrbBeamformer, FrbConfig, ShortFft, FFT_THREADS, FRB_CASES,
+};
+use radio_kernels::gpu_shared::frb_beamformer::{
+    direct_has_k8, direct_k16_tiles, sparse_selector, FFT_SIZES,
+};
 use radio_kernels::gpu_shared::packing::pack_f16x2;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -45,8 +49,8 @@ fn main() {
     let threads = (blocks * FFT_THREADS) as usize;
     let mut rng = StdRng::seed_from_u64(7);
     let mut rows = Vec::new();
-    for n in FFT_SIZES {
-        let fft = ShortFft::new(&gpu, n).expect("short FFT");
+    for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
+        let fft = ShortFft::with_method(&gpu, n, method).expect("short FFT");
         let words: Vec<u32> = (0..4 * threads)
             .map(|_| {
                 let mut half = || f16::from_f32(rng.random_range(-1.0f32..1.0)).to_bits();
@@ -58,9 +62,10 @@ fn main() {
         let run = |y: &mut _| fft.run_loop(&x, y, blocks, ITERATIONS, SALT).expect("launch");
         let ffts = fft.loop_ffts(blocks, ITERATIONS);
         let ms = median_ms(&gpu, REPS, || run(&mut y));
-        rows.push((n, ffts as f64 / ms / 1e6));
+        rows.push((n, method, fft.ffts_per_group(), ffts as f64 / ms / 1e6));
         group.throughput(Throughput::Elements(ffts));
-        group.bench_function(format!("N={n}"), |b| {
+        let label = if method == FftMethod::Direct { format!("N={n} direct") } else { format!("N={n}") };
+        group.bench_function(label, |b| {
             b.iter_custom(|iters| common::event_time(&gpu, iters, || run(&mut y)))
         });
     }
@@ -79,25 +84,33 @@ fn main() {
         None => println!("no ceilings.json: run the ceilings bench first for the scaled and ceiling columns"),
     }
     println!(
-        "{:>3} {:>10} {:>12} {:>9} {:>10} {:>9} {:>12}",
-        "N", "GFFT/s", "seed scaled", "of seed", "cuFFT", "x cuFFT", "tensor pipe"
+        "{:>3} {:>12} {:>10} {:>12} {:>9} {:>10} {:>9} {:>12}",
+        "N", "method", "GFFT/s", "seed scaled", "of seed", "cuFFT", "x cuFFT", "tensor pipe"
     );
-    for (k, (n, gffts)) in rows.into_iter().enumerate() {
+    for (n, method, per_group, gffts) in rows {
+        let k = FFT_SIZES.iter().position(|&m| m == n).expect("N");
         let scaled = scale.map(|s| SEED_A40[k] * s);
-        // Tensor-pipe time of one warp's FFT group: one m16n8k8 plus one m16n8k16 (sparse for
-        // N <= 16) at the measured GPU-wide rates (ops per MMA / TOPS).
+        // Tensor-pipe time of one warp's FFT group at the measured GPU-wide rates (ops per
+        // MMA / TOPS): three-factor, one m16n8k8 plus one m16n8k16 (sparse for N <= 16);
+        // direct, N / 4 row tiles of 2N / 16 m16n8k16 (plus one m16n8k8 where N % 8 = 4).
         let third = if sparse_selector(n).is_some() { sp } else { k16 };
-        let busy = match (k8, third) {
-            (Some(a), Some(b)) => {
+        let busy = match (method, k8, third, k16) {
+            (FftMethod::ThreeFactor, Some(a), Some(b), _) => {
                 let group_s = 2048.0 / (a * 1e12) + 4096.0 / (b * 1e12);
-                Some(gffts * 1e9 / ffts_per_warp(n) as f64 * group_s)
+                Some(gffts * 1e9 / per_group as f64 * group_s)
+            }
+            (FftMethod::Direct, Some(a), _, Some(b)) => {
+                let tile_s = direct_k16_tiles(n) as f64 * 4096.0 / (b * 1e12)
+                    + if direct_has_k8(n) { 2048.0 / (a * 1e12) } else { 0.0 };
+                Some(gffts * 1e9 / per_group as f64 * (n / 4) as f64 * tile_s)
             }
             _ => None,
         };
         let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{:.0}%", 100.0 * v));
         println!(
-            "{:>3} {:>10.1} {:>12} {:>9} {:>10.1} {:>8.1}x {:>12}",
+            "{:>3} {:>12} {:>10.1} {:>12} {:>9} {:>10.1} {:>8.1}x {:>12}",
             n,
+            format!("{method:?}"),
             gffts,
             scaled.map_or("n/a".to_string(), |s| format!("{s:.0}")),
             pct(scaled.map(|s| gffts / s)),
@@ -139,14 +152,14 @@ fn first_kernel(gpu: &radio_kernels::Gpu) {
         points.truncate(case.dishes as usize);
         let w = f16::from_f64(6.0 / ((t_ds * case.dishes) as f64).sqrt() / 4.0).to_bits();
         let weights = vec![pack_f16x2(w, w); config.weights_len()];
-        let beamformer = FrbBeamformer::new(gpu, config, &points, &weights).expect("FRB beamformer");
         let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
         fill_random(gpu, &mut e, 5);
         let mut i = gpu.alloc::<u16>(config.output_len(), 0).expect("I");
+        let beamformer = FrbBeamformer::new(gpu, config, &points, &weights).expect("FRB beamformer");
         let ms = median_ms(gpu, 5, || beamformer.beamform(&e, &mut i).expect("launch"));
         let real_ms = times as f64 * ts_us / 1e3;
         println!(
-            "{:>14} {:>5} {:>6} {:>4} {:>10.2} {:>9.1}% {:>11.1}%",
+            "{:>14} {:>5} {:>6} {:>4} {:>10.3} {:>9.2}% {:>11.1}%",
             format!("({}, {}, {})", case.dishes, case.m, case.n),
             freqs,
             times,

@@ -12,7 +12,9 @@ mod common;
 
 use common::*;
 use half::f16;
-use radio_kernels::frb_beamformer::{padded_dft, relative_l2, unpack_c16, ShortFft, C64, FFT_REL_L2_BOUND};
+use radio_kernels::frb_beamformer::{
+    fft_methods, padded_dft, relative_l2, unpack_c16, FftMethod, ShortFft, C64, FFT_REL_L2_BOUND,
+};
 use radio_kernels::gpu_shared::frb_beamformer::{ffts_per_warp, FFT_SIZES};
 use radio_kernels::gpu_shared::packing::pack_f16x2;
 use radio_kernels::Error;
@@ -36,8 +38,8 @@ fn random_c16(rng: &mut impl Rng, len: usize) -> Vec<u32> {
 fn short_fft_matches_the_f64_padded_dft_for_every_n() {
     let gpu = gpu();
     let mut rng = rng();
-    for n in FFT_SIZES {
-        let fft = ShortFft::new(&gpu, n).unwrap();
+    for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
+        let fft = ShortFft::with_method(&gpu, n, method).unwrap();
         // A whole number of blocks, one that ends inside a warp, and a single FFT.
         for batch in [4096, 1003 + 4 * rng.random_range(0..200), 1] {
             let x_words = random_c16(&mut rng, batch * n as usize);
@@ -57,10 +59,10 @@ fn short_fft_matches_the_f64_padded_dft_for_every_n() {
                 .zip(want.chunks(2 * n as usize))
                 .map(|(g, w)| relative_l2(g, w))
                 .fold(0.0, f64::max);
-            println!("N={n:2} batch {batch:5}: relative L2 {err:.2e}, worst single FFT {worst:.2e} (bound {FFT_REL_L2_BOUND:.2e})");
+            println!("N={n:2} {method:?} batch {batch:5}: relative L2 {err:.2e}, worst single FFT {worst:.2e} (bound {FFT_REL_L2_BOUND:.2e})");
             assert!(
                 err <= FFT_REL_L2_BOUND && worst <= FFT_REL_L2_BOUND,
-                "N={n} batch {batch}: {err} / {worst}"
+                "N={n} {method:?} batch {batch}: {err} / {worst}"
             );
             // Again into a freshly poisoned buffer: same bits (the kernel is deterministic).
             y.poison(POISON).unwrap();
@@ -76,8 +78,8 @@ fn short_fft_matches_the_f64_padded_dft_for_every_n() {
 #[ignore = "needs a CUDA GPU"]
 fn short_fft_of_impulses_is_the_dft_matrix() {
     let gpu = gpu();
-    for n in FFT_SIZES {
-        let fft = ShortFft::new(&gpu, n).unwrap();
+    for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
+        let fft = ShortFft::with_method(&gpu, n, method).unwrap();
         let batch = n as usize;
         let mut x_words = vec![0u32; batch * n as usize];
         for m in 0..n as usize {
@@ -89,8 +91,8 @@ fn short_fft_of_impulses_is_the_dft_matrix() {
         let got = unpack_c16(&y.download().unwrap());
         let want: Vec<C64> = unpack_c16(&x_words).chunks(n as usize).flat_map(padded_dft).collect();
         let err = relative_l2(&got, &want);
-        println!("N={n:2} impulses: relative L2 {err:.2e}");
-        assert!(err <= FFT_REL_L2_BOUND, "N={n}: {err}");
+        println!("N={n:2} {method:?} impulses: relative L2 {err:.2e}");
+        assert!(err <= FFT_REL_L2_BOUND, "N={n} {method:?}: {err}");
     }
 }
 
@@ -100,6 +102,7 @@ fn bad_launches_are_typed_errors() {
     let gpu = gpu();
     assert!(matches!(ShortFft::new(&gpu, 10), Err(Error::InvalidConfig(_))));
     assert!(matches!(ShortFft::new(&gpu, 64), Err(Error::InvalidConfig(_))));
+    assert!(matches!(ShortFft::with_method(&gpu, 16, FftMethod::Direct), Err(Error::InvalidConfig(_))));
     let fft = ShortFft::new(&gpu, 12).unwrap();
     let x = gpu.alloc::<u32>(12 * 5, 0).unwrap();
     let mut y = gpu.alloc::<u32>(24 * 5, POISON).unwrap();
@@ -125,7 +128,9 @@ fn loop_kernel_runs_the_same_fft() {
     let gpu = gpu();
     let mut rng = rng();
     for n in FFT_SIZES {
-        let fft = ShortFft::new(&gpu, n).unwrap();
+        // The three-factor kernels' register maps (eqs. 25-26), also at N = 20, whose
+        // default is the direct DFT (checked by `direct_loop_kernel_runs_the_same_dft`).
+        let fft = ShortFft::with_method(&gpu, n, FftMethod::ThreeFactor).unwrap();
         let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
         // Registers: x[4 t + k] is chain k's input register of thread t.
         let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
@@ -167,6 +172,59 @@ fn loop_kernel_runs_the_same_fft() {
         }
         assert_eq!(got, expect, "N={n}");
         println!("N={n}: loop kernel output matches the batch kernel bit for bit");
+    }
+}
+
+/// As `loop_kernel_runs_the_same_fft` for the direct DFT: group k's input register m of
+/// thread t is `x[4 t + (k + m) % 4]`, which holds `X_{4 m + lane % 4}` of FFT `lane / 4`;
+/// the output word is the xor over groups and row tiles of both result registers.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn direct_loop_kernel_runs_the_same_dft() {
+    use radio_kernels::gpu_shared::frb_beamformer::{direct_y_location, has_direct_dft};
+    let gpu = gpu();
+    let mut rng = rng();
+    for n in FFT_SIZES.into_iter().filter(|&n| has_direct_dft(n)) {
+        let fft = ShortFft::with_method(&gpu, n, FftMethod::Direct).unwrap();
+        let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
+        let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
+        let x = gpu.upload(&regs).unwrap();
+        let mut y = gpu.alloc::<u32>(threads, POISON).unwrap();
+        fft.run_loop(&x, &mut y, 1, 1, 0).unwrap();
+        let got = y.download().unwrap();
+        let nn = n as usize;
+        let mut expect = vec![0u32; threads];
+        for warp in 0..threads / 32 {
+            for k in 0..4 {
+                let mut xb = vec![0u32; 8 * nn];
+                for lane in 0..32 {
+                    for m in 0..nn / 4 {
+                        xb[(lane / 4) * nn + 4 * m + lane % 4] = regs[4 * (warp * 32 + lane) + (k + m) % 4];
+                    }
+                }
+                let xd = gpu.upload(&xb).unwrap();
+                let mut yd = gpu.alloc::<u32>(8 * 2 * nn, POISON).unwrap();
+                fft.run(&xd, &mut yd, 8).unwrap();
+                let yb = yd.download().unwrap();
+                // Rebuild every result register of every lane from the batch output.
+                let mut words = vec![[0u32; 12]; 32];
+                for s in 0..8u32 {
+                    for q in 0..2 * n {
+                        let word = yb[s as usize * 2 * nn + q as usize];
+                        for reim in 0..2 {
+                            let at = direct_y_location(q, s, reim);
+                            let half = (word >> (16 * reim)) & 0xffff;
+                            words[at.lane as usize][at.register as usize] |= half << (16 * at.element);
+                        }
+                    }
+                }
+                for lane in 0..32 {
+                    expect[warp * 32 + lane] ^= words[lane].iter().fold(0, |a, w| a ^ w);
+                }
+            }
+        }
+        assert_eq!(got, expect, "N={n}");
+        println!("N={n}: direct loop kernel output matches the batch kernel bit for bit");
     }
 }
 

@@ -1,6 +1,7 @@
 //! FRB beamformer, host side of the tensor-core short FFT (seed 000 sec. 3): the Gamma
 //! matrices of eqs. 28-30 in f64, rounded to f16 into the register image of eqs. 39, 41 and
-//! 45-47; the launcher ([`ShortFft`]) with validation; and the CPU references: the padded DFT
+//! 45-47, and at N = 20 the direct DFT's matrix image (no twiddle, faster on Hopper:
+//! [`FftMethod`]); the launcher ([`ShortFft`]) with validation; and the CPU references: the padded DFT
 //! of eq. 18, the three-factor form of eqs. 28-30, and an emulation of the warp algorithm
 //! through the register tables (optionally rounding each stage to f16 like the kernel).
 //! Index maps and kernels: `radio_kernels_gpu::frb_beamformer`.
@@ -168,6 +169,161 @@ pub fn gamma_image(n: u32) -> Result<Vec<u32>> {
         .collect())
 }
 
+/// How [`ShortFft`] computes the padded DFT: the three-factor FFT of eqs. 28-30 (every N),
+/// or the direct DFT as one matrix product (N = 20; `radio_kernels_gpu::frb_beamformer`,
+/// "Part A'"), which needs no twiddle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FftMethod {
+    ThreeFactor,
+    Direct,
+}
+
+/// The methods that exist for N, the default ([`ShortFft::new`]) first.
+pub fn fft_methods(n: u32) -> Vec<FftMethod> {
+    let mut methods = vec![default_fft_method(n)];
+    let other = if methods[0] == FftMethod::Direct { FftMethod::ThreeFactor } else { FftMethod::Direct };
+    if other == FftMethod::ThreeFactor || has_direct_dft(n) {
+        methods.push(other);
+    }
+    methods
+}
+
+/// The faster method for N on the H200 (BENCHMARKS.md): the direct DFT at N = 20 (78 vs 60
+/// GFFT/s), the three-factor FFT elsewhere.
+pub fn default_fft_method(n: u32) -> FftMethod {
+    if has_direct_dft(n) {
+        FftMethod::Direct
+    } else {
+        FftMethod::ThreeFactor
+    }
+}
+
+/// FFTs one warp of the test and benchmark kernels computes per group.
+pub fn ffts_per_group(n: u32, method: FftMethod) -> u32 {
+    match method {
+        FftMethod::ThreeFactor => ffts_per_warp(n),
+        FftMethod::Direct => DIRECT_FFTS_PER_WARP,
+    }
+}
+
+/// The direct DFT's A-operand image in f64, `[word][lane][2]` (two f16 slots per word;
+/// [`direct_words`] words): row tile T's k16 tiles (4 words each) then its k8 tile (2).
+pub fn direct_image_f64(n: u32) -> Result<Vec<f64>> {
+    check_fft_size(n)?;
+    if !has_direct_dft(n) {
+        return Err(Error::InvalidConfig(format!("no direct DFT for N = {n} (only 20)")));
+    }
+    let words = direct_words(n) as usize;
+    let mut image = vec![0.0; words * 32 * 2];
+    let k16 = direct_k16_tiles(n);
+    for tile in 0..n / 4 {
+        for i in 0..16 {
+            for j in 0..2 * n {
+                let (q, nn, entry) = direct_entry(tile, i, j);
+                let value = real_entry(cis(PI * (nn * q) as f64 / n as f64), entry);
+                let (at, base) = if j < 16 * k16 {
+                    (M16N8K16_F16_A.location(i, j % 16), 4 * (j / 16))
+                } else {
+                    (M16N8K8_F16_A.location(i, j % 16), 4 * k16)
+                };
+                let word = (tile * direct_tile_words(n) + base + at.register) as usize;
+                image[(word * 32 + at.lane as usize) * 2 + at.element as usize] = value;
+            }
+        }
+    }
+    Ok(image)
+}
+
+/// [`direct_image_f64`] rounded to f16, `[word][lane]` words.
+pub fn direct_image(n: u32) -> Result<Vec<u32>> {
+    Ok(direct_image_f64(n)?
+        .chunks(2)
+        .map(|pair| pack_f16x2(f16::from_f64(pair[0]).to_bits(), f16::from_f64(pair[1]).to_bits()))
+        .collect())
+}
+
+/// The direct DFT on the CPU through the image and the m16n8k16 / m16n8k8 tables, in f64:
+/// `x` holds 8 arrays of N values (`[s][n]`), placed by [`direct_x_location`]; the result
+/// `[s][2N]` is read through [`direct_y_location`].
+pub fn emulate_direct_dft(n: u32, image: &[f64], x: &[C64]) -> Result<Vec<C64>> {
+    let spectators = DIRECT_FFTS_PER_WARP as usize;
+    if x.len() != spectators * n as usize || image.len() != direct_words(n) as usize * 64 {
+        return Err(Error::ShapeMismatch {
+            what: "emulated direct DFT input",
+            expected: spectators * n as usize,
+            actual: x.len(),
+        });
+    }
+    // regs[lane][register][element] of the B operand (N / 4 registers) and the result.
+    let mut b = vec![[[0.0f64; 2]; 6]; 32];
+    for s in 0..8 {
+        for nn in 0..n {
+            for reim in 0..2 {
+                let at = direct_x_location(nn, s, reim);
+                let v = x[s as usize * n as usize + nn as usize];
+                b[at.lane as usize][at.register as usize][at.element as usize] =
+                    if reim == 0 { v.0 } else { v.1 };
+            }
+        }
+    }
+    let word = |w: u32, lane: u32, e: u32| image[((w * 32 + lane) * 2 + e) as usize];
+    let k16 = direct_k16_tiles(n);
+    let mut out = vec![(0.0, 0.0); spectators * 2 * n as usize];
+    for tile in 0..n / 4 {
+        // C[i][col] = sum_j A[i][j] B[j][col] over the k tiles, each read through its table.
+        let mut c = [[0.0f64; 8]; 16];
+        for i in 0..16 {
+            for col in 0..8 {
+                for j in 0..2 * n {
+                    let (a_at, base, b_at, breg) = if j < 16 * k16 {
+                        let kt = j / 16;
+                        (
+                            M16N8K16_F16_A.location(i, j % 16),
+                            4 * kt,
+                            M16N8K16_F16_B.location(j % 16, col),
+                            2 * kt,
+                        )
+                    } else {
+                        (
+                            M16N8K8_F16_A.location(i, j % 16),
+                            4 * k16,
+                            M16N8K8_F16_B.location(j % 16, col),
+                            2 * k16,
+                        )
+                    };
+                    let a = word(tile * direct_tile_words(n) + base + a_at.register, a_at.lane, a_at.element);
+                    let bv = b[b_at.lane as usize][(breg + b_at.register) as usize][b_at.element as usize];
+                    c[i as usize][col as usize] += a * bv;
+                }
+            }
+        }
+        for i in 0..16u32 {
+            for col in 0..8u32 {
+                let at = M16N8_F16_C.location(i, col);
+                // Read back through the Y map: the C slot is (lane, tile register, element).
+                for s in 0..8 {
+                    for q in 8 * tile..8 * tile + 8 {
+                        for reim in 0..2 {
+                            let y = direct_y_location(q, s, reim);
+                            if (y.lane, y.register, y.element)
+                                == (at.lane, 2 * tile + at.register, at.element)
+                            {
+                                let slot = &mut out[s as usize * 2 * n as usize + q as usize];
+                                if reim == 0 {
+                                    slot.0 = c[i as usize][col as usize];
+                                } else {
+                                    slot.1 = c[i as usize][col as usize];
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Eq. 18 directly: `Y_q = sum_{n<N} X_n exp(2 pi i n q / 2N)`, 0 <= q < 2N.
 pub fn padded_dft(x: &[C64]) -> Vec<C64> {
     let n = x.len();
@@ -330,6 +486,9 @@ pub fn unpack_c16(words: &[u32]) -> Vec<C64> {
 /// accumulation, which we budget at `u` each: `8u = 2^-8`, a worst case. Random inputs land
 /// near `4e-4`, a tenth of it (the roundings are independent and mostly below their bounds,
 /// so they add in quadrature): `f16_model_is_within_the_bound` and the GPU tests print it.
+/// The direct DFT ([`FftMethod::Direct`]) stays inside the same bound: F rounded to f16
+/// (`u`), each of its three k tiles' f16 partial sums (`3u`) and the MMAs' internal
+/// accumulation (`3u`) give `7u`; random inputs land near `3.3e-4`.
 pub const FFT_REL_L2_BOUND: f64 = 1.0 / 256.0;
 
 /// Checks the buffers of a batched FFT: `x` holds `batch * N` complex values and `y`
@@ -367,22 +526,37 @@ pub const FFT_THREADS: u32 = 256;
 pub struct ShortFft<'g> {
     gpu: &'g Gpu,
     n: u32,
+    method: FftMethod,
     batch_kernel: CudaFunction,
     loop_kernel: CudaFunction,
     gammas: DeviceBuffer<u32>,
 }
 
 impl<'g> ShortFft<'g> {
-    /// Validates N and uploads the Gamma image.
+    /// Validates N and uploads the Gamma image, with N's [`default_fft_method`].
     pub fn new(gpu: &'g Gpu, n: u32) -> Result<ShortFft<'g>> {
+        ShortFft::with_method(gpu, n, default_fft_method(n))
+    }
+
+    /// As [`ShortFft::new`] with a given method (an error where N does not have it).
+    pub fn with_method(gpu: &'g Gpu, n: u32, method: FftMethod) -> Result<ShortFft<'g>> {
         check_fft_size(n)?;
-        let (batch, looped) = fft_kernel_names(n).ok_or(Error::MissingKernel("frb_short_fft_n*"))?;
+        let ((batch, looped), image) = match method {
+            FftMethod::ThreeFactor => {
+                (fft_kernel_names(n).ok_or(Error::MissingKernel("frb_short_fft_n*"))?, gamma_image(n)?)
+            }
+            FftMethod::Direct => {
+                let image = direct_image(n)?;
+                (direct_kernel_names(n).ok_or(Error::MissingKernel("frb_short_fft_direct_n*"))?, image)
+            }
+        };
         Ok(ShortFft {
             gpu,
             n,
+            method,
             batch_kernel: gpu.function(batch)?,
             loop_kernel: gpu.function(looped)?,
-            gammas: gpu.upload(&gamma_image(n)?)?,
+            gammas: gpu.upload(&image)?,
         })
     }
 
@@ -390,10 +564,19 @@ impl<'g> ShortFft<'g> {
         self.n
     }
 
+    pub fn method(&self) -> FftMethod {
+        self.method
+    }
+
+    /// FFTs per warp group: [`ffts_per_group`].
+    pub fn ffts_per_group(&self) -> u32 {
+        ffts_per_group(self.n, self.method)
+    }
+
     /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
     pub fn run(&self, x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, batch: usize) -> Result<()> {
         check_fft_buffers(self.n, batch, x.len(), y.len())?;
-        let per_block = (FFT_THREADS / 32 * ffts_per_warp(self.n)) as usize;
+        let per_block = (FFT_THREADS / 32 * self.ffts_per_group()) as usize;
         let blocks = batch.div_ceil(per_block) as u32;
         let batch = batch as u32;
         let mut launch = self.gpu.stream().launch_builder(&self.batch_kernel);
@@ -406,7 +589,7 @@ impl<'g> ShortFft<'g> {
     }
 
     /// The benchmark kernel: `blocks` blocks of [`FFT_THREADS`] threads each run
-    /// `4 * iterations` FFTs per warp from registers (`4 * iterations * ffts_per_warp(N)`
+    /// `4 * iterations` FFT groups per warp from registers (`4 * iterations * ffts_per_group`
     /// FFTs). `x` holds 4 words per thread, `y` one.
     pub fn run_loop(
         &self,
@@ -443,7 +626,7 @@ impl<'g> ShortFft<'g> {
 
     /// FFTs run by one [`ShortFft::run_loop`] launch.
     pub fn loop_ffts(&self, blocks: u32, iterations: u32) -> u64 {
-        blocks as u64 * (FFT_THREADS / 32) as u64 * 4 * iterations as u64 * ffts_per_warp(self.n) as u64
+        blocks as u64 * (FFT_THREADS / 32) as u64 * 4 * iterations as u64 * self.ffts_per_group() as u64
     }
 }
 
@@ -872,6 +1055,33 @@ mod tests {
             println!("N={n}: f16 model relative L2 {err:.2e} (bound {FFT_REL_L2_BOUND:.2e})");
             assert!(err < FFT_REL_L2_BOUND / 2.0 && err > 1e-5, "N={n}: {err}");
         }
+    }
+
+    /// The direct DFT's image, read through the m16n8k16 / m16n8k8 tables and the X / Y maps,
+    /// is the padded DFT (exact in f64), and its f16 rounding stays well inside the bound.
+    #[test]
+    fn direct_dft_emulation_is_the_padded_dft() {
+        let mut rng = StdRng::seed_from_u64(5);
+        for n in FFT_SIZES.into_iter().filter(|&n| has_direct_dft(n)) {
+            let x = random_input(&mut rng, 8 * n as usize);
+            let want: Vec<C64> = x.chunks(n as usize).flat_map(padded_dft).collect();
+            let exact = emulate_direct_dft(n, &direct_image_f64(n).unwrap(), &x).unwrap();
+            assert!(relative_l2(&exact, &want) < 1e-12, "N={n}");
+            let rounded: Vec<f64> = direct_image(n)
+                .unwrap()
+                .iter()
+                .flat_map(|&w| {
+                    let (lo, hi) = unpack_f16x2(w);
+                    [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
+                })
+                .collect();
+            let err = relative_l2(&emulate_direct_dft(n, &rounded, &x).unwrap(), &want);
+            println!("N={n}: direct DFT with f16 F, relative L2 {err:.2e}");
+            assert!(err < FFT_REL_L2_BOUND / 4.0, "N={n}: {err}");
+        }
+        assert!(direct_image(16).is_err() && direct_image(24).is_err() && direct_image(10).is_err());
+        assert_eq!(fft_methods(20), vec![FftMethod::Direct, FftMethod::ThreeFactor]);
+        assert_eq!(fft_methods(16), vec![FftMethod::ThreeFactor]);
     }
 
     #[test]

@@ -22,9 +22,14 @@
 //! holds them in registers. The functions below are the index maps the host uses to build
 //! those images and the CPU tests use to check that eqs. 38 and 43 compose.
 //!
+//! At N = 20 the short FFT also has a direct form ("Part A'" below: the padded DFT as one
+//! matrix product, eight FFTs per warp, no twiddle), which is faster on Hopper.
+//!
 //! Part B (the first FRB kernel, seed sec. 4): a straightforward, correct-first kernel
-//! (`frb_beamform`: gridding through shared memory, both FFTs with `short_fft` from shared
-//! memory, f32 intensity sums), and for the seed's design, not written yet: the cases of Table
+//! (`frb_beamform`: gridding through shared memory from 4-byte E loads, both FFTs with
+//! `short_fft` from shared memory with padded, conflict-free `G` rows
+//! ([`frb_g_row_words`]), several FFTs in flight per warp, f32 intensity sums), and for the
+//! seed's design, not written yet: the cases of Table
 //! 2 ([`FRB_CASES`]), their derived constants, the shared-memory layouts of sec. 4.5
 //! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9 and the `Gsh[]`
 //! store/load lanes of secs. 4.10-4.11, with CPU checks (the seed author's script, as tests)
@@ -191,6 +196,73 @@ pub const fn gamma3_entry(n: u32, i: u32, j: u32) -> Option<(u32, u32, RealEntry
         return None;
     }
     Some(((j & 1) | (dhi << 1), u, realify(i >> 3, j >> 3)))
+}
+
+// --- Part A': the direct DFT for N = 20 and 24 -----------------------------------------
+//
+// At N = 20 the three-factor FFT is bound by the tensor pipe plus the FP16 pipe's four half2
+// twiddle ops (eq. 29), which do not overlap on Hopper (BENCHMARKS.md). The padded 2N-point DFT as one real
+// matrix product, `Y (4N real rows: q, ReIm) = F (4N x 2N) X (2N real: n, ReIm)`, needs no
+// twiddle: eight FFTs per warp are the eight B columns, F is the A operand in row tiles of
+// 16 (8 q x ReIm_out), and the 2N contracted reals are `2N / 16` m16n8k16 plus, where
+// `2N % 16 = 8` (N = 20), one m16n8k8. Per FFT that is the same tensor work as the
+// three-factor one at N = 20 (`1.25 k16 + 0.625 k8` vs `k16 + k8` MMAs at the measured k8 /
+// k16 rates), with no FP16-pipe ops; at N = 24 it would be 35% more tensor work and measured
+// slower, so only N = 20 is built. The code is written for any N with `N / 4 <= 6` row tiles.
+//
+// Register maps (lane = 4 g + t, g = lane / 4, t = lane % 4; the m16n8k* A/B/C tables):
+// X_n of FFT g in register `n / 4` of lane `4 g + n % 4` (complex word, re low), so the
+// k16 tile J takes registers 2J, 2J + 1 and the k8 tile register `2N / 16 * 2`; Y_q
+// (row tile `q / 8`) of FFTs 2t and 2t + 1 in lane `4 (q % 8) + t`: register 0 the real
+// parts, register 1 the imaginary ones, half `s & 1` FFT s.
+
+/// The N that have the direct DFT (see above): N = 20 only; at N = 24 it measured 58.0
+/// GFFT/s against the three-factor FFT's 59.7 (BENCHMARKS.md), so it is not built.
+pub const fn has_direct_dft(n: u32) -> bool {
+    n == 20
+}
+
+/// FFTs per warp of the direct DFT (the B operand's 8 columns).
+pub const DIRECT_FFTS_PER_WARP: u32 = 8;
+
+/// Largest [`direct_words`] (N = 20): the kernels' register array size.
+pub const DIRECT_MAX_WORDS: usize = 50;
+
+/// Full m16n8k16 k tiles of the direct DFT, `2N / 16` rounded down.
+pub const fn direct_k16_tiles(n: u32) -> u32 {
+    2 * n / 16
+}
+
+/// Whether a trailing m16n8k8 covers the last 8 contracted reals (`N % 8 = 4`).
+pub const fn direct_has_k8(n: u32) -> bool {
+    (2 * n) % 16 == 8
+}
+
+/// A-operand words per lane of one row tile: 4 per k16 tile, 2 for the k8 tile (= N / 2).
+pub const fn direct_tile_words(n: u32) -> u32 {
+    4 * direct_k16_tiles(n) + if direct_has_k8(n) { 2 } else { 0 }
+}
+
+/// A-operand words per lane of the whole F (N / 4 row tiles): the image is `[word][lane]`.
+pub const fn direct_words(n: u32) -> u32 {
+    (n / 4) * direct_tile_words(n)
+}
+
+/// Element (i, j) of row tile `tile` of the direct DFT's A matrix as `(q, n, entry)` of
+/// `exp(2 pi i n q / 2N)`: `i = q0 q1 q2 ReIm_out`, `j = ReIm_in n..` over the whole 2N.
+pub const fn direct_entry(tile: u32, i: u32, j: u32) -> (u32, u32, RealEntry) {
+    (8 * tile + (i & 7), j >> 1, realify(i >> 3, j & 1))
+}
+
+/// Where `X_n` (part `reim`) of FFT `s` of a warp lives (B operand).
+pub const fn direct_x_location(n: u32, s: u32, reim: u32) -> Location {
+    Location { lane: 4 * s + n % 4, register: n / 4, element: reim }
+}
+
+/// Where `Y_q` (part `reim`) of FFT `s` lives (C result of row tile `q / 8`): `register` is
+/// counted over the tiles, `2 (q / 8) + reim`.
+pub const fn direct_y_location(q: u32, s: u32, reim: u32) -> Location {
+    Location { lane: 4 * (q % 8) + s / 2, register: 2 * (q / 8) + reim, element: s & 1 }
 }
 
 // --- Part B (seed sec. 4): the first FRB kernel's cases --------------------------------
@@ -463,10 +535,63 @@ pub const fn frb_beamform_kernel(case: &FrbCase) -> Option<&'static str> {
     })
 }
 
-/// Dynamic shared memory of the straightforward kernel: `X` and `G` for one phase of
-/// `T_inner` samples, `4 T_inner (2 M N + 4 M N)` bytes (55296 for full CHORD).
+/// Words of one `G[tau][pol][m][.]` row (one m): the least stride of at least 2N that is
+/// `2^(5-r_M)` times an odd number, so that the second FFT's loads (lane `(c, d, s)` reads
+/// row `(M/4) c + d < 32 / 2^(5-r_M)`, column `q0 + s`, s below `2^(5-r_M)`) hit 32 distinct
+/// banks: the rows land on distinct multiples of `2^(5-r_M)` and the spectators fill the
+/// gaps. (The unpadded 2N was up to 16-way, 12-way at full CHORD.)
+pub const fn frb_g_row_words(case: &FrbCase) -> u32 {
+    let s = ffts_per_warp(case.m);
+    let mut w = 2 * case.n;
+    while !w.is_multiple_of(s) || (w / s).is_multiple_of(2) {
+        w += 1;
+    }
+    w
+}
+
+/// The `G` word the second FFT's lane `lane` loads for the column block `q0` (a multiple of
+/// the spectator count) of row block `row0` (`(tau 2 + pol) M`); `None` for zero-padding lanes.
+pub const fn frb_g_load_word(case: &FrbCase, lane: u32, row0: u32, q0: u32) -> Option<u32> {
+    let (c, d, s) = x_coordinates(case.m, lane);
+    if d >= case.m / 4 {
+        return None;
+    }
+    Some((row0 + (case.m / 4) * c + d) * frb_g_row_words(case) + q0 + s)
+}
+
+/// The two `G` words (v even, v odd) the first FFT's lane `lane` stores for FFT row block
+/// `row0` (`call * 2^(5-r_N)`); `None` for zero-padding lanes (`u >= N/4`).
+pub const fn frb_g_store_words(case: &FrbCase, lane: u32, row0: u32) -> Option<[u32; 2]> {
+    let (u, v, s_out, _) = y_coordinates(case.n, Location { lane, register: 0, element: 0 });
+    if u >= case.n / 4 {
+        return None;
+    }
+    let w = (row0 + s_out) * frb_g_row_words(case) + 8 * u + v;
+    Some([w, w + 1])
+}
+
+/// Dynamic shared memory of the straightforward kernel: `X` (`2 M N` words per sample) and
+/// `G` (`2 M` rows of [`frb_g_row_words`] per sample) for one phase of `T_inner` samples
+/// (56064 bytes for full CHORD).
 pub const fn frb_beamform_shared_bytes(case: &FrbCase) -> u32 {
-    24 * case.t_inner * case.m * case.n
+    4 * case.t_inner * 2 * case.m * (case.n + frb_g_row_words(case))
+}
+
+/// First-FFT calls a warp of the straightforward kernel keeps in flight: 4 where a warp
+/// has at least 16 calls per phase (cases 3-5), else 2 (measured, BENCHMARKS.md).
+pub const fn frb_first_fft_unroll(case: &FrbCase) -> u32 {
+    let calls = case.t_inner * 2 * case.m / ffts_per_warp(case.n) / (FRB_THREADS / 32);
+    if calls >= 16 {
+        4
+    } else {
+        2
+    }
+}
+
+/// Second-FFT calls (column blocks) per warp per sample, `2N / 2^(5-r_M) / 8` rounded up;
+/// the kernel unrolls them fully (at most 6).
+pub const fn frb_second_fft_calls(case: &FrbCase) -> u32 {
+    (2 * case.n / ffts_per_warp(case.m)).div_ceil(FRB_THREADS / 32)
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -579,15 +704,134 @@ mod device {
         *y.add(t) = acc;
     }
 
+    /// Reads this lane's [`direct_words`] words of a `[word][lane]` direct-DFT image.
+    ///
+    /// # Safety
+    /// `image` must hold `32 * direct_words(N)` readable words.
+    #[inline(always)]
+    pub unsafe fn direct_load<const N: u32>(image: *const u32) -> [u32; DIRECT_MAX_WORDS] {
+        let lane = lane_id() as usize;
+        let mut f = [0u32; DIRECT_MAX_WORDS];
+        // A trip count of exactly the used words unrolls fully (f stays in registers).
+        let mut k = 0;
+        while k < direct_words(N) as usize {
+            f[k] = *image.add(32 * k + lane);
+            k += 1;
+        }
+        f
+    }
+
+    /// The direct DFT of eight FFTs (Part A' above): `x[n / 4]` in the B map, the result's
+    /// row tile T in `y[T]` (registers Re, Im). Warp-collective.
+    #[inline(always)]
+    pub fn direct_dft<const N: u32>(f: &[u32; DIRECT_MAX_WORDS], x: &[u32; 6]) -> [[u32; 2]; 6] {
+        let mut y = [[0u32; 2]; 6];
+        let k16 = direct_k16_tiles(N) as usize;
+        let tw = direct_tile_words(N) as usize;
+        unroll_pairs::<6>(|tile| {
+            if tile < (N / 4) as usize {
+                let a = tile * tw;
+                let mut acc = [0u32; 2];
+                unroll_pairs::<3>(|kt| {
+                    if kt < k16 {
+                        let a = a + 4 * kt;
+                        acc = mma_m16n8k16_f16(
+                            [f[a], f[a + 1], f[a + 2], f[a + 3]],
+                            [x[2 * kt], x[2 * kt + 1]],
+                            acc,
+                        );
+                    }
+                });
+                if direct_has_k8(N) {
+                    let a = a + 4 * k16;
+                    acc = mma_m16n8k8_f16([f[a], f[a + 1]], x[2 * k16], acc);
+                }
+                y[tile] = acc;
+            }
+        });
+        y
+    }
+
+    /// Test kernel of the direct DFT: warp w does FFTs `8 w .. 8 w + 8` of `x` `[batch][N]`
+    /// into `y` `[batch][2N]` (complex f16 words).
+    #[inline(always)]
+    unsafe fn direct_batch<const N: u32>(image: *const u32, x: *const u32, y: *mut u32, batch: u32) {
+        let f = direct_load::<N>(image);
+        let lane = lane_id();
+        let warp = global_thread_x() / 32;
+        let fft_in = warp * DIRECT_FFTS_PER_WARP + lane / 4;
+        let mut input = [0u32; 6];
+        unroll_pairs::<6>(|m| {
+            if (m as u32) < N / 4 && fft_in < batch {
+                input[m] = *x.add((fft_in * N + 4 * m as u32 + lane % 4) as usize);
+            }
+        });
+        let input = converged(input);
+        // As in `fft_batch`: keep the MMAs out of the stores' branches.
+        let out = converged_pairs(direct_dft::<N>(&f, &input));
+        let s0 = warp * DIRECT_FFTS_PER_WARP + 2 * (lane % 4);
+        unroll_pairs::<6>(|tile| {
+            if (tile as u32) < N / 4 {
+                let q = 8 * tile as u32 + lane / 4;
+                if s0 < batch {
+                    *y.add((s0 * 2 * N + q) as usize) = prmt(out[tile][0], out[tile][1], 0x5410);
+                }
+                if s0 + 1 < batch {
+                    *y.add(((s0 + 1) * 2 * N + q) as usize) = prmt(out[tile][0], out[tile][1], 0x7632);
+                }
+            }
+        });
+    }
+
+    /// Benchmark kernel of the direct DFT, as `fft_loop`: four independent groups of eight
+    /// FFTs per iteration; group k's input register m is `x[4 t + (k + m) % 4] ^ (i & salt)`,
+    /// and every output register is folded into the xor.
+    #[inline(always)]
+    unsafe fn direct_loop<const N: u32>(
+        image: *const u32,
+        x: *const u32,
+        y: *mut u32,
+        iterations: u32,
+        salt: u32,
+    ) {
+        let f = direct_load::<N>(image);
+        let t = global_thread_x() as usize;
+        let xs = ld_global_nc_v4(x.add(4 * t));
+        let mut acc = 0u32;
+        let mut i = 0;
+        while i < iterations {
+            unroll!(k in [0, 1, 2, 3] {
+                let mut input = [0u32; 6];
+                unroll_pairs::<6>(|m| {
+                    if (m as u32) < N / 4 {
+                        input[m] = lop3::<0x78>(xs[(k + m) & 3], i, salt);
+                    }
+                });
+                let out = direct_dft::<N>(&f, &input);
+                unroll_pairs::<6>(|tile| {
+                    if (tile as u32) < N / 4 {
+                        acc = lop3::<0x96>(acc, out[tile][0], out[tile][1]);
+                    }
+                });
+            });
+            i += 1;
+        }
+        *y.add(t) = acc;
+    }
+
     /// The straightforward first FRB kernel (correct first; not yet the seed's two-pass
     /// gridding of secs. 4.6-4.9 nor its register-resident FFT pipeline). Block b owns
     /// frequency `b % F` and the `tbar_per_block` output samples of chunk `b / F`, and runs
-    /// over their time samples in phases of `TB` (the case's `T_inner`): the block's threads
-    /// grid their (pol, dish) pairs, weighted (f32 complex product, one f16 rounding), into
-    /// `X[tau][pol][m][n]` in shared memory (grid points without a dish stay zero); the warps
-    /// run the first short FFT along n (`2^(5-r_N)` rows per call) into `G[tau][pol][m][q]`,
-    /// then the second along m (`2^(5-r_M)` columns per call, both polarisations by the same
-    /// lanes) and accumulate `|Et|^2` in f32 registers, written as f16 every `t_ds` samples to
+    /// over their time samples in phases of `TB` (the case's `T_inner`): thread t grids the
+    /// four (pol, dish) pairs `4 t .. 4 t + 4` (one 4-byte E load per sample, all `TB` samples
+    /// of the phase loaded before any is gridded: one global latency per phase), weighted
+    /// (f32 complex product, one f16 rounding), into `X[tau][pol][m][n]` in shared memory
+    /// (grid points without a dish stay zero); the warps run the first short FFT along n
+    /// (`2^(5-r_N)` rows per call, `U` independent calls in flight) into `G[tau][pol][m][q]`
+    /// (rows of `GS` words, [`frb_g_row_words`]: conflict-free loads below), then the second
+    /// along m (`2^(5-r_M)` columns per call, both polarisations by the same lanes, all
+    /// `CALLS` calls unrolled so that the f32 sums `acc[ci]` are registers, not select
+    /// chains) and accumulate `|Et|^2`, written as f16 every `t_ds` samples to
     /// `I[f][tbar][p][q]`. `grid[d] = m N + n`, weights `[f][pol][m][n]`, E `[tau][f][pol][d]`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
@@ -596,8 +840,9 @@ mod device {
         const M: u32,
         const N: u32,
         const TB: u32,
-        const PAIRS: usize,
         const CALLS: usize,
+        const GS: u32,
+        const U: usize,
     >(
         e: *const u8,
         weights: *const u32,
@@ -630,89 +875,104 @@ mod device {
         }
         // The zeros must land before any thread grids its first sample over them.
         sync_threads();
-        // This thread's (pol, dish) pairs k = pol D + d, their X slots and weights.
-        let mut slot = [0u32; PAIRS];
-        let mut w = [(0f32, 0f32); PAIRS];
-        unroll_pairs::<PAIRS>(|j| {
-            let k = tid + FRB_THREADS * j as u32;
-            if k < 2 * D {
+        // This thread's pairs k = pol D + d = 4 tid + j (2D is a multiple of 4, at most
+        // 4 * 256), their X slots and weights.
+        let quad = 4 * tid < 2 * D;
+        let mut slot = [0u32; 4];
+        let mut w = [(0f32, 0f32); 4];
+        if quad {
+            unroll!(j in [0, 1, 2, 3] {
+                let k = 4 * tid + j as u32;
                 let (pol, point) = (k / D, *grid.add((k % D) as usize));
                 slot[j] = x_base + 4 * (pol * M * N + point);
                 w[j] = f16x2_to_f32x2(*weights.add(((f * 2 + pol) * M * N + point) as usize));
-            }
-        });
+            });
+        }
         let gn = FftGammas::load(gammas_n);
         let gm = FftGammas::load(gammas_m);
         let calls1 = TB * 2 * M / ffts_per_warp(N);
         let calls2 = 2 * N / ffts_per_warp(M);
-        let mut acc = [[0f32; 2]; CALLS];
+        let mut acc = [[0f32; 2]; 6];
         let (mut tbar, mut count) = (first_tbar, 0u32);
         let mut tau0 = tau_begin;
         while tau0 < tau_end {
             let live = if tau_end - tau0 < TB { tau_end - tau0 } else { TB };
-            let mut t = 0;
-            while t < live {
-                unroll_pairs::<PAIRS>(|j| {
-                    let k = tid + FRB_THREADS * j as u32;
-                    if k < 2 * D {
-                        let byte = *e.add((((tau0 + t) * freqs + f) * 2 * D + k) as usize);
-                        let (re, im) = crate::packing::unpack_ci4(byte);
-                        let (er, ei) = (re as f32, im as f32);
-                        let (wr, wi) = w[j];
-                        let value = f32x2_to_f16x2(wr * er - wi * ei, wr * ei + wi * er);
-                        st_shared_u32(slot[j] + 4 * t * 2 * M * N, value);
+            if quad {
+                let e4 = e as *const u32;
+                let mut words = [0u32; 8];
+                unroll!(t in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if t < TB as usize && (t as u32) < live {
+                        let row = ((tau0 + t as u32) * freqs + f) * 2 * D;
+                        words[t] = *e4.add((row / 4 + tid) as usize);
                     }
                 });
-                t += 1;
+                unroll!(t in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if t < TB as usize && (t as u32) < live {
+                        unroll!(j in [0, 1, 2, 3] {
+                            let byte = (words[t] >> (8 * j)) as u8;
+                            let (re, im) = crate::packing::unpack_ci4(byte);
+                            let (er, ei) = (re as f32, im as f32);
+                            let (wr, wi) = w[j];
+                            let value = f32x2_to_f16x2(wr * er - wi * ei, wr * ei + wi * er);
+                            st_shared_u32(slot[j] + 4 * t as u32 * 2 * M * N, value);
+                        });
+                    }
+                });
             }
             sync_threads();
-            // First FFT (eq. 56) along n: rows (tau, pol, m).
+            // First FFT (eq. 56) along n: rows (tau, pol, m), U independent calls at a time
+            // (warp-uniform validity: every lane runs every MMA).
             let (c, d, s) = x_coordinates(N, lane);
             let (u, v, s_out, _) = y_coordinates(N, Location { lane, register: 0, element: 0 });
             let mut call = warp;
             while call < calls1 {
-                let row = call * ffts_per_warp(N) + s;
-                let input =
-                    if d < N / 4 { ld_shared_u32(x_base + 4 * (row * N + (N / 4) * c + d)) } else { 0 };
-                let y = converged(short_fft::<N>(converged([input])[0], &gn));
-                if u < N / 4 {
-                    let at = g_base + 4 * ((call * ffts_per_warp(N) + s_out) * 2 * N + 8 * u + v);
-                    st_shared_u32(at, prmt(y[0], y[1], 0x5410));
-                    st_shared_u32(at + 4, prmt(y[0], y[1], 0x7632));
-                }
-                call += warps;
+                let mut input = [0u32; U];
+                unroll_pairs::<U>(|j| {
+                    let cj = call + warps * j as u32;
+                    let row = cj * ffts_per_warp(N) + s;
+                    if cj < calls1 && d < N / 4 {
+                        input[j] = ld_shared_u32(x_base + 4 * (row * N + (N / 4) * c + d));
+                    }
+                });
+                let input = converged(input);
+                let mut y = [[0u32; 2]; U];
+                unroll_pairs::<U>(|j| y[j] = short_fft::<N>(input[j], &gn));
+                let y = converged_pairs(y);
+                unroll_pairs::<U>(|j| {
+                    let cj = call + warps * j as u32;
+                    if cj < calls1 && u < N / 4 {
+                        let at = g_base + 4 * ((cj * ffts_per_warp(N) + s_out) * GS + 8 * u + v);
+                        st_shared_u32(at, prmt(y[j][0], y[j][1], 0x5410));
+                        st_shared_u32(at + 4, prmt(y[j][0], y[j][1], 0x7632));
+                    }
+                });
+                call += warps * U as u32;
             }
             sync_threads();
             // Second FFT (eq. 57) along m: columns q, both polarisations on the same lanes.
             let (c, d, s) = x_coordinates(M, lane);
             let mut t = 0;
             while t < live {
-                let mut ci = 0;
-                while ci < CALLS {
+                unroll!(ci in [0, 1, 2, 3, 4, 5] {
                     let call = warp + warps * ci as u32;
-                    if call < calls2 {
+                    if ci < CALLS && call < calls2 {
                         let q = call * ffts_per_warp(M) + s;
-                        let mut pol = 0;
-                        while pol < 2 {
-                            let row = (t * 2 + pol) * M + (M / 4) * c + d;
-                            let input =
-                                if d < M / 4 { ld_shared_u32(g_base + 4 * (row * 2 * N + q)) } else { 0 };
+                        unroll!(pol in [0, 1] {
+                            let row = (t * 2 + pol as u32) * M + (M / 4) * c + d;
+                            let input = if d < M / 4 { ld_shared_u32(g_base + 4 * (row * GS + q)) } else { 0 };
                             let y = short_fft::<M>(converged([input])[0], &gm);
                             let (re, im) = (f16x2_to_f32x2(y[0]), f16x2_to_f32x2(y[1]));
                             acc[ci][0] += re.0 * re.0 + im.0 * im.0;
                             acc[ci][1] += re.1 * re.1 + im.1 * im.1;
-                            pol += 1;
-                        }
+                        });
                     }
-                    ci += 1;
-                }
+                });
                 count += 1;
                 if count == t_ds {
                     let (u, v, s_out, _) = y_coordinates(M, Location { lane, register: 0, element: 0 });
-                    let mut ci = 0;
-                    while ci < CALLS {
+                    unroll!(ci in [0, 1, 2, 3, 4, 5] {
                         let call = warp + warps * ci as u32;
-                        if call < calls2 && u < M / 4 {
+                        if ci < CALLS && call < calls2 && u < M / 4 {
                             let q = call * ffts_per_warp(M) + s_out;
                             let p = 8 * u + v;
                             let base = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
@@ -721,8 +981,7 @@ mod device {
                             *out.add((base + 2 * N) as usize) = (h >> 16) as u16;
                         }
                         acc[ci] = [0.0, 0.0];
-                        ci += 1;
-                    }
+                    });
                     count = 0;
                     tbar += 1;
                 }
@@ -732,6 +991,13 @@ mod device {
             sync_threads();
             tau0 += TB;
         }
+    }
+
+    /// [`converged`] over `U` register pairs.
+    #[inline(always)]
+    fn converged_pairs<const U: usize>(mut y: [[u32; 2]; U]) -> [[u32; 2]; U] {
+        unroll_pairs::<U>(|j| y[j] = converged(y[j]));
+        y
     }
 
     /// Runs `body(j)` for j in 0..P with a constant j (P is at most 4 here).
@@ -761,9 +1027,15 @@ mod device {
                 t_ds: u32,
                 tbar_per_block: u32,
             ) {
-                const PAIRS: usize = ((2 * $d + FRB_THREADS - 1) / FRB_THREADS) as usize;
-                const CALLS: usize = ((2 * $n / ffts_per_warp($m)).div_ceil(FRB_THREADS / 32)) as usize;
-                frb_beamform::<$d, $m, $n, $tb, PAIRS, CALLS>(
+                const CASE: FrbCase = match frb_case($d, $m, $n) {
+                    Some(c) => c,
+                    None => panic!("not a Table 2 case"),
+                };
+                const CALLS: usize = frb_second_fft_calls(&CASE) as usize;
+                const _: () = assert!(CALLS <= 6 && $tb <= 8 && 2 * $d <= 4 * FRB_THREADS);
+                const GS: u32 = frb_g_row_words(&CASE);
+                const U: usize = frb_first_fft_unroll(&CASE) as usize;
+                frb_beamform::<$d, $m, $n, $tb, CALLS, GS, U>(
                     e,
                     weights,
                     grid,
@@ -811,6 +1083,34 @@ mod device {
         };
     }
 
+    macro_rules! direct_kernels {
+        ($n:literal, $batch:ident, $looped:ident) => {
+            /// Test kernel of the direct DFT for N = $n: see `direct_batch`.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $batch(
+                image: *const u32,
+                x: *const u32,
+                y: *mut u32,
+                batch: u32,
+            ) {
+                direct_batch::<$n>(image, x, y, batch);
+            }
+            /// Benchmark kernel of the direct DFT for N = $n: see `direct_loop`.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $looped(
+                image: *const u32,
+                x: *const u32,
+                y: *mut u32,
+                iterations: u32,
+                salt: u32,
+            ) {
+                direct_loop::<$n>(image, x, y, iterations, salt);
+            }
+        };
+    }
+
+    direct_kernels!(20, frb_short_fft_direct_n20, frb_short_fft_loop_direct_n20);
+
     fft_kernels!(8, frb_short_fft_n8, frb_short_fft_loop_n8);
     fft_kernels!(12, frb_short_fft_n12, frb_short_fft_loop_n12);
     fft_kernels!(16, frb_short_fft_n16, frb_short_fft_loop_n16);
@@ -818,6 +1118,14 @@ mod device {
     fft_kernels!(24, frb_short_fft_n24, frb_short_fft_loop_n24);
     fft_kernels!(28, frb_short_fft_n28, frb_short_fft_loop_n28);
     fft_kernels!(32, frb_short_fft_n32, frb_short_fft_loop_n32);
+}
+
+/// The direct DFT's test kernel and benchmark kernel for N.
+pub const fn direct_kernel_names(n: u32) -> Option<(&'static str, &'static str)> {
+    Some(match n {
+        20 => ("frb_short_fft_direct_n20", "frb_short_fft_loop_direct_n20"),
+        _ => return None,
+    })
 }
 
 /// The test kernel and the benchmark kernel for N.
@@ -1067,6 +1375,103 @@ mod tests {
         }
         assert_eq!(frb_case(64, 12, 8), None);
         assert_eq!(frb_case(512, 24, 32), None);
+    }
+
+    /// The direct DFT's maps compose with the MMA tables: `X_n` of FFT s is B element
+    /// (2n + ReIm, s) of k tile `n / 8` in register `n / 4`; `Y_q` of FFT s is C element
+    /// (8 ReIm + q % 8, s) of row tile `q / 8`; every k tile's width adds up to 2N.
+    #[test]
+    fn direct_dft_maps_compose_with_the_mma_tables() {
+        for n in FFT_SIZES.into_iter().filter(|&n| has_direct_dft(n)) {
+            let k16 = direct_k16_tiles(n);
+            assert_eq!(16 * k16 + if direct_has_k8(n) { 8 } else { 0 }, 2 * n);
+            assert_eq!(direct_words(n), n * n / 8);
+            assert!(direct_words(n) as usize <= DIRECT_MAX_WORDS && n / 4 <= 6);
+            for s in 0..DIRECT_FFTS_PER_WARP {
+                for nn in 0..n {
+                    for reim in 0..2 {
+                        let j = 2 * nn + reim;
+                        let (table, base) = if j < 16 * k16 {
+                            (M16N8K16_F16_B, 2 * (j / 16))
+                        } else {
+                            (M16N8K8_F16_B, 2 * k16)
+                        };
+                        let b = table.location(j % 16, s);
+                        let x = direct_x_location(nn, s, reim);
+                        assert_eq!((b.lane, base + b.register, b.element), (x.lane, x.register, x.element));
+                    }
+                }
+                for q in 0..2 * n {
+                    for reim in 0..2 {
+                        let c = M16N8_F16_C.location(8 * reim + q % 8, s);
+                        let y = direct_y_location(q, s, reim);
+                        assert_eq!(
+                            (c.lane, 2 * (q / 8) + c.register, c.element),
+                            (y.lane, y.register, y.element)
+                        );
+                        let (q2, n2, entry) = direct_entry(q / 8, 8 * reim + q % 8, 2 * 3 + 1);
+                        assert_eq!((q2, n2, entry), (q, 3, realify(reim, 1)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The second FFT's `G` loads are conflict free (the unpadded stride 2N was up to
+    /// 16-way, 12-way at full CHORD) and in bounds; the first FFT's stores (as many
+    /// instructions per phase or fewer) are at most 3-way (2N: 2-way); padding lanes neither
+    /// load nor store.
+    #[test]
+    fn padded_g_rows_make_the_second_fft_loads_conflict_free() {
+        extern crate std;
+        // Distinct words in one bank serialise; equal words broadcast.
+        let ways = |words: &[u32]| {
+            let mut distinct: std::vec::Vec<u32> = words.to_vec();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mut banks = [0u32; 32];
+            distinct.iter().for_each(|&w| banks[(w % 32) as usize] += 1);
+            banks.into_iter().max().unwrap_or(0)
+        };
+        let mut unpadded_worst = [0u32; 5];
+        for (k, c) in FRB_CASES.into_iter().enumerate() {
+            let gs = frb_g_row_words(&c);
+            assert!(gs >= 2 * c.n && gs.is_multiple_of(ffts_per_warp(c.m)));
+            let rows = c.t_inner * 2 * c.m;
+            for t in 0..c.t_inner {
+                for pol in 0..2 {
+                    let row0 = (t * 2 + pol) * c.m;
+                    for q0 in (0..2 * c.n).step_by(ffts_per_warp(c.m) as usize) {
+                        let words: std::vec::Vec<u32> =
+                            (0..32).filter_map(|l| frb_g_load_word(&c, l, row0, q0)).collect();
+                        assert_eq!(words.len() as u32, 32 * (c.m / 4) / padded_quarter(c.m));
+                        assert!(words.iter().all(|&w| w < rows * gs && w % gs < 2 * c.n));
+                        assert_eq!(ways(&words), 1, "{c:?} load t={t} pol={pol} q0={q0}");
+                        // The same lanes at the unpadded stride.
+                        let unpadded: std::vec::Vec<u32> =
+                            words.iter().map(|&w| (w / gs) * 2 * c.n + w % gs).collect();
+                        unpadded_worst[k] = unpadded_worst[k].max(ways(&unpadded));
+                    }
+                }
+            }
+            for call in 0..rows / ffts_per_warp(c.n) {
+                for r in 0..2 {
+                    let words: std::vec::Vec<u32> = (0..32)
+                        .filter_map(|l| frb_g_store_words(&c, l, call * ffts_per_warp(c.n)))
+                        .map(|w| w[r])
+                        .collect();
+                    assert!(words.iter().all(|&w| w < rows * gs && w % gs < 2 * c.n));
+                    assert!(ways(&words) <= 3, "{c:?} store call={call}");
+                }
+            }
+            assert!(
+                frb_beamform_shared_bytes(&c) <= 24 * c.t_inner * c.m * c.n + 4 * c.t_inner * 2 * c.m * 32
+            );
+            assert!(frb_second_fft_calls(&c) <= 6 && c.t_inner <= 8 && 2 * c.dishes <= 4 * FRB_THREADS);
+        }
+        assert_eq!(unpadded_worst, [4, 2, 16, 4, 12]);
+        assert_eq!(FRB_CASES.map(|c| frb_g_row_words(&c)), [20, 28, 34, 42, 49]);
+        assert_eq!(FRB_CASES.map(|c| frb_first_fft_unroll(&c)), [2, 2, 4, 4, 4]);
     }
 
     #[test]

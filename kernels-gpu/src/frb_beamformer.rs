@@ -198,12 +198,13 @@ pub const fn gamma3_entry(n: u32, i: u32, j: u32) -> Option<(u32, u32, RealEntry
     Some(((j & 1) | (dhi << 1), u, realify(i >> 3, j >> 3)))
 }
 
-// --- Part A': the direct DFT for N = 20 and 24 -----------------------------------------
+// --- Part A': the direct DFT for N = 20 ----------------------------------------------------
 //
 // At N = 20 the three-factor FFT is bound by the tensor pipe plus the FP16 pipe's four half2
-// twiddle ops (eq. 29), which do not overlap on Hopper (BENCHMARKS.md). The padded 2N-point DFT as one real
-// matrix product, `Y (4N real rows: q, ReIm) = F (4N x 2N) X (2N real: n, ReIm)`, needs no
-// twiddle: eight FFTs per warp are the eight B columns, F is the A operand in row tiles of
+// twiddle ops (eq. 29), which overlap only partly on Hopper (BENCHMARKS.md). The padded
+// 2N-point DFT as one real matrix product, `Y (4N real rows: q, ReIm) = F (4N x 2N) X (2N
+// real: n, ReIm)`, needs no twiddle: eight FFTs per warp are the eight B columns, F is the
+// A operand in row tiles of
 // 16 (8 q x ReIm_out), and the 2N contracted reals are `2N / 16` m16n8k16 plus, where
 // `2N % 16 = 8` (N = 20), one m16n8k8. Per FFT that is the same tensor work as the
 // three-factor one at N = 20 (`1.25 k16 + 0.625 k8` vs `k16 + k8` MMAs at the measured k8 /

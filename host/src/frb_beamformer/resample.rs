@@ -61,19 +61,18 @@ impl ResampleConfig {
         if self.channels > 65535 {
             return Err(Error::InvalidConfig(format!("{} channels exceed the grid's 65535", self.channels)));
         }
-        // The GEMM numbers its tiles with 32 bits.
-        if self.gemm_tiles() > u32::MAX as u64 {
-            return Err(Error::InvalidConfig(format!("{self:?} has too many GEMM tiles")));
-        }
-        // The GEMM has no k edge (4MN is a multiple of 64 for every Table 2 case) and its
-        // tile scheduling needs more k-steps than ring stages (4MN >= 256 gives 8).
-        if !self.k().is_multiple_of(GEMM.bk) || self.k() / GEMM.bk <= GEMM.stages {
+        // Beam tiles run along the grid's y (at most 65535), tbar tiles along x.
+        if self.beams.div_ceil(GEMM.bn()) > 65535 {
             return Err(Error::InvalidConfig(format!(
-                "4MN = {} is not a multiple of {} larger than {}",
-                self.k(),
-                GEMM.bk,
-                GEMM.bk * GEMM.stages
+                "{} beams exceed the GEMM grid ({} beam tiles of {})",
+                self.beams,
+                self.beams.div_ceil(GEMM.bn()),
+                GEMM.bn()
             )));
+        }
+        // The GEMM has no k edge: 4MN is a multiple of 64 for every Table 2 case.
+        if !self.k().is_multiple_of(GEMM.bk) {
+            return Err(Error::InvalidConfig(format!("4MN = {} is not a multiple of {}", self.k(), GEMM.bk)));
         }
         let k = self.k() as u64;
         for (what, rows) in [("intensity", self.times), ("weights", self.beams)] {
@@ -82,10 +81,6 @@ impl ResampleConfig {
             }
         }
         Ok(())
-    }
-    /// Block tiles of the GEMM ([`GEMM`]).
-    pub fn gemm_tiles(&self) -> u64 {
-        self.channels as u64 * self.times.div_ceil(GEMM.bm()) as u64 * self.beams.div_ceil(GEMM.bn()) as u64
     }
     /// Half-integer grid points `4MN` (the GEMM's k).
     pub fn k(&self) -> u32 {
@@ -148,16 +143,13 @@ pub fn resample_reference(
 }
 
 /// The non-factorizable resampler (sec. 5.2) on the GPU: owns W (`[f][beta][rho]` f16,
-/// `2 F B 4MN` bytes), the GEMM's tile counter and the two kernels.
+/// `2 F B 4MN` bytes) and the two kernels.
 pub struct Resampler<'g> {
     gpu: &'g Gpu,
     config: ResampleConfig,
     gemm: CudaFunction,
     weights_kernel: CudaFunction,
     weights: DeviceBuffer<u16>,
-    /// The persistent GEMM's next-tile and finished-block counters: zero between launches
-    /// (the last block of each launch resets them).
-    counters: DeviceBuffer<u32>,
     beams_set: bool,
 }
 
@@ -172,8 +164,7 @@ impl<'g> Resampler<'g> {
         .during("raising the resampling GEMM's shared-memory limit")?;
         let weights_kernel = gpu.function("frb_resample_weights")?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
-        let counters = gpu.alloc::<u32>(2, 0)?;
-        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, counters, beams_set: false })
+        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, beams_set: false })
     }
 
     pub fn config(&self) -> &ResampleConfig {
@@ -228,23 +219,18 @@ impl<'g> Resampler<'g> {
             .arg(intensity.raw())
             .arg(self.weights.raw())
             .arg(out.raw_mut())
-            .arg(self.counters.raw())
-            .arg(&c.channels)
             .arg(&c.times)
             .arg(&c.beams)
             .arg(&k);
-        // Persistent: one block per SM (240 registers x 256 threads), fewer for small jobs.
-        let blocks = (c.gemm_tiles() as u32).min(self.gpu.sm_count().max(1));
         let config = LaunchConfig {
-            grid_dim: (blocks, 1, 1),
+            grid_dim: (c.times.div_ceil(GEMM.bm()), c.beams.div_ceil(GEMM.bn()), c.channels),
             block_dim: (GEMM.threads(), 1, 1),
             shared_mem_bytes: GEMM.smem_bytes(),
         };
         // SAFETY: arguments match `frb_resample_gemm`; I, W and J hold F T 4MN, F B 4MN and
         // F T B halves of a validated configuration; rows of I and W are 4MN halves, a
         // multiple of the k-step (validated), so every 16-byte copy is aligned (cudarc
-        // allocations are 256-byte aligned); the counters are two zeroed words, reset by
-        // the launch itself; the tile count fits 32 bits (validated).
+        // allocations are 256-byte aligned); the grid's y is at most 65535 (validated).
         unsafe { launch.launch(config) }.during("launching the FRB resampling GEMM")?;
         Ok(())
     }

@@ -11,19 +11,17 @@
 //! form, so `ldmatrix` without `.trans` yields B fragments), J `[f][tbar][beta]`; beam
 //! positions theta, theta' f32 `[f][beta]` in the seed's grid units (eq. 1).
 //!
-//! GEMM ([`GEMM`], CUTLASS's sm80 multistage design): a block computes `bm` (tbar) x `bn`
-//! (beam) tiles of one channel with warps of `16 mt` x `8 nt`, over k-steps of `bk` staged
-//! through a ring of `stages` `cp.async` buffers with one barrier per stage
+//! GEMM ([`GEMM`], CUTLASS's sm80 multistage design): a block computes a `bm` (tbar) x
+//! `bn` (beam) tile of one channel with warps of `16 mt` x `8 nt`, over k-steps of `bk`
+//! staged through a ring of `stages` `cp.async` buffers with one barrier per stage
 //! (`cp.async.wait_group stages - 2`). Tiles are stored unpadded with the 16-byte chunks of
 //! each 128-byte line XOR-swizzled ([`swizzled`]), so `ldmatrix` and the copies are
 //! conflict-free; fragments are double-buffered across the k16 sub-steps; m16n8k16 f16 MMAs
-//! accumulate in f32, J is rounded once to f16. Persistent: one block per SM takes tiles from
-//! a counter, tbar tile fastest, so the blocks of one beam tile (one W tile) run together and
-//! W is read from DRAM once; the ring runs on across tiles, so the next tile's first stages
-//! load while a tile's accumulators are stored. Ragged tbar and beam edges are zero-filled
-//! and not stored; warps whose rows or beams are all past the edge skip their MMAs, warps
-//! with at most 32 rows inside run half of them. `K = 4MN` is a multiple of 64 for every
-//! seed Table 2 case, so k needs no edge (the host checks it against the tiling's k-step).
+//! accumulate in f32, J is rounded once to f16. One block per tile, tbar tile fastest in the
+//! grid, so the blocks of one beam tile (one W tile) are resident together and W is read from
+//! DRAM once. Ragged tbar and beam edges are zero-filled and not stored; warps whose rows or
+//! beams are all past the edge skip their MMAs. `K = 4MN` is a multiple of 64 for every seed
+//! Table 2 case, so k needs no edge (the host checks it against the tiling's k-step).
 //! The W kernel ([`weights_kernel`]): one warp per (f, beta), U in f32 from eq. 7.
 
 /// One tiling of the resampling GEMM: warps of `16 mt` rows x `8 nt` beams, `wr` x `wc` of
@@ -60,9 +58,9 @@ impl GemmShape {
     pub const fn stage_bytes(&self) -> u32 {
         (self.bm() + self.bn()) * self.row_bytes()
     }
-    /// Dynamic shared memory of the kernel: the ring and the next tile's index.
+    /// Dynamic shared memory of the kernel: the ring.
     pub const fn smem_bytes(&self) -> u32 {
-        self.stages * self.stage_bytes() + 16
+        self.stages * self.stage_bytes()
     }
     /// 16-byte chunks per operand row of a stage.
     pub const fn chunks_per_row(&self) -> u32 {
@@ -94,8 +92,8 @@ impl GemmShape {
 }
 
 /// The production tiling: 128 x 256 blocks of 8 warps of 64 x 64, k-steps of 32, a ring of
-/// 4 stages (96 KiB; 240 registers, 1 block per SM): the fastest of 11 tilings measured
-/// (non-persistent) on the H200 (BENCHMARKS.md), 128 x 256 x 64 x 3 stages within 0.3%.
+/// 4 stages (96 KiB, 1 block per SM): the fastest of 11 tilings measured on the H200
+/// (BENCHMARKS.md), 128 x 256 x 64 x 3 stages within 0.3%.
 pub const GEMM: GemmShape =
     GemmShape { name: "frb_resample_gemm", mt: 4, nt: 8, wr: 2, wc: 4, bk: 32, stages: 4 };
 
@@ -177,27 +175,12 @@ mod device {
         }
     }
 
-    /// This thread's copy source: the tile it loads and the k-step within it, its first
-    /// rows of I and W (pointers past the edge are never read) and the rows left below them.
-    struct Producer {
-        tile: u32,
-        step: u32,
-        src_a: *const u16,
-        src_b: *const u16,
-        rows_a: u32,
-        rows_b: u32,
-    }
-
-    /// `J = I W` with the tiling given by the const parameters (see [`GemmShape`]), persistent:
-    /// `gridDim.x` blocks (one per SM) take tiles `blockIdx.x`, then the next from the
-    /// counter `counters[0]`, in the order tbar tile (fastest), beam tile, channel, so the
-    /// blocks sharing a W tile run together. The `cp.async` ring runs across tile boundaries:
-    /// the next tile's first stages load while this one's accumulators are stored. The last
-    /// block to finish resets `counters` (two zeroed words) for the next launch.
-    /// `shape.threads()` threads, `shape.smem_bytes()` of dynamic shared memory; `k` = 4MN,
-    /// a multiple of `BK` with `k / BK > S`.
+    /// `J = I W` for channel `blockIdx.z` with the tiling given by the const parameters (see
+    /// [`GemmShape`]). Grid: x = tbar tiles (fastest, so the blocks sharing a W tile are
+    /// resident together and W is read from DRAM once), y = beam tiles, z = channels;
+    /// `shape.threads()` threads and `shape.smem_bytes()` of dynamic shared memory. `k` = 4MN,
+    /// a multiple of `BK`.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     unsafe fn gemm<
         const MT: usize,
         const NT: usize,
@@ -209,8 +192,6 @@ mod device {
         intensity: *const u16,
         weights: *const u16,
         out: *mut u16,
-        counters: *mut u32,
-        channels: u32,
         times: u32,
         beams: u32,
         k: u32,
@@ -219,36 +200,17 @@ mod device {
         let (bm, bn, row_bytes, stage_bytes) =
             (shape.bm(), shape.bn(), shape.row_bytes(), shape.stage_bytes());
         let ks_per_stage = BK / 16;
-        let (tiles_m, tiles_n) = (times.div_ceil(bm), beams.div_ceil(bn));
-        let tiles = tiles_m * tiles_n * channels;
-        let decode = |t: u32| {
-            let rest = t / tiles_m;
-            (rest / tiles_n, bm * (t % tiles_m), bn * (rest % tiles_n))
-        };
+        let channel = block_idx_z();
+        let (row0, col0) = (bm * block_idx_x(), bn * block_idx_y());
+        let a = intensity.add(channel as usize * times as usize * k as usize);
+        let b = weights.add(channel as usize * beams as usize * k as usize);
         let smem = dynamic_shared();
-        // The tile after the current one, written by thread 0 at the start of each tile.
-        let next_slot = smem + S * stage_bytes;
-        let leader = thread_idx_x() == 0;
         let (warp, lane) = (warp_id(), lane_id());
         let (warp_row, warp_col) = (16 * MT as u32 * (warp / WC), 8 * NT as u32 * (warp % WC));
-        let steps = k / BK;
-        // Every block took its last tile from the counter before finishing: the last one
-        // to finish resets both words for the next launch (stream order publishes them).
-        let finish = || {
-            if leader {
-                fence_acq_rel_gpu();
-                if atom_add_u32(counters.add(1), 1) == grid_dim_x() - 1 {
-                    core::ptr::write_volatile(counters, 0);
-                    core::ptr::write_volatile(counters.add(1), 0);
-                }
-            }
-        };
-        let mut tile = block_idx_x();
-        if tile >= tiles {
-            // (The host launches at most one block per tile.)
-            finish();
-            return;
-        }
+        // Warps with no row or no beam inside the matrix only copy and wait (the last tbar
+        // tile of full CHORD holds 21 of 128 rows: one warp row idle). Also running only the
+        // m-tiles with rows inside made every case 5-13% slower on the H200 (BENCHMARKS.md).
+        let active = row0 + warp_row < times && col0 + warp_col < beams;
 
         // This thread's chunk `c` of rows `r + rs j` of each operand, at the same swizzled
         // place in every stage.
@@ -256,60 +218,30 @@ mod device {
         let rs = shape.copy_row_stride();
         let (copies_a, copies_b) = (shape.copies(bm), shape.copies(bn));
         let dst = swizzled(r, c, BK);
+        let (rows_a, rows_b) = (times.saturating_sub(row0 + r), beams.saturating_sub(col0 + r));
+        // Past the edge these point outside the arrays; they are only read when inside.
+        let src_a = a.wrapping_add((row0 + r) as usize * k as usize + 8 * c as usize);
+        let src_b = b.wrapping_add((col0 + r) as usize * k as usize + 8 * c as usize);
         let row_step = rs as usize * k as usize;
-        let point = |p: &mut Producer| {
-            let (channel, row0, col0) = decode(p.tile);
-            let a = channel as usize * times as usize + (row0 + r) as usize;
-            let b = channel as usize * beams as usize + (col0 + r) as usize;
-            p.src_a = intensity.wrapping_add(a * k as usize + 8 * c as usize);
-            p.src_b = weights.wrapping_add(b * k as usize + 8 * c as usize);
-            p.rows_a = times.saturating_sub(row0 + r);
-            p.rows_b = beams.saturating_sub(col0 + r);
-        };
-        let copy_stage = |p: &Producer, slot: u32| {
-            let k0 = (p.step * BK) as usize;
+        let copy_stage = |step: u32, slot: u32| {
+            let k0 = (step * BK) as usize;
             let base = smem + slot * stage_bytes + dst;
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if (j as u32) < copies_a && (bm % rs == 0 || r + rs * (j as u32) < bm) {
-                    let inside = rs * (j as u32) < p.rows_a;
+                    let inside = rs * (j as u32) < rows_a;
                     let at = if inside { j * row_step + k0 } else { 0 };
-                    cp_async_16(base + rs * j as u32 * row_bytes, p.src_a.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
+                    cp_async_16(base + rs * j as u32 * row_bytes, src_a.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
                 }
             });
             let base = base + bm * row_bytes;
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if (j as u32) < copies_b && (bn % rs == 0 || r + rs * (j as u32) < bn) {
-                    let inside = rs * (j as u32) < p.rows_b;
+                    let inside = rs * (j as u32) < rows_b;
                     let at = if inside { j * row_step + k0 } else { 0 };
-                    cp_async_16(base + rs * j as u32 * row_bytes, p.src_b.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
+                    cp_async_16(base + rs * j as u32 * row_bytes, src_b.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
                 }
             });
         };
-        let mut p = Producer { tile, step: 0, src_a: intensity, src_b: weights, rows_a: 0, rows_b: 0 };
-        point(&mut p);
-        // The tile the producer moved on to (read from `next_slot` when it did).
-        let mut next_tile = tiles;
-        // One stage (or, past the last tile, nothing) into `slot`, then its commit group. The
-        // producer leaves a tile `S - 1` steps before the consumer; `steps > S` puts a barrier
-        // between thread 0's write of `next_slot` and this read, and the read before the
-        // barrier that precedes thread 0's next write.
-        macro_rules! produce {
-            ($slot:expr) => {{
-                if p.tile < tiles {
-                    copy_stage(&p, $slot);
-                    p.step += 1;
-                    if p.step == steps {
-                        p.step = 0;
-                        p.tile = ld_shared_u32(next_slot);
-                        next_tile = p.tile;
-                        if p.tile < tiles {
-                            point(&mut p);
-                        }
-                    }
-                }
-                cp_async_commit();
-            }};
-        }
 
         // Fragments of k sub-step `ks` of the stage in `slot`, for the first `mts` m-tiles.
         let a_warp = smem + warp_row * row_bytes;
@@ -332,20 +264,20 @@ mod device {
             });
         };
 
-        if leader {
-            st_shared_u32(next_slot, grid_dim_x() + atom_add_u32(counters, 1));
-        }
+        let steps = k / BK;
         unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
             if (s as u32) + 1 < S {
-                produce!(s as u32);
+                if (s as u32) < steps {
+                    copy_stage(s as u32, s as u32);
+                }
+                cp_async_commit();
             }
         });
         wait_ring::<S>();
         sync_threads();
 
-        let (mut read, mut write) = (0, S - 1);
-        // One tile's k loop, written out for warps using `$mts` m-tiles (0: idle, no
-        // fragments and no MMAs), so that none carries a branch per sub-step.
+        // The k loop, written out for warps using `$mts` m-tiles (0: idle, no fragments and
+        // no MMAs), so that none carries a branch per sub-step.
         macro_rules! main_loop {
             ($mts:expr) => {{
                 let mts: usize = $mts;
@@ -353,8 +285,9 @@ mod device {
                 let mut fa = [[[0u32; 4]; MT]; 2];
                 let mut fb = [[[0u32; 2]; NT]; 2];
                 if mts > 0 {
-                    load(read, 0, mts, &mut fa[0], &mut fb[0]);
+                    load(0, 0, mts, &mut fa[0], &mut fb[0]);
                 }
+                let (mut read, mut write) = (0, S - 1);
                 let mut step = 0;
                 while step < steps {
                     unroll!(ks in [0, 1, 2, 3] {
@@ -368,7 +301,10 @@ mod device {
                             if ks == 0 {
                                 // Into the slot read in the previous step: every warp finished
                                 // reading it before that step's barrier.
-                                produce!(write);
+                                if step + S - 1 < steps {
+                                    copy_stage(step + S - 1, write);
+                                }
+                                cp_async_commit();
                             }
                             if ks as u32 + 2 == ks_per_stage {
                                 wait_ring::<S>();
@@ -394,80 +330,54 @@ mod device {
                 acc
             }};
         }
+        let acc = if !active { main_loop!(0) } else { main_loop!(MT) };
+        cp_async_wait_all();
+        if !active {
+            return;
+        }
 
-        loop {
-            let (channel, row0, col0) = decode(tile);
-            // Warps with no row or no beam inside the matrix only copy and wait; warps with
-            // at most 32 rows inside use only their first MT / 2 m-tiles. The last tbar tile
-            // of full CHORD holds 21 of 128 rows (one warp row idle, the other at half).
-            let active = row0 + warp_row < times && col0 + warp_col < beams;
-            let half = times - (row0 + warp_row).min(times) <= 8 * MT as u32;
-            let acc = if !active {
-                main_loop!(0)
-            } else if half {
-                main_loop!(MT / 2)
-            } else {
-                main_loop!(MT)
-            };
-
-            // C fragment: c0 c1 = (row g, columns 2c, 2c + 1), c2 c3 = row g + 8.
-            let (g, c) = (lane / 4, lane % 4);
-            let j = out.add(channel as usize * times as usize * beams as usize);
-            unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
-                if mt < MT {
-                    unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        if nt < NT {
-                            unroll!(h in [0, 1] {
-                                let row = row0 + warp_row + 16 * mt as u32 + g + 8 * h as u32;
-                                let col = col0 + warp_col + 8 * nt as u32 + 2 * c;
-                                if row < times && col < beams {
-                                    let pair = f32x2_to_f16x2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
-                                    let at = row as usize * beams as usize + col as usize;
-                                    if beams % 2 == 0 {
-                                        *(j.add(at) as *mut u32) = pair;
-                                    } else {
-                                        *j.add(at) = pair as u16;
-                                        if col + 1 < beams {
-                                            *j.add(at + 1) = (pair >> 16) as u16;
-                                        }
+        // C fragment: c0 c1 = (row g, columns 2c, 2c + 1), c2 c3 = row g + 8.
+        let (g, c) = (lane / 4, lane % 4);
+        let j = out.add(channel as usize * times as usize * beams as usize);
+        unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if mt < MT {
+                unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if nt < NT {
+                        unroll!(h in [0, 1] {
+                            let row = row0 + warp_row + 16 * mt as u32 + g + 8 * h as u32;
+                            let col = col0 + warp_col + 8 * nt as u32 + 2 * c;
+                            if row < times && col < beams {
+                                let pair = f32x2_to_f16x2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+                                let at = row as usize * beams as usize + col as usize;
+                                if beams % 2 == 0 {
+                                    *(j.add(at) as *mut u32) = pair;
+                                } else {
+                                    *j.add(at) = pair as u16;
+                                    if col + 1 < beams {
+                                        *j.add(at + 1) = (pair >> 16) as u16;
                                     }
                                 }
-                            });
-                        }
-                    });
-                }
-            });
-
-            tile = next_tile;
-            if tile >= tiles {
-                break;
+                            }
+                        });
+                    }
+                });
             }
-            if leader {
-                st_shared_u32(next_slot, grid_dim_x() + atom_add_u32(counters, 1));
-            }
-        }
-        cp_async_wait_all();
-        finish();
+        });
     }
 
-    /// `J = I W` with the [`GEMM`] tiling; see `gemm`. Grid: x = at most one block per SM
-    /// and at most one per tile; [`GEMM`]`.threads()` threads, [`GEMM`]`.smem_bytes()` of
-    /// dynamic shared memory.
+    /// `J = I W` with the [`GEMM`] tiling; see `gemm`.
     #[no_mangle]
-    #[allow(clippy::too_many_arguments)]
     pub unsafe extern "ptx-kernel" fn frb_resample_gemm(
         intensity: *const u16,
         weights: *const u16,
         out: *mut u16,
-        counters: *mut u32,
-        channels: u32,
         times: u32,
         beams: u32,
         k: u32,
     ) {
         const G: GemmShape = GEMM;
         gemm::<{ G.mt as usize }, { G.nt as usize }, { G.wr }, { G.wc }, { G.bk }, { G.stages }>(
-            intensity, weights, out, counters, channels, times, beams, k,
+            intensity, weights, out, times, beams, k,
         )
     }
 

@@ -652,23 +652,3 @@ pub unsafe fn ld_global_nc_v2(ptr: *const u32) -> [u32; 2] {
         options(readonly, nostack));
     [x, y]
 }
-
-/// `atom.global.add.u32`: atomic add returning the previous value.
-///
-/// # Safety
-/// `ptr` must be 4-byte aligned global memory.
-#[inline(always)]
-pub unsafe fn atom_add_u32(ptr: *mut u32, value: u32) -> u32 {
-    let old: u32;
-    asm!("atom.global.add.u32 {0}, [{1}], {2};", out(reg32) old, in(reg64) ptr, in(reg32) value,
-        options(nostack));
-    old
-}
-
-/// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after it for every
-/// thread of the GPU.
-#[inline(always)]
-pub fn fence_acq_rel_gpu() {
-    // SAFETY: no operands.
-    unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
-}

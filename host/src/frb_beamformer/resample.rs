@@ -8,9 +8,7 @@ use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
-pub use radio_kernels_gpu::frb_beamformer::resample::{
-    GEMM_SMEM_BYTES, GEMM_THREADS, GEMM_TILE, WEIGHT_WARPS,
-};
+pub use radio_kernels_gpu::frb_beamformer::resample::{GemmShape, GEMM, WEIGHT_WARPS};
 use std::f64::consts::PI;
 
 /// `U^N_q(theta)` of eq. 7: `(1/N) sum_{s=0}^{N} A_s cos(pi (2 theta - q) s / N)`.
@@ -62,6 +60,19 @@ impl ResampleConfig {
         }
         if self.channels > 65535 {
             return Err(Error::InvalidConfig(format!("{} channels exceed the grid's 65535", self.channels)));
+        }
+        // Beam tiles run along the grid's y (at most 65535), tbar tiles along x.
+        if self.beams.div_ceil(GEMM.bn()) > 65535 {
+            return Err(Error::InvalidConfig(format!(
+                "{} beams exceed the GEMM grid ({} beam tiles of {})",
+                self.beams,
+                self.beams.div_ceil(GEMM.bn()),
+                GEMM.bn()
+            )));
+        }
+        // The GEMM has no k edge: 4MN is a multiple of 64 for every Table 2 case.
+        if !self.k().is_multiple_of(GEMM.bk) {
+            return Err(Error::InvalidConfig(format!("4MN = {} is not a multiple of {}", self.k(), GEMM.bk)));
         }
         let k = self.k() as u64;
         for (what, rows) in [("intensity", self.times), ("weights", self.beams)] {
@@ -145,10 +156,10 @@ pub struct Resampler<'g> {
 impl<'g> Resampler<'g> {
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<Resampler<'g>> {
         config.validate()?;
-        let gemm = gpu.function("frb_resample_gemm")?;
+        let gemm = gpu.function(GEMM.name)?;
         gemm.set_attribute(
             cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            GEMM_SMEM_BYTES as i32,
+            GEMM.smem_bytes() as i32,
         )
         .during("raising the resampling GEMM's shared-memory limit")?;
         let weights_kernel = gpu.function("frb_resample_weights")?;
@@ -212,14 +223,14 @@ impl<'g> Resampler<'g> {
             .arg(&c.beams)
             .arg(&k);
         let config = LaunchConfig {
-            grid_dim: (c.beams.div_ceil(GEMM_TILE), c.times.div_ceil(GEMM_TILE), c.channels),
-            block_dim: (GEMM_THREADS, 1, 1),
-            shared_mem_bytes: GEMM_SMEM_BYTES,
+            grid_dim: (c.times.div_ceil(GEMM.bm()), c.beams.div_ceil(GEMM.bn()), c.channels),
+            block_dim: (GEMM.threads(), 1, 1),
+            shared_mem_bytes: GEMM.smem_bytes(),
         };
         // SAFETY: arguments match `frb_resample_gemm`; I, W and J hold F T 4MN, F B 4MN and
         // F T B halves of a validated configuration; rows of I and W are 4MN halves, a
-        // multiple of 32, so every 16-byte copy is aligned (cudarc allocations are 256-byte
-        // aligned).
+        // multiple of the k-step (validated), so every 16-byte copy is aligned (cudarc
+        // allocations are 256-byte aligned); the grid's y is at most 65535 (validated).
         unsafe { launch.launch(config) }.during("launching the FRB resampling GEMM")?;
         Ok(())
     }

@@ -11,26 +11,94 @@
 //! form, so `ldmatrix` without `.trans` yields B fragments), J `[f][tbar][beta]`; beam
 //! positions theta, theta' f32 `[f][beta]` in the seed's grid units (eq. 1).
 //!
-//! GEMM ([`GEMM_TILE`]): a block computes a 128 (tbar) x 128 (beam) tile of one channel with 8
-//! warps of 64 x 32, over k-steps of [`K_STEP`] staged through a `cp.async` double buffer
-//! (rows padded to [`SMEM_PITCH`] bytes, conflict-free for `ldmatrix`), m16n8k16 f16 MMAs
-//! with f32 accumulation, J rounded once to f16. `K = 4MN` is a multiple of 32 for every
-//! seed Table 2 case; ragged tbar and beam edges are zero-filled and not stored.
+//! GEMM ([`GEMM`], CUTLASS's sm80 multistage design): a block computes a `bm` (tbar) x
+//! `bn` (beam) tile of one channel with warps of `16 mt` x `8 nt`, over k-steps of `bk`
+//! staged through a ring of `stages` `cp.async` buffers with one barrier per stage
+//! (`cp.async.wait_group stages - 2`). Tiles are stored unpadded with the 16-byte chunks of
+//! each 128-byte line XOR-swizzled ([`swizzled`]), so `ldmatrix` and the copies are
+//! conflict-free; fragments are double-buffered across the k16 sub-steps; m16n8k16 f16 MMAs
+//! accumulate in f32, J is rounded once to f16. One block per tile, tbar tile fastest in the
+//! grid, so the blocks of one beam tile (one W tile) are resident together and W is read from
+//! DRAM once. Ragged tbar and beam edges are zero-filled and not stored; warps whose rows or
+//! beams are all past the edge skip their MMAs. `K = 4MN` is a multiple of 64 for every seed
+//! Table 2 case, so k needs no edge (the host checks it against the tiling's k-step).
 //! The W kernel ([`weights_kernel`]): one warp per (f, beta), U in f32 from eq. 7.
 
-/// Rows (tbar) and columns (beams) of a GEMM block tile.
-pub const GEMM_TILE: u32 = 128;
-/// k (rho) per shared-memory stage.
-pub const K_STEP: u32 = 32;
-/// Bytes from one shared-memory row (32 halves) to the next: 64 + 16 of padding, so the 8
-/// rows an `ldmatrix` phase reads fall in 8 distinct 16-byte bank groups.
-pub const SMEM_PITCH: u32 = 80;
-/// Bytes of one operand tile of one stage.
-pub const SMEM_TILE_BYTES: u32 = GEMM_TILE * SMEM_PITCH;
-/// Dynamic shared memory of the GEMM: A and B tiles, double-buffered.
-pub const GEMM_SMEM_BYTES: u32 = 4 * SMEM_TILE_BYTES;
-/// GEMM threads: 8 warps, 2 (rows) x 4 (columns).
-pub const GEMM_THREADS: u32 = 256;
+/// One tiling of the resampling GEMM: warps of `16 mt` rows x `8 nt` beams, `wr` x `wc` of
+/// them per block, k-steps of `bk`, a ring of `stages` shared-memory buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmShape {
+    /// The kernel's entry point.
+    pub name: &'static str,
+    pub mt: u32,
+    pub nt: u32,
+    pub wr: u32,
+    pub wc: u32,
+    pub bk: u32,
+    pub stages: u32,
+}
+
+impl GemmShape {
+    /// Block tile rows (tbar).
+    pub const fn bm(&self) -> u32 {
+        16 * self.mt * self.wr
+    }
+    /// Block tile columns (beams).
+    pub const fn bn(&self) -> u32 {
+        8 * self.nt * self.wc
+    }
+    pub const fn threads(&self) -> u32 {
+        32 * self.wr * self.wc
+    }
+    /// Bytes of one operand row of one stage.
+    pub const fn row_bytes(&self) -> u32 {
+        2 * self.bk
+    }
+    /// Bytes of one stage (A then B tile).
+    pub const fn stage_bytes(&self) -> u32 {
+        (self.bm() + self.bn()) * self.row_bytes()
+    }
+    /// Dynamic shared memory of the kernel: the ring.
+    pub const fn smem_bytes(&self) -> u32 {
+        self.stages * self.stage_bytes()
+    }
+    /// 16-byte chunks per operand row of a stage.
+    pub const fn chunks_per_row(&self) -> u32 {
+        self.bk / 8
+    }
+    /// Rows between one thread's successive copies: the block copies `threads` chunks at once.
+    pub const fn copy_row_stride(&self) -> u32 {
+        self.threads() / self.chunks_per_row()
+    }
+    /// 16-byte copies per thread per stage for `rows` rows of an operand (the last one only
+    /// for the threads whose row is below `rows`).
+    pub const fn copies(&self, rows: u32) -> u32 {
+        rows.div_ceil(self.copy_row_stride())
+    }
+    /// The constraints the kernel relies on: at most 8 copies per thread and operand, row
+    /// strides and warp row offsets that keep the swizzle pattern (multiples of 16 rows),
+    /// `bk` 32 or 64, an even number of n-tiles (B is loaded two n-tiles per `ldmatrix.x4`),
+    /// >= 2 stages.
+    pub const fn is_valid(&self) -> bool {
+        (self.bk == 32 || self.bk == 64)
+            && self.nt.is_multiple_of(2)
+            && self.stages >= 2
+            && self.threads().is_multiple_of(self.chunks_per_row())
+            && self.copy_row_stride().is_multiple_of(16)
+            && self.copies(self.bm()) <= 8
+            && self.copies(self.bn()) <= 8
+            && self.smem_bytes() <= 227 * 1024
+    }
+}
+
+/// The production tiling: 128 x 256 blocks of 8 warps of 64 x 64, k-steps of 32, a ring of
+/// 4 stages (96 KiB, 1 block per SM): the fastest of 11 tilings measured on the H200
+/// (BENCHMARKS.md), 128 x 256 x 64 x 3 stages within 0.3%.
+pub const GEMM: GemmShape =
+    GemmShape { name: "frb_resample_gemm", mt: 4, nt: 8, wr: 2, wc: 4, bk: 32, stages: 4 };
+
+const _: () = assert!(GEMM.is_valid());
+
 /// Warps (beams) per block of the W kernel.
 pub const WEIGHT_WARPS: u32 = 4;
 /// Largest 2M or 2N of the seed's cases (Table 2: M, N <= 24).
@@ -50,27 +118,38 @@ pub fn u_function(n: u32, q: u32, theta: f32) -> f32 {
     sum / n as f32
 }
 
-/// Shared-memory byte offset, within an operand tile, of lane `lane`'s `ldmatrix.x4` row for
-/// the 16 x 16 block at (`row0`, `k0`): lanes 0-15 rows `row0 ..+16` at `k0`, lanes 16-31
-/// the same rows at `k0 + 8` (A: registers a0..a3 of m16n8k16). For B stored `[beam][k]`
-/// the kernel passes `row0` = a pair of n-tiles and permutes lanes with [`b_ldmatrix_row`].
-pub const fn a_ldmatrix_offset(lane: u32, row0: u32, k0: u32) -> u32 {
-    (row0 + lane % 16) * SMEM_PITCH + 2 * (k0 + 8 * (lane / 16))
+/// Byte offset, within an operand tile of rows of `bk` halves (`2 bk` = 64 or 128 bytes), of
+/// the 16-byte chunk `chunk` (k / 8) of row `row`: the tile is cut into 128-byte lines (two
+/// rows of 64 bytes or one of 128) and chunk `c` of line `L` is stored at `c ^ (L % 8)`. The 8
+/// rows one `ldmatrix` phase reads (8 consecutive rows from a multiple of 8, one logical chunk)
+/// then hit 8 distinct chunk positions, i.e. all 32 banks once. Rows `R + r` with `R` a
+/// multiple of 16 sit at `R * 2 bk + swizzled(r, ..)`.
+pub const fn swizzled(row: u32, chunk: u32, bk: u32) -> u32 {
+    let linear = row * 2 * bk + 16 * chunk;
+    let line = linear / 128;
+    let c = (linear / 16) % 8;
+    128 * line + 16 * (c ^ (line % 8))
 }
 
-/// Shared-memory byte offset of lane `lane`'s `ldmatrix.x4` row for two n-tiles of B
-/// (`[beam][k]` rows) at beams `n0 .. n0 + 16`, k `k0 .. k0 + 16`: lanes 0-7 beams `n0 ..+8`
-/// at k0, 8-15 the same at k0 + 8, 16-23 beams `n0 + 8 ..` at k0, 24-31 at k0 + 8, so the
+/// Tile offset of lane `lane`'s `ldmatrix.x4` row for the A block at rows `0 .. 16` (plus a
+/// multiple of 16), k `16 ks .. +16`: lanes 0-15 rows 0..16 at k 16 ks, lanes 16-31 the same
+/// rows at 16 ks + 8 (registers a0..a3 of m16n8k16).
+pub const fn a_ldmatrix_offset(lane: u32, ks: u32, bk: u32) -> u32 {
+    swizzled(lane % 16, 2 * ks + lane / 16, bk)
+}
+
+/// Tile offset of lane `lane`'s `ldmatrix.x4` row for two n-tiles of B (`[beam][k]` rows) at
+/// beams `0 .. 16` (plus a multiple of 16), k `16 ks .. +16`: lanes 0-7 beams 0..8 at 16 ks,
+/// 8-15 the same at 16 ks + 8, 16-23 beams 8..16 at 16 ks, 24-31 at 16 ks + 8, so the
 /// registers are b0, b1 of the first n-tile, then b0, b1 of the second.
-pub const fn b_ldmatrix_offset(lane: u32, n0: u32, k0: u32) -> u32 {
-    (n0 + lane % 8 + 8 * (lane / 16)) * SMEM_PITCH + 2 * (k0 + 8 * ((lane / 8) % 2))
+pub const fn b_ldmatrix_offset(lane: u32, ks: u32, bk: u32) -> u32 {
+    swizzled(lane % 8 + 8 * (lane / 16), 2 * ks + (lane / 8) % 2, bk)
 }
 
-/// The 16-byte chunk that copy `m` (0 or 1) of thread `thread` moves into an operand tile:
-/// (row, chunk within the row's 64 bytes).
-pub const fn copy_chunk(thread: u32, m: u32) -> (u32, u32) {
-    let i = thread + GEMM_THREADS * m;
-    (i / 4, i % 4)
+/// The chunk thread `thread` copies first into an operand tile: (row, chunk); its copy `j`
+/// is `copy_row_stride() * j` rows further.
+pub const fn copy_chunk(shape: &GemmShape, thread: u32) -> (u32, u32) {
+    (thread / shape.chunks_per_row(), thread % shape.chunks_per_row())
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -82,21 +161,211 @@ mod device {
     use crate::intrinsics::*;
     use crate::mma::mma_m16n8k16_f16_f32;
 
-    /// Copies the stage of k-step `k0` of one operand (rows `row0 ..+128` of a `[rows][k]`
-    /// f16 matrix with `rows` rows) into `buffer`; rows past the end are zero-filled.
+    /// `cp.async.wait_group (S - 2)`: stage `step + 1` has landed once at most `S - 2` of the
+    /// groups committed after it are pending.
     #[inline(always)]
-    unsafe fn copy_tile(src: *const u16, rows: u32, k: u32, row0: u32, k0: u32, buffer: u32) {
-        unroll!(m in [0, 1] {
-            let (r, c) = copy_chunk(thread_idx_x(), m as u32);
-            let inside = row0 + r < rows;
-            let at = if inside { (row0 + r) as u64 * k as u64 + (k0 + 8 * c) as u64 } else { 0 };
-            cp_async_16(buffer + r * SMEM_PITCH + 16 * c, src.add(at as usize) as *const u8, if inside { 16 } else { 0 });
+    fn wait_ring<const S: u32>() {
+        match S {
+            2 => cp_async_wait_group::<0>(),
+            3 => cp_async_wait_group::<1>(),
+            4 => cp_async_wait_group::<2>(),
+            5 => cp_async_wait_group::<3>(),
+            6 => cp_async_wait_group::<4>(),
+            _ => cp_async_wait_all(),
+        }
+    }
+
+    /// `J = I W` for channel `blockIdx.z` with the tiling given by the const parameters (see
+    /// [`GemmShape`]). Grid: x = tbar tiles (fastest, so the blocks sharing a W tile are
+    /// resident together and W is read from DRAM once), y = beam tiles, z = channels;
+    /// `shape.threads()` threads and `shape.smem_bytes()` of dynamic shared memory. `k` = 4MN,
+    /// a multiple of `BK`.
+    #[inline(always)]
+    unsafe fn gemm<
+        const MT: usize,
+        const NT: usize,
+        const WR: u32,
+        const WC: u32,
+        const BK: u32,
+        const S: u32,
+    >(
+        intensity: *const u16,
+        weights: *const u16,
+        out: *mut u16,
+        times: u32,
+        beams: u32,
+        k: u32,
+    ) {
+        let shape = GemmShape { name: "", mt: MT as u32, nt: NT as u32, wr: WR, wc: WC, bk: BK, stages: S };
+        let (bm, bn, row_bytes, stage_bytes) =
+            (shape.bm(), shape.bn(), shape.row_bytes(), shape.stage_bytes());
+        let ks_per_stage = BK / 16;
+        let channel = block_idx_z();
+        let (row0, col0) = (bm * block_idx_x(), bn * block_idx_y());
+        let a = intensity.add(channel as usize * times as usize * k as usize);
+        let b = weights.add(channel as usize * beams as usize * k as usize);
+        let smem = dynamic_shared();
+        let (warp, lane) = (warp_id(), lane_id());
+        let (warp_row, warp_col) = (16 * MT as u32 * (warp / WC), 8 * NT as u32 * (warp % WC));
+        // Warps with no row or no beam inside the matrix only copy and wait (the last tbar
+        // tile of full CHORD holds 21 of 128 rows: one warp row idle). Also running only the
+        // m-tiles with rows inside made every case 5-13% slower on the H200 (BENCHMARKS.md).
+        let active = row0 + warp_row < times && col0 + warp_col < beams;
+
+        // This thread's chunk `c` of rows `r + rs j` of each operand, at the same swizzled
+        // place in every stage.
+        let (r, c) = copy_chunk(&shape, thread_idx_x());
+        let rs = shape.copy_row_stride();
+        let (copies_a, copies_b) = (shape.copies(bm), shape.copies(bn));
+        let dst = swizzled(r, c, BK);
+        let (rows_a, rows_b) = (times.saturating_sub(row0 + r), beams.saturating_sub(col0 + r));
+        // Past the edge these point outside the arrays; they are only read when inside.
+        let src_a = a.wrapping_add((row0 + r) as usize * k as usize + 8 * c as usize);
+        let src_b = b.wrapping_add((col0 + r) as usize * k as usize + 8 * c as usize);
+        let row_step = rs as usize * k as usize;
+        let copy_stage = |step: u32, slot: u32| {
+            let k0 = (step * BK) as usize;
+            let base = smem + slot * stage_bytes + dst;
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (j as u32) < copies_a && (bm % rs == 0 || r + rs * (j as u32) < bm) {
+                    let inside = rs * (j as u32) < rows_a;
+                    let at = if inside { j * row_step + k0 } else { 0 };
+                    cp_async_16(base + rs * j as u32 * row_bytes, src_a.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
+                }
+            });
+            let base = base + bm * row_bytes;
+            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (j as u32) < copies_b && (bn % rs == 0 || r + rs * (j as u32) < bn) {
+                    let inside = rs * (j as u32) < rows_b;
+                    let at = if inside { j * row_step + k0 } else { 0 };
+                    cp_async_16(base + rs * j as u32 * row_bytes, src_b.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
+                }
+            });
+        };
+
+        // Fragments of k sub-step `ks` of the stage in `slot`, for the first `mts` m-tiles.
+        let a_warp = smem + warp_row * row_bytes;
+        let b_warp = smem + (bm + warp_col) * row_bytes;
+        let load = |slot: u32, ks: u32, mts: usize, fa: &mut [[u32; 4]; MT], fb: &mut [[u32; 2]; NT]| {
+            let s = slot * stage_bytes;
+            let a_at = a_warp + s + a_ldmatrix_offset(lane, ks, BK);
+            unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if mt < mts {
+                    fa[mt] = ldmatrix_x4(a_at + 16 * mt as u32 * row_bytes);
+                }
+            });
+            let b_at = b_warp + s + b_ldmatrix_offset(lane, ks, BK);
+            unroll!(pair in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if 2 * pair < NT {
+                    let x = ldmatrix_x4(b_at + 16 * pair as u32 * row_bytes);
+                    fb[2 * pair] = [x[0], x[1]];
+                    fb[2 * pair + 1] = [x[2], x[3]];
+                }
+            });
+        };
+
+        let steps = k / BK;
+        unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if (s as u32) + 1 < S {
+                if (s as u32) < steps {
+                    copy_stage(s as u32, s as u32);
+                }
+                cp_async_commit();
+            }
+        });
+        wait_ring::<S>();
+        sync_threads();
+
+        // The k loop, written out for warps using `$mts` m-tiles (0: idle, no fragments and
+        // no MMAs), so that none carries a branch per sub-step.
+        macro_rules! main_loop {
+            ($mts:expr) => {{
+                let mts: usize = $mts;
+                let mut acc = [[[0.0f32; 4]; NT]; MT];
+                let mut fa = [[[0u32; 4]; MT]; 2];
+                let mut fb = [[[0u32; 2]; NT]; 2];
+                if mts > 0 {
+                    load(0, 0, mts, &mut fa[0], &mut fb[0]);
+                }
+                let (mut read, mut write) = (0, S - 1);
+                let mut step = 0;
+                while step < steps {
+                    unroll!(ks in [0, 1, 2, 3] {
+                        if (ks as u32) < ks_per_stage {
+                            // The next sub-step's fragments: from this stage, or (last
+                            // sub-step) from the next one, which the barrier below made visible.
+                            let next = (ks + 1) % ks_per_stage as usize;
+                            if mts > 0 {
+                                load(read, next as u32, mts, &mut fa[(ks + 1) % 2], &mut fb[(ks + 1) % 2]);
+                            }
+                            if ks == 0 {
+                                // Into the slot read in the previous step: every warp finished
+                                // reading it before that step's barrier.
+                                if step + S - 1 < steps {
+                                    copy_stage(step + S - 1, write);
+                                }
+                                cp_async_commit();
+                            }
+                            if ks as u32 + 2 == ks_per_stage {
+                                wait_ring::<S>();
+                                sync_threads();
+                                read = if read + 1 == S { 0 } else { read + 1 };
+                                write = if write + 1 == S { 0 } else { write + 1 };
+                            }
+                            if mts > 0 {
+                                unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                    if mt < mts {
+                                        unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                            if nt < NT {
+                                                acc[mt][nt] = mma_m16n8k16_f16_f32(fa[ks % 2][mt], fb[ks % 2][nt], acc[mt][nt]);
+                                            }
+                                        });
+                                    }
+                                });
+                            }
+                        }
+                    });
+                    step += 1;
+                }
+                acc
+            }};
+        }
+        let acc = if !active { main_loop!(0) } else { main_loop!(MT) };
+        cp_async_wait_all();
+        if !active {
+            return;
+        }
+
+        // C fragment: c0 c1 = (row g, columns 2c, 2c + 1), c2 c3 = row g + 8.
+        let (g, c) = (lane / 4, lane % 4);
+        let j = out.add(channel as usize * times as usize * beams as usize);
+        unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if mt < MT {
+                unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if nt < NT {
+                        unroll!(h in [0, 1] {
+                            let row = row0 + warp_row + 16 * mt as u32 + g + 8 * h as u32;
+                            let col = col0 + warp_col + 8 * nt as u32 + 2 * c;
+                            if row < times && col < beams {
+                                let pair = f32x2_to_f16x2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+                                let at = row as usize * beams as usize + col as usize;
+                                if beams % 2 == 0 {
+                                    *(j.add(at) as *mut u32) = pair;
+                                } else {
+                                    *j.add(at) = pair as u16;
+                                    if col + 1 < beams {
+                                        *j.add(at + 1) = (pair >> 16) as u16;
+                                    }
+                                }
+                            }
+                        });
+                    }
+                });
+            }
         });
     }
 
-    /// `J = I W` for channel `blockIdx.z`; see the module comment. Grid: x = beam tiles,
-    /// y = tbar tiles, z = channels; [`GEMM_THREADS`] threads, [`GEMM_SMEM_BYTES`] of dynamic
-    /// shared memory. `k` = 4MN, a multiple of [`K_STEP`].
+    /// `J = I W` with the [`GEMM`] tiling; see `gemm`.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn frb_resample_gemm(
         intensity: *const u16,
@@ -106,77 +375,10 @@ mod device {
         beams: u32,
         k: u32,
     ) {
-        let channel = block_idx_z();
-        let (row0, col0) = (GEMM_TILE * block_idx_y(), GEMM_TILE * block_idx_x());
-        let a = intensity.add(channel as usize * times as usize * k as usize);
-        let b = weights.add(channel as usize * beams as usize * k as usize);
-        let smem = dynamic_shared();
-        let tile = |stage: u32, operand: u32| smem + (2 * stage + operand) * SMEM_TILE_BYTES;
-        let (warp, lane) = (warp_id(), lane_id());
-        let (warp_row, warp_col) = (64 * (warp / 4), 32 * (warp % 4));
-
-        let mut acc = [[[0.0f32; 4]; 4]; 4];
-        let steps = k / K_STEP;
-        copy_tile(a, times, k, row0, 0, tile(0, 0));
-        copy_tile(b, beams, k, col0, 0, tile(0, 1));
-        cp_async_commit();
-        let mut step = 0;
-        while step < steps {
-            let stage = step & 1;
-            if step + 1 < steps {
-                // The other stage was last read before the previous iteration's barrier.
-                copy_tile(a, times, k, row0, K_STEP * (step + 1), tile(stage ^ 1, 0));
-                copy_tile(b, beams, k, col0, K_STEP * (step + 1), tile(stage ^ 1, 1));
-            }
-            cp_async_commit();
-            cp_async_wait_group::<1>();
-            sync_threads();
-            unroll!(ks in [0, 1] {
-                let k0 = 16 * ks as u32;
-                let mut fa = [[0u32; 4]; 4];
-                unroll!(mt in [0, 1, 2, 3] {
-                    fa[mt] = ldmatrix_x4(tile(stage, 0) + a_ldmatrix_offset(lane, warp_row + 16 * mt as u32, k0));
-                });
-                let mut fb = [[0u32; 2]; 4];
-                unroll!(pair in [0, 1] {
-                    let r = ldmatrix_x4(tile(stage, 1) + b_ldmatrix_offset(lane, warp_col + 16 * pair as u32, k0));
-                    fb[2 * pair] = [r[0], r[1]];
-                    fb[2 * pair + 1] = [r[2], r[3]];
-                });
-                unroll!(mt in [0, 1, 2, 3] {
-                    unroll!(nt in [0, 1, 2, 3] {
-                        acc[mt][nt] = mma_m16n8k16_f16_f32(fa[mt], fb[nt], acc[mt][nt]);
-                    });
-                });
-            });
-            sync_threads();
-            step += 1;
-        }
-        cp_async_wait_all();
-
-        // C fragment: c0 c1 = (row g, columns 2c, 2c + 1), c2 c3 = row g + 8.
-        let (g, c) = (lane / 4, lane % 4);
-        let j = out.add(channel as usize * times as usize * beams as usize);
-        unroll!(mt in [0, 1, 2, 3] {
-            unroll!(nt in [0, 1, 2, 3] {
-                unroll!(h in [0, 1] {
-                    let row = row0 + warp_row + 16 * mt as u32 + g + 8 * h as u32;
-                    let col = col0 + warp_col + 8 * nt as u32 + 2 * c;
-                    if row < times && col < beams {
-                        let pair = f32x2_to_f16x2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
-                        let at = row as usize * beams as usize + col as usize;
-                        if beams % 2 == 0 {
-                            *(j.add(at) as *mut u32) = pair;
-                        } else {
-                            *j.add(at) = pair as u16;
-                            if col + 1 < beams {
-                                *j.add(at + 1) = (pair >> 16) as u16;
-                            }
-                        }
-                    }
-                });
-            });
-        });
+        const G: GemmShape = GEMM;
+        gemm::<{ G.mt as usize }, { G.nt as usize }, { G.wr }, { G.wc }, { G.bk }, { G.stages }>(
+            intensity, weights, out, times, beams, k,
+        )
     }
 
     /// W for one beam per warp: `W[f][beta][2N p + q] = U^M_p(theta) U^N_q(theta')` as f16.
@@ -217,6 +419,98 @@ mod device {
             let value = f32x2_to_f16x2(u * from(uq, q), u * from(uq, q + 1));
             *(w.add(rho as usize) as *mut u32) = value;
             pair += 32;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bank::is_conflict_free;
+
+    /// The production tiling and, for the layout functions' generality, k-steps of 64.
+    const TILINGS: [GemmShape; 2] = [GEMM, GemmShape { bk: 64, stages: 3, ..GEMM }];
+
+    #[test]
+    fn swizzle_is_a_bijection_onto_the_tile() {
+        for shape in TILINGS {
+            let rows = shape.bm().max(shape.bn());
+            let mut seen = [false; 256 * 8];
+            for row in 0..rows {
+                for chunk in 0..shape.chunks_per_row() {
+                    let at = swizzled(row, chunk, shape.bk);
+                    assert!(at.is_multiple_of(16) && at < rows * shape.row_bytes());
+                    assert!(!core::mem::replace(&mut seen[(at / 16) as usize], true), "{shape:?}");
+                    // The additive form the kernel uses for rows R + r, R a multiple of 16.
+                    let (big, small) = (row / 16 * 16, row % 16);
+                    assert_eq!(at, big * shape.row_bytes() + swizzled(small, chunk, shape.bk));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ldmatrix_reads_are_conflict_free() {
+        for shape in TILINGS {
+            for ks in 0..shape.bk / 16 {
+                for tile in 0..shape.bm().max(shape.bn()) / 16 {
+                    let base = 16 * tile * shape.row_bytes();
+                    let a: [u32; 32] =
+                        core::array::from_fn(|l| base + a_ldmatrix_offset(l as u32, ks, shape.bk));
+                    let b: [u32; 32] =
+                        core::array::from_fn(|l| base + b_ldmatrix_offset(l as u32, ks, shape.bk));
+                    assert!(is_conflict_free(&a, 16), "{shape:?} A ks {ks} tile {tile}");
+                    assert!(is_conflict_free(&b, 16), "{shape:?} B ks {ks} tile {tile}");
+                }
+            }
+        }
+    }
+
+    /// The rows and k each lane's `ldmatrix` address names are the m16n8k16 A and B layouts.
+    #[test]
+    fn ldmatrix_rows_are_the_fragment_rows() {
+        for bk in [32, 64] {
+            for ks in 0..bk / 16 {
+                for lane in 0..32 {
+                    let a = a_ldmatrix_offset(lane, ks, bk);
+                    let b = b_ldmatrix_offset(lane, ks, bk);
+                    // Matrix i of the x4 is addressed by lanes 8i..8i+8, row lane % 8.
+                    let (i, r) = (lane / 8, lane % 8);
+                    // A: a0 rows 0-7 k 0-7, a1 rows 8-15, a2 rows 0-7 k 8-15, a3 rows 8-15.
+                    assert_eq!(a, swizzled(r + 8 * (i % 2), 2 * ks + i / 2, bk));
+                    // B: b0 b1 (k 0-7, 8-15) of beams 0-7, then of beams 8-15.
+                    assert_eq!(b, swizzled(r + 8 * (i / 2), 2 * ks + i % 2, bk));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn copies_cover_each_stage_once_without_conflicts() {
+        for shape in TILINGS {
+            for rows in [shape.bm(), shape.bn()] {
+                let mut seen = [0u32; 256 * 8];
+                for j in 0..shape.copies(rows) {
+                    for warp in 0..shape.threads() / 32 {
+                        let at: [u32; 32] = core::array::from_fn(|l| {
+                            let (r, c) = copy_chunk(&shape, 32 * warp + l as u32);
+                            swizzled(r, c, shape.bk) + shape.copy_row_stride() * j * shape.row_bytes()
+                        });
+                        assert!(is_conflict_free(&at, 16), "{shape:?} copy {j} warp {warp}");
+                        for (l, &a) in at.iter().enumerate() {
+                            // The chunk lands where ldmatrix looks for its (row, chunk).
+                            let (r, c) = copy_chunk(&shape, 32 * warp + l as u32);
+                            if r + shape.copy_row_stride() * j >= rows {
+                                continue; // the kernel skips this copy
+                            }
+                            assert_eq!(a, swizzled(r + shape.copy_row_stride() * j, c, shape.bk));
+                            seen[(a / 16) as usize] += 1;
+                        }
+                    }
+                }
+                let chunks = (rows * shape.chunks_per_row()) as usize;
+                assert!(seen[..chunks].iter().all(|&n| n == 1), "{shape:?}");
+            }
         }
     }
 }

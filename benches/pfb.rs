@@ -56,40 +56,7 @@ fn main() {
         group.bench_function(&label, |b| {
             b.iter_custom(|iters| common::event_time(&gpu, iters, || ch.run().expect("run")))
         });
-        let want = ch.output().download().expect("the launches ran");
-        // Sweep of compiled FIR variants (name, batch, staging slots, window-ring taps) and
-        // spectra per thread (0: the heuristic), and of the post kernels: each must give the
-        // same bytes; its median is printed.
-        let (b_fir, _, b_post) = ch.kernel_bytes();
-        let line = |what: String, bytes: u64, ms: f64, same: bool| {
-            let gbps = bytes as f64 / ms / 1e6;
-            println!(
-                "sweep n={channels} {what}: {ms:.3} ms {gbps:.0} GB/s {:.1}% {}",
-                copy.map_or(0.0, |c| 100.0 * gbps / c),
-                if same { "identical" } else { "OUTPUT DIFFERS" }
-            );
-        };
-        for (name, batch, stages, ring) in [
-            ("pfb_fir_t16", 4, 4, 16),
-            ("pfb_fir_t16_b4_s8", 4, 8, 16),
-            ("pfb_fir_t16_b8_s4", 8, 4, 16),
-            ("pfb_fir_t16_b2_s8", 2, 8, 16),
-            ("pfb_fir_t16_regs", 4, 4, 0),
-        ] {
-            for per_thread in [0, 128, 256] {
-                ch.use_fir_variant(name, batch, stages, ring, per_thread).expect("variant");
-                ch.run().expect("variant run");
-                let same = ch.output().download().expect("variant output") == want;
-                let ms = median_ms(&gpu, REPS, || ch.run_fir().expect("fir"));
-                line(format!("FIR {name} per_thread {per_thread}"), b_fir, ms, same);
-            }
-        }
-        ch.use_fir_variant("pfb_fir_t16", 4, 4, 16, 0).expect("production FIR");
-        ch.use_post_variant("pfb_post_ci8_regs", 0).expect("variant");
-        ch.run().expect("variant run");
-        let same = ch.output().download().expect("variant output") == want;
-        let ms = median_ms(&gpu, REPS, || ch.run_post().expect("post"));
-        line("post pfb_post_ci8_regs".into(), b_post, ms, same);
+        ch.output().download().expect("the launches ran");
         rows.push((label, samples, ch.kernel_bytes(), config.output_bytes() as u64, [all, fir, fft, post]));
     }
     group.finish();

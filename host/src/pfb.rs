@@ -561,12 +561,7 @@ pub struct Channelizer<'g> {
     config: ChannelizerConfig,
     models: [DelayModel; 2],
     fir: CudaFunction,
-    /// The FIR kernel's batch, staging slots, window-ring taps (0: window in registers) and
-    /// spectra per thread (0: `fir_spectra_per_thread`).
-    fir_shape: (u32, u32, u32, u32),
     post: CudaFunction,
-    /// Dynamic shared memory of the post kernel (its scratch; 0 for the register variant).
-    post_shared: u32,
     fft: FftPlan,
     weights: DeviceBuffer<f32>,
     gains: DeviceBuffer<[f32; 2]>,
@@ -627,14 +622,7 @@ impl<'g> Channelizer<'g> {
             gpu,
             models: [DelayModel::default(); 2],
             fir,
-            fir_shape: (
-                layout::fir_batch(layout::fir_variant(config.taps)),
-                layout::FIR_STAGES,
-                layout::fir_variant(config.taps),
-                0,
-            ),
             post,
-            post_shared: layout::POST_SHARED_BYTES,
             fft,
             weights: gpu.upload(&weights)?,
             gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * n])?,
@@ -843,21 +831,14 @@ impl<'g> Channelizer<'g> {
     pub fn run_fir(&mut self) -> Result<()> {
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
-        let (batch, stages, ring_taps, per_thread) = self.fir_shape;
-        let per_thread = match per_thread {
-            0 => layout::fir_spectra_per_thread(c.channels, c.taps, spectra, batch),
-            k => k.next_multiple_of(batch),
-        };
+        let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
         let width = layout::fir_block_width(c.channels);
         let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
         let cfg = LaunchConfig {
             // `width` divides n, so a block's threads share their spectra.
             grid_dim: ((threads / width as u64) as u32, 2, 1),
             block_dim: (width, 1, 1),
-            shared_mem_bytes: match ring_taps {
-                0 => layout::fir_shared_bytes(c.bits, width, batch, stages),
-                t => layout::fir_ring_shared_bytes(c.bits, width, t, batch, stages),
-            },
+            shared_mem_bytes: layout::fir_shared_bytes(c.bits, width, layout::fir_variant(c.taps)),
         };
         let mut launch = self.gpu.stream().launch_builder(&self.fir);
         launch
@@ -878,33 +859,6 @@ impl<'g> Channelizer<'g> {
         Ok(())
     }
 
-    /// Benchmark hook: runs the FIR with the compiled variant `name` (an entry point of
-    /// `radio_kernels_gpu::pfb`'s sweep, same taps) of batch `batch`, `stages` staging
-    /// slots, a window ring of `ring_taps` compiled taps (0: window in registers), and
-    /// `per_thread` spectra per thread (0: the heuristic; else rounded up to whole batches).
-    #[doc(hidden)]
-    pub fn use_fir_variant(
-        &mut self,
-        name: &'static str,
-        batch: u32,
-        stages: u32,
-        ring_taps: u32,
-        per_thread: u32,
-    ) -> Result<()> {
-        self.fir = self.gpu.function(name)?;
-        self.fir_shape = (batch, stages, ring_taps, per_thread);
-        Ok(())
-    }
-
-    /// Benchmark hook: runs the post-processing with the compiled variant `name` (an entry
-    /// point of `radio_kernels_gpu::pfb`'s sweep, same output format).
-    #[doc(hidden)]
-    pub fn use_post_variant(&mut self, name: &'static str, shared_bytes: u32) -> Result<()> {
-        self.post = self.gpu.function(name)?;
-        self.post_shared = shared_bytes;
-        Ok(())
-    }
-
     /// The cuFFT C2C launch alone (for timing).
     pub fn run_fft(&mut self) -> Result<()> {
         self.fft.forward(self.gpu, &mut self.fir_out, &mut self.fft_out)
@@ -920,7 +874,7 @@ impl<'g> Channelizer<'g> {
         let cfg = LaunchConfig {
             grid_dim: (threads.div_ceil(THREADS as u64) as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: self.post_shared,
+            shared_mem_bytes: layout::POST_SHARED_BYTES,
         };
         let mut launch = self.gpu.stream().launch_builder(&self.post);
         launch
@@ -1146,17 +1100,17 @@ mod tests {
             [(64u32, 1u32, 8u32), (1024, 16, 65536), (32768, 16, 2048), (65536, 32, 8), (4096, 3, 16)]
         {
             let batch = layout::fir_batch(layout::fir_variant(taps));
-            let k = layout::fir_spectra_per_thread(n, taps, spectra, batch);
+            let k = layout::fir_spectra_per_thread(n, taps, spectra);
             assert!(k >= batch && k.is_multiple_of(batch), "n {n} T {taps}: {k} spectra per thread");
-            // 4T spectra (8T outputs) per thread, rounded up to whole batches, unless that
+            // 16T spectra (32T outputs) per thread, rounded up to whole batches, unless that
             // leaves fewer than 2^17 threads.
             let by_threads = ((n as u64 * spectra as u64) >> 17) as u32;
-            if by_threads >= 4 * taps {
-                assert_eq!(k, (4 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
+            if by_threads >= 16 * taps {
+                assert_eq!(k, (16 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
             } else {
                 assert_eq!(k, by_threads.max(1).div_ceil(batch) * batch, "n {n} T {taps}");
             }
-            assert!(k < 4 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
+            assert!(k < 16 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
         }
         assert_eq!(layout::fir_variant(3), 4);
         assert_eq!(layout::fir_variant(17), 32);

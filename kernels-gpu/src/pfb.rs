@@ -8,7 +8,7 @@
 //! `fine` the residual delay in samples, `Q` = round half to even, saturate to [-127, 127]
 //! (int8) or [-7, 7] (int4).
 //!
-//! Three kernels (seed sec. 3.4-3.6 and 4): the FIR ([`fir_kernel`] names) writes `z[q] =
+//! Three kernels (seed sec. 3.4-3.6 and 4): the FIR ([`fir_kernel_name`]) writes `z[q] =
 //! g[2q] + j g[2q+1]` already "unzipped" (sec. 4.2, factor [`UNZIP`] = 4): `z[4 q1 + q2]` goes
 //! to row q2, column q1 of a `4 x n/4` matrix ([`fft_index`]), so cuFFT runs `n/4`-point C2C
 //! transforms on contiguous rows. The post-processing kernel finishes the transform: twiddles
@@ -64,7 +64,7 @@ pub const SPECTRA_PER_POST_THREAD: u32 = 4;
 pub const fn fir_batch(variant_taps: u32) -> u32 {
     match variant_taps {
         32.. => 4,
-        16.. => 4,
+        16.. => 8,
         _ => 8,
     }
 }
@@ -87,9 +87,8 @@ pub const fn fir_variant(taps: u32) -> u32 {
 
 /// Register caps (`.maxnreg`, applied by the root `build.rs`): the staged FIR needs no
 /// registers for loads in flight or the window, so five blocks of 128 threads fit an SM at 88
-/// (16 taps; 96 for the 8-slot variant, which spills 4 bytes at 88). No spills on sm_80/86/90.
-pub const REGISTER_LIMITS: [(&str, u32); 4] =
-    [("pfb_fir_t16", 88), ("pfb_fir_t16_b4_s8", 96), ("pfb_fir_t16_b8_s4", 88), ("pfb_fir_t16_b2_s8", 88)];
+/// (16 taps). No spills on sm_80/86/90.
+pub const REGISTER_LIMITS: [(&str, u32); 1] = [("pfb_fir_t16", 88)];
 
 pub const fn fir_kernel_name(variant_taps: u32) -> &'static str {
     match variant_taps {
@@ -109,12 +108,14 @@ pub const fn post_kernel_name(int4: bool) -> &'static str {
     }
 }
 
-/// Spectra per FIR thread (seed sec. 3.4): each thread computes at least 8T real outputs (4T
-/// spectra of its two columns) unless that leaves fewer than 2^17 threads; then rounded up to
-/// whole batches of `batch` ([`fir_batch`]), so only a delay step or the end of the launch
-/// leaves the staged path.
-pub const fn fir_spectra_per_thread(channels: u32, taps: u32, spectra: u32, batch: u32) -> u32 {
-    let by_outputs = 4 * taps;
+/// Spectra per FIR thread (seed sec. 3.4, tuned on the H200): each thread computes at least
+/// 32T real outputs (16T spectra of its two columns; the seed's 8T left the staged kernel 8%
+/// slower: more window reloads and block prologues) unless that leaves fewer than 2^17
+/// threads; then rounded up to whole batches ([`fir_batch`]), so only a delay step or the
+/// end of the launch leaves the staged path.
+pub const fn fir_spectra_per_thread(channels: u32, taps: u32, spectra: u32) -> u32 {
+    let batch = fir_batch(fir_variant(taps));
+    let by_outputs = 16 * taps;
     let by_threads = (channels as u64 * spectra as u64 / (1 << 17)) as u32;
     let k = if by_threads < by_outputs { by_threads } else { by_outputs };
     let k = if k == 0 { 1 } else { k };
@@ -147,19 +148,16 @@ pub const fn fir_row_chunks(bits: u32, width: u32) -> u32 {
     ((127 + 2 * (width - 1) * bits) / 32 + 2).div_ceil(4)
 }
 
-/// Dynamic shared memory of a FIR block's staged rows: `stages` slots of `batch` rows.
-pub const fn fir_shared_bytes(bits: u32, width: u32, batch: u32, stages: u32) -> u32 {
-    stages * batch * 16 * fir_row_chunks(bits, width)
-}
-
 /// Bytes from one row of a FIR thread's window ring to the next: one f32 pair per thread of a
 /// full block, rows thread-fastest, so a warp's 8-byte accesses are conflict-free.
 pub const FIR_RING_ROW: u32 = 8 * THREADS;
 
-/// Dynamic shared memory of a ring FIR block ([`fir_shared_bytes`] plus the window ring of
-/// `variant_taps + batch - 1` rows).
-pub const fn fir_ring_shared_bytes(bits: u32, width: u32, variant_taps: u32, batch: u32, stages: u32) -> u32 {
-    fir_shared_bytes(bits, width, batch, stages) + (variant_taps + batch - 1) * FIR_RING_ROW
+/// Dynamic shared memory of a FIR block of `width` pairs and `variant_taps` compiled taps:
+/// [`FIR_STAGES`] slots of [`fir_batch`] staged rows, then the window ring of
+/// `variant_taps + batch - 1` rows.
+pub const fn fir_shared_bytes(bits: u32, width: u32, variant_taps: u32) -> u32 {
+    let batch = fir_batch(variant_taps);
+    FIR_STAGES * batch * 16 * fir_row_chunks(bits, width) + (variant_taps + batch - 1) * FIR_RING_ROW
 }
 
 /// Shared-window byte address of the first word thread `t` reads from a staged row (row at
@@ -190,7 +188,7 @@ pub const fn post_scratch_word(c: u32, j: u32, t: u32) -> u32 {
     (c * SPECTRA_PER_POST_THREAD + j) * THREADS + t
 }
 
-/// Dynamic shared memory of a post block with the scratch (`SCRATCH` kernels).
+/// Dynamic shared memory of a post block: its threads' scratch ([`post_scratch_word`]).
 pub const POST_SHARED_BYTES: u32 = 4 * 8 * SPECTRA_PER_POST_THREAD * THREADS;
 
 /// Post threads per group of spectra: columns `0 ..= n/8`.
@@ -432,252 +430,20 @@ mod device {
     /// run. `offsets[pol][spectrum]`: first sample of the spectrum's window relative to the
     /// polarisation's input. `weights[t + 2n j]` (f32, `2n taps`).
     ///
-    /// The thread keeps its `2 TV` weights and a window of `TV + B - 1` unpacked sample pairs
-    /// in registers and slides it by B per batch. A batch of consecutive windows (no coarse-
-    /// delay step inside) needs B new rows, one per spectrum: the block copies them, packed,
-    /// for its whole tile into a shared-memory ring slot with `cp.async`, `S - 1` batches
-    /// ahead, so the bytes in flight take no registers (the register-window kernel this
-    /// replaces held 12 loads per thread in registers: 128 registers, latency-bound). A batch
-    /// that does not continue the previous one loads its `TV - 1` older pairs from global
-    /// memory; a batch with a delay step inside, or the ragged end, goes one spectrum at a
-    /// time, each pair read directly (its staged rows, if any, are not used).
+    /// The thread keeps its `2 TV` weights and 2B accumulators in registers; its window of
+    /// `TV + B - 1` unpacked sample pairs lives in its slice of a shared-memory ring
+    /// ([`FIR_RING_ROW`]), streamed tap-major per batch: one pair loaded, added into every
+    /// output of the batch it belongs to. A batch of consecutive windows (no coarse-delay step
+    /// inside) needs B new rows, one per spectrum: the block copies them, packed, for its
+    /// whole tile into a shared-memory slot with `cp.async`, `S - 1` batches ahead, so the
+    /// bytes in flight take no registers (the register-window kernel this replaced held 12
+    /// loads per thread in registers: 128 registers, latency-bound). A continuing batch writes
+    /// its B new pairs over the B oldest rows and moves the ring's head by B; a batch that
+    /// does not continue the previous one loads its `TV - 1` older pairs from global memory;
+    /// a batch with a delay step inside, or the ragged end, goes one spectrum at a time, each
+    /// window read directly (its staged rows, if any, are not used).
     #[inline(always)]
     unsafe fn fir<const TV: usize, const B: usize, const S: usize>(
-        inputs: [*const u32; 2],
-        offsets: *const u32,
-        weights: *const f32,
-        out: *mut [f32; 2],
-        channels: u32,
-        taps: u32,
-        spectra: u32,
-        per_thread: u32,
-        bits: u32,
-    ) {
-        let pol = block_idx_y();
-        let id = global_thread_x();
-        let tid = thread_idx_x();
-        let width = block_dim_x();
-        // n is a power of two: masks and shifts, so no division (and no divide-by-zero path).
-        let q = id & (channels - 1);
-        let q0 = q - tid;
-        let piece = id >> channels.trailing_zeros();
-        let first = piece * per_thread;
-        // Uniform across the block (its threads share `piece`), so the barriers below are.
-        if first >= spectra {
-            return;
-        }
-        let last = if first + per_thread < spectra { first + per_thread } else { spectra };
-        let input = if pol == 0 { inputs[0] } else { inputs[1] };
-        let offsets = offsets.add((pol * spectra) as usize);
-        let step = 2 * channels;
-        let pad = TV as u32 - taps;
-        let weight = |j: u32| -> [f32; 2] {
-            let [w0, w1] = ld_global_nc_v2(weights.add(((j - pad) * step + 2 * q) as usize) as *const u32);
-            [f32::from_bits(w0), f32::from_bits(w1)]
-        };
-        let mut w = [[0.0f32; 2]; TV];
-        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-            if j < TV && j as u32 >= pad {
-                w[j] = weight(j as u32);
-            }
-        });
-        let out = out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize);
-
-        let row_bytes = 16 * fir_row_chunks(bits, width);
-        let row_step = (channels * bits / 4) as usize; // bytes from one row to the next
-        let smem = dynamic_shared();
-        let batches = (last - first).div_ceil(B as u32);
-        // The first sample of batch m's first new row (its last spectrum's... first spectrum's
-        // last tap) for the block's first pair.
-        let row_sample = |s0: u32| s0 as u64 + 2 * q0 as u64 + (taps - 1) as u64 * step as u64;
-        // Whether batch k's windows are consecutive (all B offsets loaded at once, indices
-        // clamped to the run: one load latency, not B dependent ones).
-        let contiguous = |k: u32| -> bool {
-            let m = first + k * B as u32;
-            let s0 = *offsets.add(m as usize);
-            let mut ok = k < batches && m + B as u32 <= last;
-            unroll!(i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                if i < B {
-                    let at = if m + (i as u32) < last { m + i as u32 } else { last - 1 };
-                    ok &= *offsets.add(at as usize) == s0.wrapping_add(i as u32 * step);
-                }
-            });
-            ok
-        };
-        // Issues the copies of batch k's new rows into ring slot `slot` (one commit group per
-        // batch, empty when the batch is not staged, so the group count stays uniform);
-        // returns whether it staged them.
-        let stage = |k: u32, slot: u32| -> bool {
-            let m = first + k * B as u32;
-            let staged = k < batches && contiguous(k);
-            if staged {
-                let (chunk, _) = fir_row_start(row_sample(*offsets.add(m as usize)), bits);
-                let src = (input as *const u8).add(16 * chunk as usize);
-                let dst = smem + slot * B as u32 * row_bytes;
-                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    if i < B {
-                        let mut j = 16 * tid;
-                        while j < row_bytes {
-                            cp_async_16(dst + i as u32 * row_bytes + j, src.add(i * row_step + j as usize), 16);
-                            j += 16 * width;
-                        }
-                    }
-                });
-            }
-            cp_async_commit();
-            staged
-        };
-        // Bit `slot` set: the slot holds its batch's rows (the batch is contiguous).
-        let mut staged = 0u32;
-        unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if k + 1 < S {
-                staged |= (stage(k as u32, k as u32) as u32) << k;
-            }
-        });
-
-        // window[k]: the pair at (batch start) + 2q + 2n (k - pad).
-        let mut window = [[0.0f32; 2]; 48];
-        // Loads window[pad .. count] from global memory for the pair at sample `base`. Rows
-        // are 2n bits bits apart, a multiple of 32: one shift for all, and one pointer that
-        // steps by a row (addresses computed per pair, hoisted, took more registers than the
-        // window itself).
-        let row_words = (step * bits / 32) as usize;
-        // (The unrolled last step's pointer update is dead.)
-        #[allow(unused_assignments)]
-        let load_window = |window: &mut [[f32; 2]; 48], base: u64, count: usize| {
-            let bit = base * bits as u64;
-            let shift = (bit % 32) as u32;
-            let mut ptr = input.add((bit / 32) as usize);
-            unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                if j < count && j as u32 >= pad {
-                    let (a, b) = unpack_words(*ptr, *ptr.add(1), shift, bits);
-                    window[j] = [a as f32, b as f32];
-                    if j + 1 < count {
-                        ptr = ptr.add(row_words);
-                    }
-                }
-            });
-        };
-        let mut expected = u32::MAX; // first offset of a batch that continues the window
-        let mut k = 0;
-        let mut slot = 0;
-        while k < batches {
-            cp_async_wait_pending(S - 2);
-            sync_threads();
-            // The slot of batch k - 1, which every thread finished reading before the barrier.
-            let free = if slot == 0 { S as u32 - 1 } else { slot - 1 };
-            let ahead = stage(k + S as u32 - 1, free);
-            staged = (staged & !(1 << free)) | ((ahead as u32) << free);
-            let m = first + k * B as u32;
-            if staged & (1 << slot) != 0 {
-                let s0 = *offsets.add(m as usize);
-                let base = s0 as u64 + 2 * q as u64;
-                if s0 == expected {
-                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                        if j + 1 < TV {
-                            window[j] = window[j + B];
-                        }
-                    });
-                } else {
-                    load_window(&mut window, base, TV - 1);
-                }
-                let (_, offset) = fir_row_start(row_sample(s0), bits);
-                let rows = smem + slot * B as u32 * row_bytes;
-                let at = fir_row_word(0, offset, tid, bits);
-                let bit = ((offset + 2 * tid * bits) % 32) as u64;
-                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    if i < B {
-                        let row = rows + i as u32 * row_bytes + at;
-                        let (a, b) = unpack_pair_at(|x| ld_shared_u32(row + 4 * x as u32), bit, bits);
-                        window[TV - 1 + i] = [a as f32, b as f32];
-                    }
-                });
-                // Tap-major: each weight is read once per batch.
-                let mut acc = [[0.0f32; 2]; 16];
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                    if j < TV {
-                        let wj = w[j];
-                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                            if i < B {
-                                acc[i][0] = fma_rn_f32(wj[0], window[i + j][0], acc[i][0]);
-                                acc[i][1] = fma_rn_f32(wj[1], window[i + j][1], acc[i][1]);
-                            }
-                        });
-                    }
-                });
-                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    if i < B {
-                        *out.add((m as usize + i) * channels as usize) = acc[i];
-                    }
-                });
-                expected = s0.wrapping_add(B as u32 * step);
-            } else {
-                let mut mm = m;
-                while mm < last && mm < m + B as u32 {
-                    load_window(&mut window, *offsets.add(mm as usize) as u64 + 2 * q as u64, TV);
-                    let mut acc = [0.0f32; 2];
-                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                        if j < TV {
-                            let wj = w[j];
-                            acc[0] = fma_rn_f32(wj[0], window[j][0], acc[0]);
-                            acc[1] = fma_rn_f32(wj[1], window[j][1], acc[1]);
-                        }
-                    });
-                    *out.add(mm as usize * channels as usize) = acc;
-                    mm += 1;
-                }
-                expected = u32::MAX;
-            }
-            k += 1;
-            slot = if slot + 1 == S as u32 { 0 } else { slot + 1 };
-        }
-        // Only empty groups can be pending here; nothing to wait for.
-    }
-
-    macro_rules! fir_kernel {
-        ($name:ident, $tv:literal, $b:literal, $s:literal) => {
-            /// See the module documentation. 1-D blocks of `fir_block_width(n)` threads over
-            /// `channels * ceil(spectra / per_thread)` threads (x) and 2 polarisations (y);
-            /// `fir_shared_bytes(bits, width, B, S)` bytes of dynamic shared memory.
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(
-                input0: *const u32,
-                input1: *const u32,
-                offsets: *const u32,
-                weights: *const f32,
-                out: *mut [f32; 2],
-                channels: u32,
-                taps: u32,
-                spectra: u32,
-                per_thread: u32,
-                bits: u32,
-            ) {
-                fir::<$tv, $b, $s>(
-                    [input0, input1],
-                    offsets,
-                    weights,
-                    out,
-                    channels,
-                    taps,
-                    spectra,
-                    per_thread,
-                    bits,
-                );
-            }
-        };
-    }
-
-    // Sweep variant: the window in registers (the ring kernels keep it in shared memory).
-    fir_kernel!(pfb_fir_t16_regs, 16, 4, 4);
-
-    /// FIR body of the ring kernels: as [`fir`], but the window of unpacked pairs lives in
-    /// this thread's slice of a shared-memory ring of `TV + B - 1` rows
-    /// ([`fir_ring_address`]) instead of registers, and each batch streams it tap-major:
-    /// one pair loaded, added into every output of the batch it belongs to. Registers hold
-    /// the weights and 2B accumulators, so more warps fit an SM. A continuing batch writes its
-    /// B new pairs over the B oldest rows and moves the ring's head by B.
-    #[inline(always)]
-    unsafe fn fir_ring<const TV: usize, const B: usize, const S: usize>(
         inputs: [*const u32; 2],
         offsets: *const u32,
         weights: *const f32,
@@ -868,12 +634,12 @@ mod device {
         }
     }
 
-    macro_rules! fir_ring_kernel {
-        ($name:ident, $tv:literal, $b:literal, $s:literal) => {
-            /// See the module documentation and [`fir_ring`]. 1-D blocks of
-            /// `fir_block_width(n)` threads over `channels * ceil(spectra / per_thread)`
-            /// threads (x) and 2 polarisations (y); `fir_ring_shared_bytes(bits, width, TV, B,
-            /// S)` bytes of dynamic shared memory.
+    macro_rules! fir_kernel {
+        ($name:ident, $tv:literal) => {
+            /// See the module documentation and [`fir`]. 1-D blocks of `fir_block_width(n)`
+            /// threads over `channels * ceil(spectra / per_thread)` threads (x) and 2
+            /// polarisations (y); `fir_shared_bytes(bits, width, TV)` bytes of dynamic shared
+            /// memory.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 input0: *const u32,
@@ -887,7 +653,7 @@ mod device {
                 per_thread: u32,
                 bits: u32,
             ) {
-                fir_ring::<$tv, $b, $s>(
+                fir::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }>(
                     [input0, input1],
                     offsets,
                     weights,
@@ -902,16 +668,11 @@ mod device {
         };
     }
 
-    // Batch B = `fir_batch`, `FIR_STAGES` ring slots.
-    fir_ring_kernel!(pfb_fir_t1, 1, 8, 4);
-    fir_ring_kernel!(pfb_fir_t4, 4, 8, 4);
-    fir_ring_kernel!(pfb_fir_t8, 8, 8, 4);
-    fir_ring_kernel!(pfb_fir_t16, 16, 4, 4);
-    fir_ring_kernel!(pfb_fir_t32, 32, 4, 4);
-    // Sweep variants (batch, ring slots) of the 16-tap kernel, for the benchmark.
-    fir_ring_kernel!(pfb_fir_t16_b4_s8, 16, 4, 8);
-    fir_ring_kernel!(pfb_fir_t16_b8_s4, 16, 8, 4);
-    fir_ring_kernel!(pfb_fir_t16_b2_s8, 16, 2, 8);
+    fir_kernel!(pfb_fir_t1, 1);
+    fir_kernel!(pfb_fir_t4, 4);
+    fir_kernel!(pfb_fir_t8, 8);
+    fir_kernel!(pfb_fir_t16, 16);
+    fir_kernel!(pfb_fir_t32, 32);
 
     /// Post-processing body. Thread: column pair u (`0 ..= n/8`, fastest) and a group of
     /// `SPECTRA_PER_POST_THREAD` spectra. `fft[pol][spectrum][row][column]` (cuFFT output);
@@ -919,7 +680,7 @@ mod device {
     /// `rotation[pol][spectrum]` = (exp(j pi phase), exp(-j pi fine / 4)) ([`rotations`]);
     /// `saturated[heap][pol]`.
     #[inline(always)]
-    unsafe fn post<const INT4: bool, const SCRATCH: bool>(
+    unsafe fn post<const INT4: bool>(
         fft: *const [f32; 2],
         gains: *const [f32; 2],
         fine: *const f32,
@@ -943,18 +704,14 @@ mod device {
         let (_, w) = post_columns(u, channels);
         let (tw, e) = column_twiddles(u, channels);
         let (twm, em) = column_twiddles(w, channels);
-        // packed[c][j]: channel c's value of spectrum j of the group, both polarisations
-        // (int8: 4 bytes; int4: 2 bytes in the low half). The (spectrum, polarisation) pairs
-        // are one real loop (when unrolled, the compiler hoisted every load of the group and
-        // spilled; with the polarisations unrolled inside, both sets of FFT values and
-        // rotations were live at once: 165 registers), and a spectrum's values go to their
-        // slot by selects, which keeps `packed` in registers. SCRATCH: `packed` lives in
-        // this thread's words of shared memory instead ([`post_scratch_word`]; 40 registers
-        // fewer, so more warps per SM), each value stored as it is quantised.
-        let mut packed = [[0u32; G]; 8];
+        // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
+        // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
+        // thread's shared scratch, each value stored as it is quantised: in registers, with
+        // selects to place a spectrum's values, it took 40 registers more (127, four blocks
+        // per SM against seven). The (spectrum, polarisation) pairs are one real loop (when
+        // unrolled, the compiler hoisted every load of the group and spilled).
         let scratch = dynamic_shared();
         let tid = thread_idx_x();
-        let mut piece = [0u32; 8];
         // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each).
         let mut clipped = 0u32;
         let mut it = 0;
@@ -984,43 +741,25 @@ mod device {
                 if w != u {
                     clipped += (cm as u32) << (16 * p as u32);
                 }
-                if SCRATCH {
-                    let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
-                    if INT4 {
-                        st_shared_u8(at(v as u32), q as u8);
-                        st_shared_u8(at(4 + v as u32), qm as u8);
-                    } else {
-                        st_shared_u16(at(v as u32), q as u16);
-                        st_shared_u16(at(4 + v as u32), qm as u16);
-                    }
+                let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
+                if INT4 {
+                    st_shared_u8(at(v as u32), q as u8);
+                    st_shared_u8(at(4 + v as u32), qm as u8);
                 } else {
-                    piece[v] |= q << shift;
-                    piece[4 + v] |= qm << shift;
+                    st_shared_u16(at(v as u32), q as u16);
+                    st_shared_u16(at(4 + v as u32), qm as u16);
                 }
             });
-            if !SCRATCH {
-                let done = p == 1;
-                unroll!(j in [0, 1, 2, 3] {
-                    let here = done && s == j;
-                    unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        packed[c][j] = if here { piece[c] } else { packed[c][j] };
-                    });
-                });
-                unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    piece[c] = if done { 0 } else { piece[c] };
-                });
-            }
             it += 1;
         }
-        if SCRATCH {
-            // int4 wrote only the low two bytes of each word.
-            let mask = if INT4 { 0xffff } else { u32::MAX };
-            unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
-                unroll!(j in [0, 1, 2, 3] {
-                    packed[c][j] = ld_shared_u32(scratch + 4 * post_scratch_word(c as u32, j as u32, tid)) & mask;
-                });
+        // int4 wrote only the low two bytes of each word.
+        let mask = if INT4 { 0xffff } else { u32::MAX };
+        let mut packed = [[0u32; G]; 8];
+        unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
+            unroll!(j in [0, 1, 2, 3] {
+                packed[c][j] = ld_shared_u32(scratch + 4 * post_scratch_word(c as u32, j as u32, tid)) & mask;
             });
-        }
+        });
         let heap = s0 / spectra_per_heap;
         let s_in_heap = s0 % spectra_per_heap;
         unroll!(v in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -1048,9 +787,10 @@ mod device {
     }
 
     macro_rules! post_kernel {
-        ($name:ident, $int4:literal, $scratch:literal) => {
+        ($name:ident, $int4:literal) => {
             /// See the module documentation (int4 output when the name says ci4). 1-D blocks of
-            /// `THREADS` threads over `(n/8 + 1) * spectra / SPECTRA_PER_POST_THREAD` threads.
+            /// `THREADS` threads over `(n/8 + 1) * spectra / SPECTRA_PER_POST_THREAD` threads;
+            /// `POST_SHARED_BYTES` bytes of dynamic shared memory.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 fft: *const [f32; 2],
@@ -1063,7 +803,7 @@ mod device {
                 spectra: u32,
                 spectra_per_heap: u32,
             ) {
-                post::<$int4, $scratch>(
+                post::<$int4>(
                     fft,
                     gains,
                     fine,
@@ -1078,8 +818,6 @@ mod device {
         };
     }
 
-    post_kernel!(pfb_post_ci8, false, true);
-    // Sweep variant: `packed` in registers (no shared memory), for the benchmark.
-    post_kernel!(pfb_post_ci8_regs, false, false);
-    post_kernel!(pfb_post_ci4, true, true);
+    post_kernel!(pfb_post_ci8, false);
+    post_kernel!(pfb_post_ci4, true);
 }

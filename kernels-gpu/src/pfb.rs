@@ -706,51 +706,56 @@ mod device {
         let (twm, em) = column_twiddles(w, channels);
         // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
         // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
-        // thread's shared scratch, each value stored as it is quantised: in registers, with
-        // selects to place a spectrum's values, it took 40 registers more (127, four blocks
-        // per SM against seven). The (spectrum, polarisation) pairs are one real loop (when
-        // unrolled, the compiler hoisted every load of the group and spilled).
+        // thread's shared scratch, each value stored as it is quantised (packed in registers,
+        // with selects to place a spectrum's values, it took 165 registers). The spectra are a
+        // real loop (when unrolled, the compiler hoisted every load of the group and spilled);
+        // both polarisations of a spectrum go in one iteration (128 registers, four blocks per
+        // SM): on the H200 at n = 32768 that beat one (spectrum, polarisation) per iteration
+        // (72 registers, seven blocks) by 8% and a polarisation-outer loop with the gains
+        // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
+        // n = 1024 and 4096.
         let scratch = dynamic_shared();
         let tid = thread_idx_x();
         // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each).
         let mut clipped = 0u32;
-        let mut it = 0;
-        while it < 2 * G {
-            let (s, p) = (it / 2, it % 2);
+        let mut s = 0;
+        while s < G {
             let m = s0 as usize + s;
-            let base = fft.add((p * spectra as usize + m) * channels as usize);
-            let mut y = [[0.0f32; 2]; 4];
-            let mut ym = [[0.0f32; 2]; 4];
-            unroll!(r in [0, 1, 2, 3] {
-                y[r] = load_c32(base.add(r * a as usize + u as usize));
-                ym[r] = load_c32(base.add(r * a as usize + w as usize));
+            unroll!(p in [0, 1] {
+                let base = fft.add((p * spectra as usize + m) * channels as usize);
+                let mut y = [[0.0f32; 2]; 4];
+                let mut ym = [[0.0f32; 2]; 4];
+                unroll!(r in [0, 1, 2, 3] {
+                    y[r] = load_c32(base.add(r * a as usize + u as usize));
+                    ym[r] = load_c32(base.add(r * a as usize + w as usize));
+                });
+                let (x, xm) = post_pair(u, y, ym, &tw, &twm, e, em);
+                let at = p * spectra as usize + m;
+                let [fr, fi, sr, si] = *rotation.add(at);
+                let (rot, rotm) = rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
+                let gains = gains.add(p * channels as usize);
+                let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
+                unroll!(v in [0, 1, 2, 3] {
+                    let g = load_c32(gains.add((u + a * v as u32) as usize));
+                    let gm = load_c32(gains.add((w + a * v as u32) as usize));
+                    let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
+                    let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
+                    clipped += (c as u32) << (16 * p as u32);
+                    // The mirror column of u = 0 and u = n/8 is u itself: not counted twice.
+                    if w != u {
+                        clipped += (cm as u32) << (16 * p as u32);
+                    }
+                    let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
+                    if INT4 {
+                        st_shared_u8(at(v as u32), q as u8);
+                        st_shared_u8(at(4 + v as u32), qm as u8);
+                    } else {
+                        st_shared_u16(at(v as u32), q as u16);
+                        st_shared_u16(at(4 + v as u32), qm as u16);
+                    }
+                });
             });
-            let (x, xm) = post_pair(u, y, ym, &tw, &twm, e, em);
-            let at = p * spectra as usize + m;
-            let [fr, fi, sr, si] = *rotation.add(at);
-            let (rot, rotm) = rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
-            let gains = gains.add(p * channels as usize);
-            let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
-            unroll!(v in [0, 1, 2, 3] {
-                let g = load_c32(gains.add((u + a * v as u32) as usize));
-                let gm = load_c32(gains.add((w + a * v as u32) as usize));
-                let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
-                let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
-                clipped += (c as u32) << (16 * p as u32);
-                // The mirror column of u = 0 and u = n/8 is u itself: not counted twice.
-                if w != u {
-                    clipped += (cm as u32) << (16 * p as u32);
-                }
-                let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
-                if INT4 {
-                    st_shared_u8(at(v as u32), q as u8);
-                    st_shared_u8(at(4 + v as u32), qm as u8);
-                } else {
-                    st_shared_u16(at(v as u32), q as u16);
-                    st_shared_u16(at(4 + v as u32), qm as u16);
-                }
-            });
-            it += 1;
+            s += 1;
         }
         // int4 wrote only the low two bytes of each word.
         let mask = if INT4 { 0xffff } else { u32::MAX };

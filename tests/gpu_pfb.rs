@@ -1,10 +1,11 @@
 //! GPU tests of the PFB channelizer against the f64 CPU reference, on fresh random streams
 //! (seed printed) with random delay tracks, fringe phases, gains and lost packets: every output
-//! component within one LSB for every bit width, n in {64, 1024, 4096, 32768, 65536} and T in
-//! {1, 4, 16, 32}; saturation counts; lost-data flags against a sample-by-sample check; a
-//! chunked stream equal bit for bit to one long buffer; the phase of a delayed tone; the channel
-//! response against the transform of the weights (plot saved as a PNG); typed errors for bad
-//! input. Intermediate and output buffers are poisoned before every launch.
+//! component within one LSB for every bit width, n in {64, 1024, 4096, 32768, 65536}, T in
+//! {1, 4, 16, 32} and FIR threads running many batches; saturation counts; lost-data flags
+//! against a sample-by-sample check; a chunked stream equal bit for bit to one long buffer; the
+//! phase of a delayed tone; the channel response against the transform of the weights (plot
+//! saved as a PNG); typed errors for bad input. Intermediate and output buffers are poisoned
+//! before every launch.
 mod common;
 
 use common::*;
@@ -248,6 +249,25 @@ fn matches_the_reference_for_every_tap_count_and_int4_output() {
         };
         check_case(&gpu, &case, &mut rng);
     }
+}
+
+/// Long FIR runs: 32 spectra per thread (four batches), so continuing batches slide the
+/// window ring around its end, and the delay track steps inside some runs. The other cases
+/// give each FIR thread one batch.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn matches_the_reference_when_fir_threads_run_many_batches() {
+    let (gpu, mut rng) = (gpu(), rng());
+    let case = Case {
+        channels: 1024,
+        taps: 16,
+        bits: 10,
+        spectra_per_heap: 256,
+        heaps_per_chunk: 16,
+        output: OutputFormat::Ci8,
+        sigma: 50.0,
+    };
+    check_case(&gpu, &case, &mut rng);
 }
 
 #[test]

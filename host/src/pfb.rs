@@ -612,7 +612,10 @@ impl<'g> Channelizer<'g> {
         let post = gpu.function(layout::post_kernel_name(config.output == OutputFormat::Ci4))?;
         let spectra = config.spectra_per_chunk() as usize;
         let fft = FftPlan::new(gpu, config.channels / UNZIP, 2 * spectra as u32 * UNZIP)?;
-        let words = (config.capacity_samples() * config.bits as u64 / 32) as usize + 1;
+        // One word of padding for the pair unpacker, then whole 16-byte chunks plus 64 bytes for
+        // the FIR's staged rows (`fir_row_chunks` copies up to 28 bytes past the last word).
+        let words =
+            ((config.capacity_samples() * config.bits as u64 / 32) as usize + 1).next_multiple_of(4) + 16;
         let alloc_input = || gpu.alloc::<u32>(words, 0);
         let values = 2 * spectra * n;
         let mut ch = Channelizer {
@@ -829,11 +832,13 @@ impl<'g> Channelizer<'g> {
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
         let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
+        let width = layout::fir_block_width(c.channels);
         let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
         let cfg = LaunchConfig {
-            grid_dim: (threads.div_ceil(THREADS as u64) as u32, 2, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
+            // `width` divides n, so a block's threads share their spectra.
+            grid_dim: ((threads / width as u64) as u32, 2, 1),
+            block_dim: (width, 1, 1),
+            shared_mem_bytes: layout::fir_shared_bytes(c.bits, width, layout::fir_variant(c.taps)),
         };
         let mut launch = self.gpu.stream().launch_builder(&self.fir);
         launch
@@ -869,7 +874,7 @@ impl<'g> Channelizer<'g> {
         let cfg = LaunchConfig {
             grid_dim: (threads.div_ceil(THREADS as u64) as u32, 1, 1),
             block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
+            shared_mem_bytes: layout::POST_SHARED_BYTES,
         };
         let mut launch = self.gpu.stream().launch_builder(&self.post);
         launch
@@ -1094,22 +1099,80 @@ mod tests {
         for (n, taps, spectra) in
             [(64u32, 1u32, 8u32), (1024, 16, 65536), (32768, 16, 2048), (65536, 32, 8), (4096, 3, 16)]
         {
-            let k = layout::fir_spectra_per_thread(n, taps, spectra);
             let batch = layout::fir_batch(layout::fir_variant(taps));
+            let k = layout::fir_spectra_per_thread(n, taps, spectra);
             assert!(k >= batch && k.is_multiple_of(batch), "n {n} T {taps}: {k} spectra per thread");
-            // 4T spectra (8T outputs) per thread, rounded up to whole batches, unless that
+            // 16T spectra (32T outputs) per thread, rounded up to whole batches, unless that
             // leaves fewer than 2^17 threads.
             let by_threads = ((n as u64 * spectra as u64) >> 17) as u32;
-            if by_threads >= 4 * taps {
-                assert_eq!(k, (4 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
+            if by_threads >= 16 * taps {
+                assert_eq!(k, (16 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
             } else {
                 assert_eq!(k, by_threads.max(1).div_ceil(batch) * batch, "n {n} T {taps}");
             }
-            assert!(k < 4 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
+            assert!(k < 16 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
         }
         assert_eq!(layout::fir_variant(3), 4);
         assert_eq!(layout::fir_variant(17), 32);
         assert_eq!(layout::fir_kernel_name(layout::fir_variant(16)), "pfb_fir_t16");
+    }
+
+    /// The FIR's staged rows: copying whole 16-byte chunks from `fir_row_start` and reading
+    /// each thread's pair at `fir_row_word` gives the pair `unpack_pair` reads from the whole
+    /// stream, within `fir_row_chunks`, for every width, block width and bit offset; rows of
+    /// one batch share the offset; the warp's shared-memory reads are conflict-free.
+    #[test]
+    fn staged_fir_rows_unpack_like_the_stream_and_read_conflict_free() {
+        use radio_kernels_gpu::bank::is_conflict_free;
+        let mut rng = rng();
+        for bits in BITS {
+            let stream: Vec<u32> = (0..4096).map(|_| rng.random()).collect();
+            for width in [64u32, 128] {
+                let chunks = layout::fir_row_chunks(bits, width);
+                for start in (0..600u64).chain((0..50).map(|_| rng.random_range(600..2000u64))) {
+                    let (chunk, offset) = layout::fir_row_start(start, bits);
+                    assert!(offset < 128);
+                    let row: Vec<u32> = stream[4 * chunk as usize..][..4 * chunks as usize].to_vec();
+                    for t in 0..width {
+                        let at = layout::fir_row_word(0, offset, t, bits);
+                        let word = (at / 4) as usize;
+                        assert!(word + 1 < row.len(), "bits {bits} width {width} start {start} thread {t}");
+                        let bit = ((offset + 2 * t * bits) % 32) as u64;
+                        let got = layout::unpack_pair_at(|i| row[word + i], bit, bits);
+                        let want = layout::unpack_pair(|i| stream[i], start + 2 * t as u64, bits);
+                        assert_eq!(got, want, "bits {bits} width {width} start {start} thread {t}");
+                    }
+                    for warp in 0..width / 32 {
+                        for second in [0, 4] {
+                            let addresses: [u32; 32] = std::array::from_fn(|l| {
+                                layout::fir_row_word(0, offset, 32 * warp + l as u32, bits) + second
+                            });
+                            assert!(is_conflict_free(&addresses, 4), "bits {bits} offset {offset}");
+                        }
+                    }
+                }
+            }
+            for n in [64u32, 1024, 65536] {
+                let (c0, o0) = layout::fir_row_start(12345, bits);
+                let (c1, o1) = layout::fir_row_start(12345 + 2 * n as u64, bits);
+                assert_eq!(o0, o1, "next spectrum's row has the same offset");
+                assert_eq!(16 * (c1 - c0), (n * bits / 4) as u64, "and starts n bits / 4 bytes later");
+            }
+        }
+        // Window ring rows and the post scratch: one 8- or 4-byte word per lane, consecutive.
+        let ring: [u32; 32] = std::array::from_fn(|l| 5 * layout::FIR_RING_ROW + 8 * l as u32);
+        assert!(is_conflict_free(&ring, 8));
+        for c in 0..8 {
+            for j in 0..SPECTRA_PER_POST_THREAD {
+                let scratch: [u32; 32] =
+                    std::array::from_fn(|l| 4 * layout::post_scratch_word(c, j, 32 + l as u32));
+                assert!(is_conflict_free(&scratch, 4));
+            }
+        }
+        assert_eq!(
+            4 * layout::post_scratch_word(7, SPECTRA_PER_POST_THREAD - 1, THREADS - 1) + 4,
+            layout::POST_SHARED_BYTES
+        );
     }
 
     #[test]

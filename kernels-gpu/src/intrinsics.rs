@@ -652,3 +652,12 @@ pub unsafe fn ld_global_nc_v2(ptr: *const u32) -> [u32; 2] {
         options(readonly, nostack));
     [x, y]
 }
+
+/// `st.shared.u16` of two bytes to a 2-byte aligned shared-window address.
+///
+/// # Safety
+/// `address` must be 2-byte aligned and inside this block's shared memory.
+#[inline(always)]
+pub unsafe fn st_shared_u16(address: u32, value: u16) {
+    asm!("st.shared.u16 [{0}], {1};", in(reg32) address, in(reg16) value, options(nostack));
+}

@@ -8,7 +8,7 @@
 //! `fine` the residual delay in samples, `Q` = round half to even, saturate to [-127, 127]
 //! (int8) or [-7, 7] (int4).
 //!
-//! Three kernels (seed sec. 3.4-3.6 and 4): the FIR ([`fir_kernel`] names) writes `z[q] =
+//! Three kernels (seed sec. 3.4-3.6 and 4): the FIR ([`fir_kernel_name`]) writes `z[q] =
 //! g[2q] + j g[2q+1]` already "unzipped" (sec. 4.2, factor [`UNZIP`] = 4): `z[4 q1 + q2]` goes
 //! to row q2, column q1 of a `4 x n/4` matrix ([`fft_index`]), so cuFFT runs `n/4`-point C2C
 //! transforms on contiguous rows. The post-processing kernel finishes the transform: twiddles
@@ -25,9 +25,17 @@
 //! (int4: one byte per complex value, real in the low nibble, as `packing::pack_ci4`);
 //! saturation counts u32 `[heap][pol]` (a value counts when either component clipped).
 //!
-//! Why no shared-memory transpose (sec. 3.6): a post thread owns [`SPECTRA_PER_POST_THREAD`]
-//! consecutive spectra of its 8 channels, so the channel-major output leaves its registers as
-//! 16-byte pieces (8 for int4) per channel; the transpose happens in registers.
+//! FIR (sec. 3.4): a block is a tile of [`fir_block_width`] column pairs and a run of spectra;
+//! per batch of [`fir_batch`] spectra it copies the batch's new input rows, still packed, into
+//! a ring slot of shared memory with `cp.async` ([`FIR_STAGES`]` - 1` batches ahead, so the
+//! bytes in flight take no registers), each thread unpacks its pair of each new row
+//! ([`fir_row_start`], [`fir_row_word`]) into its slice of a window ring in shared memory
+//! ([`FIR_RING_ROW`]) and streams the window against its weights in registers.
+//!
+//! Why no shared-memory transpose across threads (sec. 3.6): a post thread owns
+//! [`SPECTRA_PER_POST_THREAD`] consecutive spectra of its 8 channels, so the channel-major
+//! output leaves as 16-byte pieces (8 for int4) per channel; the transpose happens in each
+//! thread's private shared-memory scratch ([`post_scratch_word`]).
 //! Coarse delay (sec. 3.3) is an index offset per spectrum and polarisation read by the FIR
 //! kernel; where it changes, the thread reloads its window instead of sliding it, so one
 //! launch serves any delay track.
@@ -51,15 +59,17 @@ pub const FIR_VARIANTS: [u32; 5] = [1, 4, 8, 16, 32];
 pub const THREADS: u32 = 128;
 /// Spectra one post-processing thread handles (so the heap size must be a multiple).
 pub const SPECTRA_PER_POST_THREAD: u32 = 4;
-/// Spectra a FIR thread computes together (its window holds `taps + batch - 1` sample pairs),
-/// by compiled tap count: as many as fit the register cap with the weights (16 taps: 12).
+/// Spectra a FIR thread computes together (a batch: one staging slot of new rows, one barrier;
+/// its window holds `taps + batch - 1` sample pairs), by compiled tap count.
 pub const fn fir_batch(variant_taps: u32) -> u32 {
     match variant_taps {
         32.. => 4,
-        16.. => 12,
-        _ => 16,
+        16.. => 8,
+        _ => 8,
     }
 }
+/// Ring slots of staged rows (batches): `FIR_STAGES - 1` batches load while one is read.
+pub const FIR_STAGES: u32 = 4;
 /// Input buffers are u32 words; every launch's sample base is a multiple of this.
 pub const SAMPLE_GRANULE: u32 = 32;
 
@@ -75,10 +85,10 @@ pub const fn fir_variant(taps: u32) -> u32 {
     MAX_TAPS
 }
 
-/// Register caps (`.maxnreg`, applied by the root `build.rs`): without them ptxas gives the
-/// FIR's window reload more registers than occupancy can afford (16 taps: four blocks of 128
-/// threads per SM instead of two; no spills on sm_80/86/90).
-pub const REGISTER_LIMITS: [(&str, u32); 2] = [("pfb_fir_t16", 128), ("pfb_fir_t8", 96)];
+/// Register caps (`.maxnreg`, applied by the root `build.rs`): the staged FIR needs no
+/// registers for loads in flight or the window, so five blocks of 128 threads fit an SM at 88
+/// (16 taps). No spills on sm_80/86/90.
+pub const REGISTER_LIMITS: [(&str, u32); 1] = [("pfb_fir_t16", 88)];
 
 pub const fn fir_kernel_name(variant_taps: u32) -> &'static str {
     match variant_taps {
@@ -98,17 +108,62 @@ pub const fn post_kernel_name(int4: bool) -> &'static str {
     }
 }
 
-/// Spectra per FIR thread (seed sec. 3.4): each thread computes at least 8T real outputs (4T
-/// spectra of its two columns) unless that leaves fewer than 2^17 threads; then rounded up to
-/// whole batches ([`fir_batch`]), so only a delay step or the end of the launch leaves the
-/// batched path.
+/// Spectra per FIR thread (seed sec. 3.4, tuned on the H200): each thread computes at least
+/// 32T real outputs (16T spectra of its two columns; the seed's 8T left the staged kernel 8%
+/// slower: more window reloads and block prologues) unless that leaves fewer than 2^17
+/// threads; then rounded up to whole batches ([`fir_batch`]), so only a delay step or the
+/// end of the launch leaves the staged path.
 pub const fn fir_spectra_per_thread(channels: u32, taps: u32, spectra: u32) -> u32 {
-    let by_outputs = 4 * taps;
+    let batch = fir_batch(fir_variant(taps));
+    let by_outputs = 16 * taps;
     let by_threads = (channels as u64 * spectra as u64 / (1 << 17)) as u32;
     let k = if by_threads < by_outputs { by_threads } else { by_outputs };
     let k = if k == 0 { 1 } else { k };
-    let batch = fir_batch(fir_variant(taps));
     k.div_ceil(batch) * batch
+}
+
+/// Column pairs of one FIR block (its threads): a tile of `min(n, THREADS)` pairs, so all
+/// threads of a block share their spectra, their delay steps and their barriers.
+pub const fn fir_block_width(channels: u32) -> u32 {
+    if channels < THREADS {
+        channels
+    } else {
+        THREADS
+    }
+}
+
+/// Where a staged FIR row whose first sample is `sample` starts: the 16-byte chunk holding
+/// that sample's first bit, and the bit's offset in the chunk. A row of the next spectrum is
+/// `2n bits` bits = `n bits / 4` bytes later, a multiple of 16 for n >= 64, so every row of
+/// a batch has the same offset.
+pub const fn fir_row_start(sample: u64, bits: u32) -> (u64, u32) {
+    let bit = sample * bits as u64;
+    (bit / 128, (bit % 128) as u32)
+}
+
+/// 16-byte chunks of one staged row of a block of `width` pairs: from the first pair's chunk
+/// through the word after the last pair's first word ([`unpack_pair_at`] reads two words),
+/// at the worst offset (127).
+pub const fn fir_row_chunks(bits: u32, width: u32) -> u32 {
+    ((127 + 2 * (width - 1) * bits) / 32 + 2).div_ceil(4)
+}
+
+/// Bytes from one row of a FIR thread's window ring to the next: one f32 pair per thread of a
+/// full block, rows thread-fastest, so a warp's 8-byte accesses are conflict-free.
+pub const FIR_RING_ROW: u32 = 8 * THREADS;
+
+/// Dynamic shared memory of a FIR block of `width` pairs and `variant_taps` compiled taps:
+/// [`FIR_STAGES`] slots of [`fir_batch`] staged rows, then the window ring of
+/// `variant_taps + batch - 1` rows.
+pub const fn fir_shared_bytes(bits: u32, width: u32, variant_taps: u32) -> u32 {
+    let batch = fir_batch(variant_taps);
+    FIR_STAGES * batch * 16 * fir_row_chunks(bits, width) + (variant_taps + batch - 1) * FIR_RING_ROW
+}
+
+/// Shared-window byte address of the first word thread `t` reads from a staged row (row at
+/// `row`, first bit at `offset`): words of one warp are consecutive, so conflict-free.
+pub const fn fir_row_word(row: u32, offset: u32, t: u32, bits: u32) -> u32 {
+    row + 4 * ((offset + 2 * t * bits) / 32)
 }
 
 /// Position of `z[q]` (complex) of one spectrum in the unzipped FFT input: row `q % 4`,
@@ -124,6 +179,17 @@ pub const fn post_columns(u: u32, channels: u32) -> (u32, u32) {
     let a = channels / UNZIP;
     (u, (a - u) % a)
 }
+
+/// Word of post thread `t`'s shared scratch holding output channel slot `c` (0..8: columns u
+/// and w, rows 0..4) of spectrum `j` of its group (both polarisations, as `packed`):
+/// thread-fastest, so a warp's 2-byte (int8) or 1-byte (int4) stores and its word loads
+/// touch 32 consecutive words, conflict-free.
+pub const fn post_scratch_word(c: u32, j: u32, t: u32) -> u32 {
+    (c * SPECTRA_PER_POST_THREAD + j) * THREADS + t
+}
+
+/// Dynamic shared memory of a post block: its threads' scratch ([`post_scratch_word`]).
+pub const POST_SHARED_BYTES: u32 = 4 * 8 * SPECTRA_PER_POST_THREAD * THREADS;
 
 /// Post threads per group of spectra: columns `0 ..= n/8`.
 pub const fn post_threads_per_group(channels: u32) -> u32 {
@@ -149,15 +215,22 @@ pub const fn output_index(
 /// carry one word of padding.
 #[inline(always)]
 pub fn unpack_pair(word: impl Fn(usize) -> u32, sample: u64, bits: u32) -> (i32, i32) {
-    let bit = sample * bits as u64;
+    unpack_pair_at(word, sample * bits as u64, bits)
+}
+
+/// As [`unpack_pair`], for the pair whose first bit is `bit` of the stream `word` returns.
+#[inline(always)]
+pub fn unpack_pair_at(word: impl Fn(usize) -> u32, bit: u64, bits: u32) -> (i32, i32) {
     let w = (bit / 32) as usize;
-    let shift = (bit % 32) as u32;
-    let hi = word(w).swap_bytes() as u64;
-    let lo = word(w + 1).swap_bytes() as u64;
-    let v = ((hi << 32) | lo) << shift;
-    let first = (v as i64 >> (64 - bits)) as i32;
-    let second = ((v << bits) as i64 >> (64 - bits)) as i32;
-    (first, second)
+    unpack_words(word(w), word(w + 1), (bit % 32) as u32, bits)
+}
+
+/// The pair whose first bit is bit `shift` (< 32) of the word `first`, followed by `second`
+/// (both little-endian, as loaded).
+#[inline(always)]
+pub fn unpack_words(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i32) {
+    let v = (((first.swap_bytes() as u64) << 32) | second.swap_bytes() as u64) << shift;
+    ((v as i64 >> (64 - bits)) as i32, ((v << bits) as i64 >> (64 - bits)) as i32)
 }
 
 // -------------------------------------------------------------------------------------------
@@ -335,28 +408,42 @@ mod device {
         [f32::from_bits(re), f32::from_bits(im)]
     }
 
-    /// Loads the pair of samples at `sample` (relative to `input`).
+    /// Waits until at most `pending` of this thread's copy groups are in flight
+    /// (`pending` is a constant after inlining).
     #[inline(always)]
-    unsafe fn load_pair(input: *const u32, sample: u64, bits: u32) -> [f32; 2] {
-        let (a, b) = unpack_pair(|i| *input.add(i), sample, bits);
-        [a as f32, b as f32]
+    fn cp_async_wait_pending(pending: usize) {
+        match pending {
+            0 => cp_async_wait_group::<0>(),
+            1 => cp_async_wait_group::<1>(),
+            2 => cp_async_wait_group::<2>(),
+            3 => cp_async_wait_group::<3>(),
+            4 => cp_async_wait_group::<4>(),
+            5 => cp_async_wait_group::<5>(),
+            _ => cp_async_wait_group::<6>(),
+        }
     }
 
-    /// FIR body with `TV` compiled taps (the first `TV - taps` slots have zero weights).
+    /// FIR body with `TV` compiled taps (the first `TV - taps` slots have zero weights),
+    /// batches of `B` spectra and a ring of `S` batches of staged rows.
     /// Thread: column pair q (`g[2q], g[2q+1]`), a run of `per_thread` spectra of one
-    /// polarisation (grid y). `offsets[pol][spectrum]`: first sample of the spectrum's window
-    /// relative to the polarisation's input. `weights[t + 2n j]` (f32, `2n taps`).
+    /// polarisation (grid y); a block is `fir_block_width` consecutive pairs with the same
+    /// run. `offsets[pol][spectrum]`: first sample of the spectrum's window relative to the
+    /// polarisation's input. `weights[t + 2n j]` (f32, `2n taps`).
     ///
-    /// Spectra go in batches of B = [`fir_batch`] with consecutive windows (the common case: no
-    /// coarse-delay step inside the batch). The thread keeps its `2 TV` weights and `TV + B - 1`
-    /// sample pairs in registers: the batch loads its B new pairs at once (independent loads
-    /// in flight, which a one-spectrum-at-a-time loop lacked: that kernel was latency-bound),
-    /// then computes its B outputs and shifts the window once per batch, not per spectrum.
-    /// A batch that continues the previous one keeps its `TV - 1` older pairs; one that does
-    /// not (first batch, a delay step just before it) loads all. A batch with a delay step
-    /// inside, or the ragged end, goes one spectrum at a time, each read directly.
+    /// The thread keeps its `2 TV` weights and 2B accumulators in registers; its window of
+    /// `TV + B - 1` unpacked sample pairs lives in its slice of a shared-memory ring
+    /// ([`FIR_RING_ROW`]), streamed tap-major per batch: one pair loaded, added into every
+    /// output of the batch it belongs to. A batch of consecutive windows (no coarse-delay step
+    /// inside) needs B new rows, one per spectrum: the block copies them, packed, for its
+    /// whole tile into a shared-memory slot with `cp.async`, `S - 1` batches ahead, so the
+    /// bytes in flight take no registers (the register-window kernel this replaced held 12
+    /// loads per thread in registers: 128 registers, latency-bound). A continuing batch writes
+    /// its B new pairs over the B oldest rows and moves the ring's head by B; a batch that
+    /// does not continue the previous one loads its `TV - 1` older pairs from global memory;
+    /// a batch with a delay step inside, or the ragged end, goes one spectrum at a time, each
+    /// window read directly (its staged rows, if any, are not used).
     #[inline(always)]
-    unsafe fn fir<const TV: usize>(
+    unsafe fn fir<const TV: usize, const B: usize, const S: usize>(
         inputs: [*const u32; 2],
         offsets: *const u32,
         weights: *const f32,
@@ -369,10 +456,13 @@ mod device {
     ) {
         let pol = block_idx_y();
         let id = global_thread_x();
-        // n is a power of two: masks and shifts, so no division (and no divide-by-zero path).
+        let tid = thread_idx_x();
+        let width = block_dim_x();
         let q = id & (channels - 1);
+        let q0 = q - tid;
         let piece = id >> channels.trailing_zeros();
         let first = piece * per_thread;
+        // Uniform across the block (its threads share `piece`), so the barriers below are.
         if first >= spectra {
             return;
         }
@@ -381,88 +471,175 @@ mod device {
         let offsets = offsets.add((pol * spectra) as usize);
         let step = 2 * channels;
         let pad = TV as u32 - taps;
-        let b = fir_batch(TV as u32) as usize;
-        let weight = |j: u32| -> [f32; 2] {
-            let [w0, w1] = ld_global_nc_v2(weights.add(((j - pad) * step + 2 * q) as usize) as *const u32);
-            [f32::from_bits(w0), f32::from_bits(w1)]
-        };
         let mut w = [[0.0f32; 2]; TV];
         unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
             if j < TV && j as u32 >= pad {
-                w[j] = weight(j as u32);
+                let at = ((j as u32 - pad) * step + 2 * q) as usize;
+                let [w0, w1] = ld_global_nc_v2(weights.add(at) as *const u32);
+                w[j] = [f32::from_bits(w0), f32::from_bits(w1)];
             }
         });
         let out = out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize);
-        // window[k]: the pair at (batch start) + 2q + 2n (k - pad).
-        let mut window = [[0.0f32; 2]; 48];
-        let mut expected = u32::MAX; // first offset of a batch that continues the window
-        let mut m = first;
-        while m < last {
+
+        let row_bytes = 16 * fir_row_chunks(bits, width);
+        let row_step = (channels * bits / 4) as usize; // bytes from one row to the next
+        let smem = dynamic_shared();
+        let rows_r = (TV + B - 1) as u32;
+        let ring = smem + S as u32 * B as u32 * row_bytes + 8 * tid;
+        let ring_end = ring + rows_r * FIR_RING_ROW;
+        // Address of window pair k for a head at `head` (an address in the ring).
+        let slot_of = |head: u32, k: usize| -> u32 {
+            let a = head + k as u32 * FIR_RING_ROW;
+            if a >= ring_end {
+                a - rows_r * FIR_RING_ROW
+            } else {
+                a
+            }
+        };
+        let batches = (last - first).div_ceil(B as u32);
+        let row_sample = |s0: u32| s0 as u64 + 2 * q0 as u64 + (taps - 1) as u64 * step as u64;
+        let contiguous = |k: u32| -> bool {
+            let m = first + k * B as u32;
             let s0 = *offsets.add(m as usize);
-            let mut contiguous = m + b as u32 <= last;
+            let mut ok = m + B as u32 <= last;
             unroll!(i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                if i < b && contiguous {
-                    contiguous = *offsets.add(m as usize + i) == s0.wrapping_add(i as u32 * step);
+                if i < B {
+                    let at = if m + (i as u32) < last { m + i as u32 } else { last - 1 };
+                    ok &= *offsets.add(at as usize) == s0.wrapping_add(i as u32 * step);
                 }
             });
-            if contiguous {
-                let base = s0 as u64 + 2 * q as u64;
-                if s0 == expected {
-                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                        if k + 1 < TV {
-                            window[k] = window[k + b];
-                        }
-                    });
-                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                        if i < b {
-                            let k = TV - 1 + i;
-                            window[k] = load_pair(input, base + (k as u32 - pad) as u64 * step as u64, bits);
-                        }
-                    });
-                } else {
-                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47] {
-                        if k + 1 < TV + b && k as u32 >= pad {
-                            window[k] = load_pair(input, base + (k as u32 - pad) as u64 * step as u64, bits);
-                        }
-                    });
-                }
-                // One spectrum at a time against the weights in registers: two accumulators
-                // live, not 2B.
+            ok
+        };
+        let stage = |k: u32, slot: u32| -> bool {
+            let m = first + k * B as u32;
+            let staged = k < batches && contiguous(k);
+            if staged {
+                let (chunk, _) = fir_row_start(row_sample(*offsets.add(m as usize)), bits);
+                let src = (input as *const u8).add(16 * chunk as usize);
+                let dst = smem + slot * B as u32 * row_bytes;
                 unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                    if i < b {
-                        let mut acc = [0.0f32; 2];
-                        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                            if j < TV {
-                                acc[0] = fma_rn_f32(w[j][0], window[i + j][0], acc[0]);
-                                acc[1] = fma_rn_f32(w[j][1], window[i + j][1], acc[1]);
+                    if i < B {
+                        let mut j = 16 * tid;
+                        while j < row_bytes {
+                            cp_async_16(dst + i as u32 * row_bytes + j, src.add(i * row_step + j as usize), 16);
+                            j += 16 * width;
+                        }
+                    }
+                });
+            }
+            cp_async_commit();
+            staged
+        };
+        let mut staged = 0u32;
+        unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if k + 1 < S {
+                staged |= (stage(k as u32, k as u32) as u32) << k;
+            }
+        });
+        // Stores window[pad .. count] (pair at sample `base` + 2n (k - pad)) from global memory.
+        let row_words = (step * bits / 32) as usize;
+        // A real loop (its trip count depends on `taps`): unrolled, the compiler issued every
+        // load at once and the rare path set the register count of the whole kernel.
+        let load_window = |head: u32, base: u64, count: usize| {
+            let bit = base * bits as u64;
+            let shift = (bit % 32) as u32;
+            let mut ptr = input.add((bit / 32) as usize);
+            let mut j = pad as usize;
+            while j < count {
+                let (a, b) = unpack_words(*ptr, *ptr.add(1), shift, bits);
+                st_shared_v2(slot_of(head, j), [(a as f32).to_bits(), (b as f32).to_bits()]);
+                ptr = ptr.add(row_words);
+                j += 1;
+            }
+        };
+        let pair = |address: u32| -> [f32; 2] {
+            let [a, b] = ld_shared_v2(address);
+            [f32::from_bits(a), f32::from_bits(b)]
+        };
+        // Rows before `pad` are never written: zero them once (their weights are zero, but
+        // stale shared memory could hold a NaN pattern).
+        unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47] {
+            if k < TV + B - 1 {
+                st_shared_v2(ring + k as u32 * FIR_RING_ROW, [0, 0]);
+            }
+        });
+        let mut head = ring;
+        let mut expected = u32::MAX;
+        let mut k = 0;
+        let mut slot = 0;
+        while k < batches {
+            cp_async_wait_pending(S - 2);
+            sync_threads();
+            let free = if slot == 0 { S as u32 - 1 } else { slot - 1 };
+            let ahead = stage(k + S as u32 - 1, free);
+            staged = (staged & !(1 << free)) | ((ahead as u32) << free);
+            let m = first + k * B as u32;
+            if staged & (1 << slot) != 0 {
+                let s0 = *offsets.add(m as usize);
+                if s0 == expected {
+                    head = slot_of(head, B);
+                } else {
+                    load_window(head, s0 as u64 + 2 * q as u64, TV - 1);
+                }
+                let (_, offset) = fir_row_start(row_sample(s0), bits);
+                let rows = smem + slot * B as u32 * row_bytes;
+                let at = fir_row_word(0, offset, tid, bits);
+                let bit = ((offset + 2 * tid * bits) % 32) as u64;
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if i < B {
+                        let row = rows + i as u32 * row_bytes + at;
+                        let (a, b) = unpack_pair_at(|x| ld_shared_u32(row + 4 * x as u32), bit, bits);
+                        st_shared_v2(slot_of(head, TV - 1 + i), [(a as f32).to_bits(), (b as f32).to_bits()]);
+                    }
+                });
+                // Tap-major over the window: pair k feeds output i with weight k - i. The
+                // order of the sum for each output is still taps ascending.
+                let mut acc = [[0.0f32; 2]; 16];
+                unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47] {
+                    if kk < TV + B - 1 && kk as u32 >= pad {
+                        let x = pair(slot_of(head, kk));
+                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                            if i < B && kk >= i && kk - i < TV {
+                                acc[i][0] = fma_rn_f32(w[kk - i][0], x[0], acc[i][0]);
+                                acc[i][1] = fma_rn_f32(w[kk - i][1], x[1], acc[i][1]);
                             }
                         });
-                        *out.add((m as usize + i) * channels as usize) = acc;
                     }
                 });
-                expected = s0.wrapping_add(b as u32 * step);
-                m += b as u32;
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if i < B {
+                        *out.add((m as usize + i) * channels as usize) = acc[i];
+                    }
+                });
+                expected = s0.wrapping_add(B as u32 * step);
             } else {
-                let base = s0 as u64 + 2 * q as u64;
-                let mut acc = [0.0f32; 2];
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                    if j < TV && j as u32 >= pad {
-                        let x = load_pair(input, base + (j as u32 - pad) as u64 * step as u64, bits);
-                        acc[0] = fma_rn_f32(w[j][0], x[0], acc[0]);
-                        acc[1] = fma_rn_f32(w[j][1], x[1], acc[1]);
-                    }
-                });
-                *out.add(m as usize * channels as usize) = acc;
+                let mut mm = m;
+                while mm < last && mm < m + B as u32 {
+                    load_window(head, *offsets.add(mm as usize) as u64 + 2 * q as u64, TV);
+                    let mut acc = [0.0f32; 2];
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                        if j < TV && j as u32 >= pad {
+                            let x = pair(slot_of(head, j));
+                            acc[0] = fma_rn_f32(w[j][0], x[0], acc[0]);
+                            acc[1] = fma_rn_f32(w[j][1], x[1], acc[1]);
+                        }
+                    });
+                    *out.add(mm as usize * channels as usize) = acc;
+                    mm += 1;
+                }
                 expected = u32::MAX;
-                m += 1;
             }
+            k += 1;
+            slot = if slot + 1 == S as u32 { 0 } else { slot + 1 };
         }
     }
 
     macro_rules! fir_kernel {
         ($name:ident, $tv:literal) => {
-            /// See the module documentation. 1-D blocks of `THREADS` threads over
-            /// `channels * ceil(spectra / per_thread)` threads (x) and 2 polarisations (y).
+            /// See the module documentation and [`fir`]. 1-D blocks of `fir_block_width(n)`
+            /// threads over `channels * ceil(spectra / per_thread)` threads (x) and 2
+            /// polarisations (y); `fir_shared_bytes(bits, width, TV)` bytes of dynamic shared
+            /// memory.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 input0: *const u32,
@@ -476,7 +653,7 @@ mod device {
                 per_thread: u32,
                 bits: u32,
             ) {
-                fir::<$tv>(
+                fir::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }>(
                     [input0, input1],
                     offsets,
                     weights,
@@ -527,16 +704,23 @@ mod device {
         let (_, w) = post_columns(u, channels);
         let (tw, e) = column_twiddles(u, channels);
         let (twm, em) = column_twiddles(w, channels);
-        // packed[c][j]: channel c's value of spectrum j of the group, both polarisations
-        // (int8: 4 bytes; int4: 2 bytes in the low half). The spectra are a real loop (when
-        // unrolled, the compiler hoisted every load of the group and spilled), and a spectrum's
-        // values go to their slot by selects, which keeps `packed` in registers.
-        let mut packed = [[0u32; G]; 8];
-        let mut clipped = [0u32; 2];
+        // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
+        // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
+        // thread's shared scratch, each value stored as it is quantised (packed in registers,
+        // with selects to place a spectrum's values, it took 165 registers). The spectra are a
+        // real loop (when unrolled, the compiler hoisted every load of the group and spilled);
+        // both polarisations of a spectrum go in one iteration (128 registers, four blocks per
+        // SM): on the H200 at n = 32768 that beat one (spectrum, polarisation) per iteration
+        // (72 registers, seven blocks) by 8% and a polarisation-outer loop with the gains
+        // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
+        // n = 1024 and 4096.
+        let scratch = dynamic_shared();
+        let tid = thread_idx_x();
+        // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each).
+        let mut clipped = 0u32;
         let mut s = 0;
         while s < G {
             let m = s0 as usize + s;
-            let mut piece = [0u32; 8];
             unroll!(p in [0, 1] {
                 let base = fft.add((p * spectra as usize + m) * channels as usize);
                 let mut y = [[0.0f32; 2]; 4];
@@ -550,29 +734,37 @@ mod device {
                 let [fr, fi, sr, si] = *rotation.add(at);
                 let (rot, rotm) = rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
                 let gains = gains.add(p * channels as usize);
+                let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
                 unroll!(v in [0, 1, 2, 3] {
                     let g = load_c32(gains.add((u + a * v as u32) as usize));
                     let gm = load_c32(gains.add((w + a * v as u32) as usize));
                     let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
                     let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
-                    clipped[p] += c as u32;
+                    clipped += (c as u32) << (16 * p as u32);
                     // The mirror column of u = 0 and u = n/8 is u itself: not counted twice.
                     if w != u {
-                        clipped[p] += cm as u32;
+                        clipped += (cm as u32) << (16 * p as u32);
                     }
-                    let shift = if INT4 { 8 * p } else { 16 * p };
-                    piece[v] |= q << shift;
-                    piece[4 + v] |= qm << shift;
-                });
-            });
-            unroll!(j in [0, 1, 2, 3] {
-                let here = s == j;
-                unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    packed[c][j] = if here { piece[c] } else { packed[c][j] };
+                    let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
+                    if INT4 {
+                        st_shared_u8(at(v as u32), q as u8);
+                        st_shared_u8(at(4 + v as u32), qm as u8);
+                    } else {
+                        st_shared_u16(at(v as u32), q as u16);
+                        st_shared_u16(at(4 + v as u32), qm as u16);
+                    }
                 });
             });
             s += 1;
         }
+        // int4 wrote only the low two bytes of each word.
+        let mask = if INT4 { 0xffff } else { u32::MAX };
+        let mut packed = [[0u32; G]; 8];
+        unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
+            unroll!(j in [0, 1, 2, 3] {
+                packed[c][j] = ld_shared_u32(scratch + 4 * post_scratch_word(c as u32, j as u32, tid)) & mask;
+            });
+        });
         let heap = s0 / spectra_per_heap;
         let s_in_heap = s0 % spectra_per_heap;
         unroll!(v in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -592,8 +784,9 @@ mod device {
             }
         });
         unroll!(p in [0, 1] {
-            if clipped[p] != 0 {
-                red_add_u32(saturated.add((heap * 2) as usize + p), clipped[p]);
+            let count = (clipped >> (16 * p)) & 0xffff;
+            if count != 0 {
+                red_add_u32(saturated.add((heap * 2) as usize + p), count);
             }
         });
     }
@@ -601,7 +794,8 @@ mod device {
     macro_rules! post_kernel {
         ($name:ident, $int4:literal) => {
             /// See the module documentation (int4 output when the name says ci4). 1-D blocks of
-            /// `THREADS` threads over `(n/8 + 1) * spectra / SPECTRA_PER_POST_THREAD` threads.
+            /// `THREADS` threads over `(n/8 + 1) * spectra / SPECTRA_PER_POST_THREAD` threads;
+            /// `POST_SHARED_BYTES` bytes of dynamic shared memory.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 fft: *const [f32; 2],

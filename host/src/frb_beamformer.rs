@@ -1027,20 +1027,24 @@ mod tests {
         }
     }
 
+    /// The f16 pairs of a register image as f64 values, in image order.
+    fn f16_image_values(words: &[u32]) -> Vec<f64> {
+        words
+            .iter()
+            .flat_map(|&w| {
+                let (lo, hi) = unpack_f16x2(w);
+                [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
+            })
+            .collect()
+    }
+
     /// With f16 Gammas and f16 rounding at each stage the error stays well inside the bound
     /// the GPU tests use (and is far from zero, so the rounding model is on).
     #[test]
     fn f16_model_is_within_the_bound() {
         let mut rng = StdRng::seed_from_u64(4);
         for n in FFT_SIZES {
-            let image: Vec<f64> = gamma_image(n)
-                .unwrap()
-                .iter()
-                .flat_map(|&w| {
-                    let (lo, hi) = unpack_f16x2(w);
-                    [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
-                })
-                .collect();
+            let image = f16_image_values(&gamma_image(n).unwrap());
             let s = ffts_per_warp(n) as usize;
             let (mut got, mut want) = (Vec::new(), Vec::new());
             for _ in 0..64 {
@@ -1067,14 +1071,7 @@ mod tests {
             let want: Vec<C64> = x.chunks(n as usize).flat_map(padded_dft).collect();
             let exact = emulate_direct_dft(n, &direct_image_f64(n).unwrap(), &x).unwrap();
             assert!(relative_l2(&exact, &want) < 1e-12, "N={n}");
-            let rounded: Vec<f64> = direct_image(n)
-                .unwrap()
-                .iter()
-                .flat_map(|&w| {
-                    let (lo, hi) = unpack_f16x2(w);
-                    [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
-                })
-                .collect();
+            let rounded = f16_image_values(&direct_image(n).unwrap());
             let err = relative_l2(&emulate_direct_dft(n, &rounded, &x).unwrap(), &want);
             println!("N={n}: direct DFT with f16 F, relative L2 {err:.2e}");
             assert!(err < FFT_REL_L2_BOUND / 4.0, "N={n}: {err}");

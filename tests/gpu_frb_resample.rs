@@ -1,7 +1,8 @@
 //! GPU tests of the FRB beamformer's second kernel (issue 8): the W kernel and the tensor-core
 //! GEMM `J = I W` against the f64 reference of eq. 137 for every seed Table 2 grid, ragged
 //! time and beam counts (1 and odd ones included), random and half-integer beam positions,
-//! moving (tracking) beams, outputs poisoned with NaN before each launch.
+//! moving (tracking) beams, outputs poisoned with NaN before each launch; the fused path
+//! (W formed in shared memory) against the W path, bit for bit, and the same reference.
 //!
 //! Bound: I and W are f16 (relative rounding 2^-11 each) and J is rounded once to f16, with
 //! f32 accumulation; the reference uses f64 U of the same f32 positions and the same f16 I.

@@ -8,7 +8,9 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch, so beams may move every launch at no W cost; BENCHMARKS.md compares their speed.
+//! launch. The W path's GEMM is 1.3-1.5x faster on the H200 (BENCHMARKS.md), and still faster
+//! counting its W kernel when beams move every launch, so use [`Resampler`] where W fits in device
+//! memory and [`FusedResampler`] where it does not (or the memory is needed elsewhere).
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};

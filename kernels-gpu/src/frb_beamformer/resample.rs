@@ -661,6 +661,40 @@ mod tests {
         }
     }
 
+    /// The fused path's shared-memory accesses: each warp's B writes (thread t = beam row t,
+    /// chunk c, 16 bytes) and its U^N reads (two 16-byte loads of 4 q each) are conflict-free;
+    /// the U^M read (4 bytes at a 16-byte stride) takes 4 wavefronts, one quarter of the
+    /// U^N reads' wavefronts; U and the ring fit every seed grid.
+    #[test]
+    fn fused_b_writes_and_u_reads_are_conflict_free() {
+        let (bn, bk) = (GEMM.bn(), GEMM.bk);
+        for warp in 0..GEMM.threads() / 32 {
+            let beam = |l: usize| 32 * warp + l as u32;
+            for c in 0..bk / 8 {
+                let at: [u32; 32] = core::array::from_fn(|l| swizzled(beam(l), c, bk));
+                assert!(is_conflict_free(&at, 16), "B write warp {warp} chunk {c}");
+            }
+            for x in (0..48).step_by(4) {
+                let at: [u32; 32] = core::array::from_fn(|l| fused_u_offset(x, beam(l), bn));
+                assert!(is_conflict_free(&at, 16), "U^N read warp {warp} x {x}");
+                for sub in 0..4 {
+                    let at: [u32; 32] = core::array::from_fn(|l| fused_u_offset(x + sub, beam(l), bn));
+                    assert_eq!(crate::bank::wavefronts(&at, 4), 4, "U^M read warp {warp} x {}", x + sub);
+                }
+            }
+        }
+        for (m, n) in [(8, 8), (8, 12), (16, 16), (16, 20), (24, 24)] {
+            assert!(fused_smem_bytes(m, n) <= 227 * 1024, "({m}, {n})");
+            // The U arrays are whole 16-byte chunks: 2M and 2N are multiples of 4, and a B
+            // chunk (8 rho) holds one p since 2N is a multiple of 8.
+            assert!((2 * m) % 4 == 0 && (2 * n) % 8 == 0);
+            // U^M and U^N tiles lie between the ring and the end, without overlap.
+            let ring = GEMM.smem_bytes();
+            assert_eq!(ring + fused_u_offset(2 * m - 1, bn - 1, bn) + 4, ring + 4 * bn * 2 * m);
+            assert_eq!(fused_u_offset(2 * n - 1, bn - 1, bn) + 4, 4 * bn * 2 * n);
+        }
+    }
+
     #[test]
     fn copies_cover_each_stage_once_without_conflicts() {
         for shape in TILINGS {

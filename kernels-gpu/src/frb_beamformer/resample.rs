@@ -663,8 +663,8 @@ mod tests {
 
     /// The fused path's shared-memory accesses: each warp's B writes (thread t = beam row t,
     /// chunk c, 16 bytes) and its U^N reads (two 16-byte loads of 4 q each) are conflict-free;
-    /// the U^M read (4 bytes at a 16-byte stride) takes 4 wavefronts, one quarter of the
-    /// U^N reads' wavefronts; U and the ring fit every seed grid.
+    /// the U^M read (4 bytes at a 16-byte stride) takes 4 wavefronts, half of the two
+    /// U^N reads' 8; U and the ring fit every seed grid.
     #[test]
     fn fused_b_writes_and_u_reads_are_conflict_free() {
         let (bn, bk) = (GEMM.bn(), GEMM.bk);

@@ -8,7 +8,7 @@ mod common;
 
 use common::{median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::frb_beamformer::resample::{ResampleConfig, Resampler};
+use radio_kernels::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -52,7 +52,6 @@ fn main() {
         let mut j = gpu.alloc::<u16>(config.output_len(), 0).expect("J");
         let w_ms = median_ms(&gpu, REPS, || resampler.set_beams(&theta, &theta_prime).expect("W"));
         let ms = median_ms(&gpu, REPS, || resampler.resample(&i, &mut j).expect("GEMM"));
-        rows.push((label, config, ms, w_ms, cublas));
         group.throughput(Throughput::Elements(config.flops() as u64));
         group.sample_size(10);
         group.bench_function(label, |b| {
@@ -60,25 +59,50 @@ fn main() {
                 common::event_time(&gpu, iters, || resampler.resample(&i, &mut j).expect("GEMM"))
             })
         });
+        // The fused path (no W): U kernel and GEMM. W is dropped first so that the fused
+        // case also runs where W would not fit next to it.
+        drop(resampler);
+        let mut fused = FusedResampler::new(&gpu, config).expect("fused resampler");
+        let u_ms = median_ms(&gpu, REPS, || fused.set_beams(&theta, &theta_prime).expect("U"));
+        let fused_ms = median_ms(&gpu, REPS, || fused.resample(&i, &mut j).expect("fused GEMM"));
+        rows.push((label, config, ms, w_ms, cublas, fused_ms, u_ms));
+        group.bench_function(format!("{label} fused"), |b| {
+            b.iter_custom(|iters| {
+                common::event_time(&gpu, iters, || fused.resample(&i, &mut j).expect("fused GEMM"))
+            })
+        });
     }
     group.finish();
 
     println!("\nFRB resampling (non-factorizable, J = I W) on {}, one second of data per launch, medians of {REPS}:", gpu.name());
     println!(
-        "{:<26} {:>10} {:>10} {:>9} {:>10} {:>10} {:>12}",
-        "case", "GEMM ms", "real time", "TFLOP/s", "of f16 pk", "W ms", "cuBLAS ms"
+        "{:<26} {:>10} {:>10} {:>9} {:>10} {:>10} {:>12} {:>10} {:>10} {:>10}",
+        "case",
+        "GEMM ms",
+        "real time",
+        "TFLOP/s",
+        "of f16 pk",
+        "W ms",
+        "cuBLAS ms",
+        "fused ms",
+        "of f16 pk",
+        "U ms"
     );
-    for (label, config, ms, w_ms, cublas) in rows {
+    for (label, config, ms, w_ms, cublas, fused_ms, u_ms) in rows {
         let tflops = config.flops() / ms / 1e9;
+        let fused_tflops = config.flops() / fused_ms / 1e9;
         println!(
-            "{:<26} {:>10.3} {:>9.2}% {:>9.0} {:>10} {:>10.3} {:>12}",
+            "{:<26} {:>10.3} {:>9.2}% {:>9.0} {:>10} {:>10.3} {:>12} {:>10.3} {:>10} {:>10.3}",
             label,
             ms,
             ms / 10.0,
             tflops,
             peak.map_or("n/a".into(), |p| format!("{:.1}%", 100.0 * tflops / p)),
             w_ms,
-            cublas.unwrap_or("-")
+            cublas.unwrap_or("-"),
+            fused_ms,
+            peak.map_or("n/a".into(), |p| format!("{:.1}%", 100.0 * fused_tflops / p)),
+            u_ms
         );
     }
     criterion.final_summary();

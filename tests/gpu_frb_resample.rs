@@ -1,7 +1,8 @@
 //! GPU tests of the FRB beamformer's second kernel (issue 8): the W kernel and the tensor-core
 //! GEMM `J = I W` against the f64 reference of eq. 137 for every seed Table 2 grid, ragged
 //! time and beam counts (1 and odd ones included), random and half-integer beam positions,
-//! moving (tracking) beams, outputs poisoned with NaN before each launch.
+//! moving (tracking) beams, outputs poisoned with NaN before each launch; the fused path
+//! (W formed in shared memory) against the W path, bit for bit, and the same reference.
 //!
 //! Bound: I and W are f16 (relative rounding 2^-11 each) and J is rounded once to f16, with
 //! f32 accumulation; the reference uses f64 U of the same f32 positions and the same f16 I.
@@ -10,7 +11,9 @@ mod common;
 
 use common::*;
 use half::f16;
-use radio_kernels::frb_beamformer::resample::{resample_reference, ResampleConfig, Resampler};
+use radio_kernels::frb_beamformer::resample::{
+    resample_reference, FusedResampler, ResampleConfig, Resampler,
+};
 use radio_kernels::frb_beamformer::FRB_CASES;
 use radio_kernels::Error;
 use rand::Rng;
@@ -143,6 +146,90 @@ fn bad_input_is_rejected_before_launch() {
     assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
     let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
     assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
+    resampler.resample(&i, &mut j).unwrap();
+    gpu.synchronize().unwrap();
+}
+
+fn run_fused(
+    gpu: &radio_kernels::Gpu,
+    resampler: &mut FusedResampler,
+    i: &[u16],
+    theta: &[f32],
+    theta_prime: &[f32],
+) -> Vec<u16> {
+    let c = *resampler.config();
+    resampler.set_beams(&gpu.upload(theta).unwrap(), &gpu.upload(theta_prime).unwrap()).unwrap();
+    let mut j = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    resampler.resample(&gpu.upload(i).unwrap(), &mut j).unwrap();
+    j.download().unwrap()
+}
+
+/// The fused path (W formed in shared memory) forms the W path's f16 weights bit for bit and
+/// runs the same MMA sequence, so J must be identical bits; and within `BOUND` of the f64
+/// reference. Ragged times and beams (1, odd, one past a tile), several channels, moved beams.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for case in FRB_CASES {
+        for (channels, times, beams) in
+            [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256), (2, 129, 257)]
+        {
+            let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
+            let mut w_path = Resampler::new(&gpu, config).unwrap();
+            let mut fused = FusedResampler::new(&gpu, config).unwrap();
+            let i = random_intensity(&mut rng, config.intensity_len());
+            let mut theta: Vec<f32> =
+                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let theta_prime: Vec<f32> =
+                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            // Some beams at exact half-integers (U a delta there).
+            for x in theta.iter_mut().step_by(7) {
+                *x = (*x * 2.0).round() / 2.0;
+            }
+            for round in 0..2 {
+                if round == 1 {
+                    // Tracking: the same resamplers, moved beams.
+                    theta.iter_mut().for_each(|x| *x += rng.random_range(-0.5..0.5));
+                }
+                let want_bits = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
+                let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
+                let differing = got.iter().zip(&want_bits).filter(|(a, b)| a != b).count();
+                assert_eq!(
+                    differing, 0,
+                    "{config:?} round {round}: {differing} outputs differ from the W path"
+                );
+                let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+                let error = relative_l2(&got, &want);
+                println!(
+                    "fused {config:?} round {round}: relative L2 {error:.2e}, bit-identical to the W path"
+                );
+                assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_bad_input_is_rejected_before_launch() {
+    let gpu = gpu();
+    let config = ResampleConfig { channels: 2, times: 10, m: 24, n: 24, beams: 7 };
+    assert!(matches!(
+        FusedResampler::new(&gpu, ResampleConfig { m: 20, ..config }),
+        Err(Error::InvalidConfig(_))
+    ));
+    let mut resampler = FusedResampler::new(&gpu, config).unwrap();
+    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+    assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
+    let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
+    let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
+    assert!(matches!(resampler.set_beams(&short, &theta), Err(Error::ShapeMismatch { .. })));
+    resampler.set_beams(&theta, &theta).unwrap();
+    let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+    assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
     resampler.resample(&i, &mut j).unwrap();
     gpu.synchronize().unwrap();
 }

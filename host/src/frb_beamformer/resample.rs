@@ -1,14 +1,24 @@
 //! FRB beamformer, second kernel (seed 000 secs. 2.2-2.3 and 5.2, issue 8), host side: the
 //! U-functions of eqs. 7-8 in f64, the f64 reference of eq. 137, and [`Resampler`], which
 //! builds `W = U^M_p U^N_q` on the GPU ([`Resampler::set_beams`], for tracking beams at any
-//! cadence) and runs the tensor-core GEMM `J = I W` per channel. Layouts and kernels:
-//! `radio_kernels_gpu::frb_beamformer::resample`.
+//! cadence) and runs the tensor-core GEMM `J = I W` per channel, and [`FusedResampler`], the
+//! same GEMM with W formed in shared memory from U (issue 8 item 4: no W in device memory).
+//! Layouts and kernels: `radio_kernels_gpu::frb_beamformer::resample`.
+//!
+//! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
+//! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
+//! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
+//! launch. The W path's GEMM is 1.3-1.5x faster on the H200 (BENCHMARKS.md), and still faster
+//! counting its W kernel when beams move every launch, so use [`Resampler`] where W fits in device
+//! memory and [`FusedResampler`] where it does not (or the memory is needed elsewhere).
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
-pub use radio_kernels_gpu::frb_beamformer::resample::{GemmShape, GEMM, WEIGHT_WARPS};
+pub use radio_kernels_gpu::frb_beamformer::resample::{
+    fused_smem_bytes, GemmShape, GEMM, U_THREADS, WEIGHT_WARPS,
+};
 use std::f64::consts::PI;
 
 /// `U^N_q(theta)` of eq. 7: `(1/N) sum_{s=0}^{N} A_s cos(pi (2 theta - q) s / N)`.
@@ -91,6 +101,10 @@ impl ResampleConfig {
     }
     pub fn weights_len(&self) -> usize {
         self.channels as usize * self.beams as usize * self.k() as usize
+    }
+    /// f32 values of U^M and U^N together (the fused path's state): `F B (2M + 2N)`.
+    pub fn u_len(&self) -> usize {
+        self.channels as usize * self.beams as usize * (2 * self.m + 2 * self.n) as usize
     }
     /// Beam positions per axis: `[f][beta]`.
     pub fn positions_len(&self) -> usize {
@@ -232,6 +246,123 @@ impl<'g> Resampler<'g> {
         // multiple of the k-step (validated), so every 16-byte copy is aligned (cudarc
         // allocations are 256-byte aligned); the grid's y is at most 65535 (validated).
         unsafe { launch.launch(config) }.during("launching the FRB resampling GEMM")?;
+        Ok(())
+    }
+}
+
+fn check_positions(
+    c: &ResampleConfig,
+    theta: &DeviceBuffer<f32>,
+    theta_prime: &DeviceBuffer<f32>,
+) -> Result<()> {
+    for (what, actual) in [("theta", theta.len()), ("theta'", theta_prime.len())] {
+        if actual != c.positions_len() {
+            return Err(Error::ShapeMismatch { what, expected: c.positions_len(), actual });
+        }
+    }
+    Ok(())
+}
+
+fn check_io(c: &ResampleConfig, intensity: &DeviceBuffer<u16>, out: &DeviceBuffer<u16>) -> Result<()> {
+    for (what, expected, actual) in
+        [("FRB intensity", c.intensity_len(), intensity.len()), ("FRB beams", c.output_len(), out.len())]
+    {
+        if expected != actual {
+            return Err(Error::ShapeMismatch { what, expected, actual });
+        }
+    }
+    Ok(())
+}
+
+/// The fused non-factorizable resampler (issue 8 item 4): owns U^M and U^N (f32
+/// `[f][x/4][beta][4]`, `4 F B (2M + 2N)` bytes) and never W; every [`FusedResampler::resample`]
+/// forms each block's W tiles in shared memory. Same API and same J (bit for bit) as
+/// [`Resampler`].
+pub struct FusedResampler<'g> {
+    gpu: &'g Gpu,
+    config: ResampleConfig,
+    gemm: CudaFunction,
+    u_kernel: CudaFunction,
+    u_m: DeviceBuffer<f32>,
+    u_n: DeviceBuffer<f32>,
+    beams_set: bool,
+}
+
+impl<'g> FusedResampler<'g> {
+    pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
+        config.validate()?;
+        let gemm = gpu.function("frb_resample_fused")?;
+        gemm.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            fused_smem_bytes(config.m, config.n) as i32,
+        )
+        .during("raising the fused resampling GEMM's shared-memory limit")?;
+        let u_kernel = gpu.function("frb_resample_u")?;
+        let per_beam = config.positions_len();
+        let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
+        let u_n = gpu.alloc::<f32>(per_beam * 2 * config.n as usize, 0)?;
+        Ok(FusedResampler { gpu, config, gemm, u_kernel, u_m, u_n, beams_set: false })
+    }
+
+    pub fn config(&self) -> &ResampleConfig {
+        &self.config
+    }
+
+    /// U from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
+    /// again whenever the beams move.
+    pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
+        let c = self.config;
+        check_positions(&c, theta, theta_prime)?;
+        let mut launch = self.gpu.stream().launch_builder(&self.u_kernel);
+        launch
+            .arg(theta.raw())
+            .arg(theta_prime.raw())
+            .arg(self.u_m.raw_mut())
+            .arg(self.u_n.raw_mut())
+            .arg(&c.beams)
+            .arg(&c.m)
+            .arg(&c.n);
+        let config = LaunchConfig {
+            grid_dim: (c.beams.div_ceil(U_THREADS), 2 * (c.m + c.n), c.channels),
+            block_dim: (U_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match `frb_resample_u`; the position buffers hold F B values and
+        // U^M, U^N hold F 2M B and F 2N B floats of a validated configuration (2M, 2N
+        // multiples of 4); the grid's y is at most 96 and z at most 65535 (validated).
+        unsafe { launch.launch(config) }.during("launching the FRB resampling U kernel")?;
+        self.beams_set = true;
+        Ok(())
+    }
+
+    /// `J = I W` per channel with W formed on the fly: I f16 `[f][tbar][p][q]`, J f16
+    /// `[f][tbar][beta]`.
+    pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+        let c = self.config;
+        if !self.beams_set {
+            return Err(Error::InvalidConfig("no beam positions yet: call set_beams first".into()));
+        }
+        check_io(&c, intensity, out)?;
+        let mut launch = self.gpu.stream().launch_builder(&self.gemm);
+        launch
+            .arg(intensity.raw())
+            .arg(self.u_m.raw())
+            .arg(self.u_n.raw())
+            .arg(out.raw_mut())
+            .arg(&c.times)
+            .arg(&c.beams)
+            .arg(&c.m)
+            .arg(&c.n);
+        let config = LaunchConfig {
+            grid_dim: (c.times.div_ceil(GEMM.bm()), c.beams.div_ceil(GEMM.bn()), c.channels),
+            block_dim: (GEMM.threads(), 1, 1),
+            shared_mem_bytes: fused_smem_bytes(c.m, c.n),
+        };
+        // SAFETY: arguments match `frb_resample_fused`; I, U^M, U^N and J hold F T 4MN,
+        // F 2M B, F 2N B (f32) and F T B values of a validated configuration; rows of I are
+        // 4MN halves (a multiple of the k-step) and U's chunks 16 bytes, so every 16-byte copy
+        // is aligned; the shared-memory limit was raised to this size in `new`.
+        unsafe { launch.launch(config) }.during("launching the fused FRB resampling GEMM")?;
         Ok(())
     }
 }

@@ -23,6 +23,15 @@
 //! beams are all past the edge skip their MMAs. `K = 4MN` is a multiple of 64 for every seed
 //! Table 2 case, so k needs no edge (the host checks it against the tiling's k-step).
 //! The W kernel ([`weights_kernel`]): one warp per (f, beta), U in f32 from eq. 7.
+//!
+//! Fused path (issue 8 item 4, `frb_resample_fused`): the same GEMM, but W never exists in
+//! device memory. A small kernel (`frb_resample_u`) writes U^M and U^N in f32 (`[f][x/4][beta][4]`,
+//! x = p or q: `4 F B (2M + 2N)` bytes, 1/(2 MN / (M + N)) of W's bytes); each GEMM block
+//! copies its beam tile's U into shared memory once ([`fused_u_offset`]) and, in place of the
+//! W tile's `cp.async`, writes every B stage itself: thread `t` forms beam `t`'s 8-rho chunks
+//! `U^M_p U^N_q .. U^N_{q+7}` (one p per chunk: 2N is a multiple of 8) with the same f32
+//! product and f16 rounding as the W kernel, stored at the same swizzled place
+//! ([`swizzled`]), so the MMA loop, the k order and hence J are bit for bit those of the W path.
 
 /// One tiling of the resampling GEMM: warps of `16 mt` rows x `8 nt` beams, `wr` x `wc` of
 /// them per block, k-steps of `bk`, a ring of `stages` shared-memory buffers.
@@ -98,6 +107,25 @@ pub const GEMM: GemmShape =
     GemmShape { name: "frb_resample_gemm", mt: 4, nt: 8, wr: 2, wc: 4, bk: 32, stages: 4 };
 
 const _: () = assert!(GEMM.is_valid());
+// The fused path forms B row `t` (one beam) in thread `t`.
+const _: () = assert!(GEMM.bn() == GEMM.threads());
+
+/// Dynamic shared memory of the fused GEMM for grid (M, N): the [`GEMM`] ring, then the beam
+/// tile's U^M and U^N in f32 (192 KiB for (24, 24)).
+pub const fn fused_smem_bytes(m: u32, n: u32) -> u32 {
+    GEMM.smem_bytes() + 4 * GEMM.bn() * (2 * m + 2 * n)
+}
+
+/// Byte offset of `U_x` of beam `beam` (of a tile of `bn`) in an f32 `[x/4][beam][4]` array:
+/// 16-byte chunks of 4 consecutive x per beam, so the prologue copies whole chunks and the B
+/// writer reads `U^N_q .. U^N_{q+7}` of its beam with two 16-byte loads, lanes on consecutive
+/// beams (conflict-free).
+pub const fn fused_u_offset(x: u32, beam: u32, bn: u32) -> u32 {
+    16 * ((x / 4) * bn + beam) + 4 * (x % 4)
+}
+
+/// Threads per block of the U kernel (one per (f, x, beta), beta fastest).
+pub const U_THREADS: u32 = 128;
 
 /// Warps (beams) per block of the W kernel.
 pub const WEIGHT_WARPS: u32 = 4;
@@ -175,6 +203,20 @@ mod device {
         }
     }
 
+    /// `cp.async.wait_group (S - 1)`: the fused prologue's U group, committed before the
+    /// `S - 1` groups of the first A stages, has landed.
+    #[inline(always)]
+    fn wait_u<const S: u32>() {
+        match S {
+            2 => cp_async_wait_group::<1>(),
+            3 => cp_async_wait_group::<2>(),
+            4 => cp_async_wait_group::<3>(),
+            5 => cp_async_wait_group::<4>(),
+            6 => cp_async_wait_group::<5>(),
+            _ => cp_async_wait_all(),
+        }
+    }
+
     /// `J = I W` for channel `blockIdx.z` with the tiling given by the const parameters (see
     /// [`GemmShape`]). Grid: x = tbar tiles (fastest, so the blocks sharing a W tile are
     /// resident together and W is read from DRAM once), y = beam tiles, z = channels;
@@ -188,9 +230,11 @@ mod device {
         const WC: u32,
         const BK: u32,
         const S: u32,
+        const FUSED: bool,
     >(
         intensity: *const u16,
         weights: *const u16,
+        u_fns: (*const f32, *const f32, u32, u32),
         out: *mut u16,
         times: u32,
         beams: u32,
@@ -223,6 +267,34 @@ mod device {
         let src_a = a.wrapping_add((row0 + r) as usize * k as usize + 8 * c as usize);
         let src_b = b.wrapping_add((col0 + r) as usize * k as usize + 8 * c as usize);
         let row_step = rs as usize * k as usize;
+        // Fused: U^M then U^N of the beam tile after the ring, `[x/4][beam][4]` f32.
+        let (u_m, u_n, m, n) = u_fns;
+        let um_s = smem + S * stage_bytes;
+        let un_s = um_s + 4 * bn * 2 * m;
+        // B stage `step` in `slot`, formed in place (fused path): thread t writes beam t's
+        // chunks `c` (rho = BK step + 8 c .. + 8: one p, q .. q + 8 with q a multiple of 8).
+        let tid = thread_idx_x();
+        let form_b = |step: u32, slot: u32| {
+            let rho = step * BK;
+            let (mut p, mut q) = (rho / (2 * n), rho % (2 * n));
+            let base = smem + slot * stage_bytes + bm * row_bytes;
+            unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (c as u32) < BK / 8 {
+                    let um = f32::from_bits(ld_shared_u32(um_s + fused_u_offset(p, tid, bn)));
+                    let lo = ld_shared_v4(un_s + fused_u_offset(q, tid, bn));
+                    let hi = ld_shared_v4(un_s + fused_u_offset(q + 4, tid, bn));
+                    let un = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(f32::from_bits);
+                    // The W kernel's product and rounding: U^M_p U^N_q in f32, then f16 (rn).
+                    let w = [0, 1, 2, 3].map(|i| f32x2_to_f16x2(um * un[2 * i], um * un[2 * i + 1]));
+                    st_shared_v4(base + swizzled(tid, c as u32, BK), w);
+                    q += 8;
+                    if q == 2 * n {
+                        q = 0;
+                        p += 1;
+                    }
+                }
+            });
+        };
         let copy_stage = |step: u32, slot: u32| {
             let k0 = (step * BK) as usize;
             let base = smem + slot * stage_bytes + dst;
@@ -233,6 +305,10 @@ mod device {
                     cp_async_16(base + rs * j as u32 * row_bytes, src_a.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
                 }
             });
+            if FUSED {
+                form_b(step, slot);
+                return;
+            }
             let base = base + bm * row_bytes;
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if (j as u32) < copies_b && (bn % rs == 0 || r + rs * (j as u32) < bn) {
@@ -265,14 +341,58 @@ mod device {
         };
 
         let steps = k / BK;
-        unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if (s as u32) + 1 < S {
-                if (s as u32) < steps {
-                    copy_stage(s as u32, s as u32);
-                }
-                cp_async_commit();
+        if FUSED {
+            // U of the beam tile (zero past the last beam, so those B rows are 0 as in the W
+            // path), one group ahead of the first A stages, which load while B is formed.
+            let um_g = u_m.add(channel as usize * 2 * m as usize * beams as usize);
+            let un_g = u_n.add(channel as usize * 2 * n as usize * beams as usize);
+            let beam = col0 + tid;
+            let inside = beam < beams;
+            let mut x = 0;
+            while x < 2 * (m + n) {
+                let (g, s, xx) = if x < 2 * m { (um_g, um_s, x) } else { (un_g, un_s, x - 2 * m) };
+                let at = if inside { 4 * ((xx / 4) as usize * beams as usize + beam as usize) } else { 0 };
+                cp_async_16(
+                    s + fused_u_offset(xx, tid, bn),
+                    g.add(at) as *const u8,
+                    if inside { 16 } else { 0 },
+                );
+                x += 4;
             }
-        });
+            cp_async_commit();
+            unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (s as u32) + 1 < S {
+                    if (s as u32) < steps {
+                        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            if (j as u32) < copies_a && (bm % rs == 0 || r + rs * (j as u32) < bm) {
+                                let inside = rs * (j as u32) < rows_a;
+                                let at = if inside { j * row_step + (s as u32 * BK) as usize } else { 0 };
+                                let to = smem + s as u32 * stage_bytes + dst + rs * j as u32 * row_bytes;
+                                cp_async_16(to, src_a.wrapping_add(at) as *const u8, if inside { 16 } else { 0 });
+                            }
+                        });
+                    }
+                    cp_async_commit();
+                }
+            });
+            // U's group has landed once at most the S - 1 A groups are pending.
+            wait_u::<S>();
+            sync_threads();
+            unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (s as u32) + 1 < S && (s as u32) < steps {
+                    form_b(s as u32, s as u32);
+                }
+            });
+        } else {
+            unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if (s as u32) + 1 < S {
+                    if (s as u32) < steps {
+                        copy_stage(s as u32, s as u32);
+                    }
+                    cp_async_commit();
+                }
+            });
+        }
         wait_ring::<S>();
         sync_threads();
 
@@ -376,9 +496,65 @@ mod device {
         k: u32,
     ) {
         const G: GemmShape = GEMM;
-        gemm::<{ G.mt as usize }, { G.nt as usize }, { G.wr }, { G.wc }, { G.bk }, { G.stages }>(
-            intensity, weights, out, times, beams, k,
+        let none = (core::ptr::null(), core::ptr::null(), 1, 1);
+        gemm::<{ G.mt as usize }, { G.nt as usize }, { G.wr }, { G.wc }, { G.bk }, { G.stages }, false>(
+            intensity, weights, none, out, times, beams, k,
         )
+    }
+
+    /// `J = I W` with W formed in shared memory from U (`frb_resample_u`'s layout) instead
+    /// of read from device memory; [`GEMM`] grid and threads, [`fused_smem_bytes`]`(m, n)` of
+    /// dynamic shared memory. `k` = 4MN.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn frb_resample_fused(
+        intensity: *const u16,
+        u_m: *const f32,
+        u_n: *const f32,
+        out: *mut u16,
+        times: u32,
+        beams: u32,
+        m: u32,
+        n: u32,
+    ) {
+        const G: GemmShape = GEMM;
+        gemm::<{ G.mt as usize }, { G.nt as usize }, { G.wr }, { G.wc }, { G.bk }, { G.stages }, true>(
+            intensity,
+            core::ptr::null(),
+            (u_m, u_n, m, n),
+            out,
+            times,
+            beams,
+            4 * m * n,
+        )
+    }
+
+    /// U^M and U^N of eq. 7 in f32 for the fused GEMM: `U^M[f][p/4][beta][p % 4]` =
+    /// `U^M_p(theta[f][beta])` and likewise `U^N` of theta' (the W kernel's `u_function`, so
+    /// the fused path's products are the W kernel's bit for bit). Grid: x = beam groups of
+    /// [`U_THREADS`], y = x in `0 .. 2M + 2N` (p, then 2M + q), z = channels.
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn frb_resample_u(
+        theta: *const f32,
+        theta_prime: *const f32,
+        u_m: *mut f32,
+        u_n: *mut f32,
+        beams: u32,
+        m: u32,
+        n: u32,
+    ) {
+        let beam = U_THREADS * block_idx_x() + thread_idx_x();
+        let (x, channel) = (block_idx_y(), block_idx_z());
+        if beam >= beams {
+            return;
+        }
+        let at = (channel * beams + beam) as usize;
+        let (order, u, x, value) = if x < 2 * m {
+            (m, u_m, x, u_function(m, x, *theta.add(at)))
+        } else {
+            (n, u_n, x - 2 * m, u_function(n, x - 2 * m, *theta_prime.add(at)))
+        };
+        let rows = channel as usize * (2 * order / 4) as usize + (x / 4) as usize;
+        *u.add(4 * (rows * beams as usize + beam as usize) + (x % 4) as usize) = value;
     }
 
     /// W for one beam per warp: `W[f][beta][2N p + q] = U^M_p(theta) U^N_q(theta')` as f16.
@@ -482,6 +658,40 @@ mod tests {
                     assert_eq!(b, swizzled(r + 8 * (i / 2), 2 * ks + i % 2, bk));
                 }
             }
+        }
+    }
+
+    /// The fused path's shared-memory accesses: each warp's B writes (thread t = beam row t,
+    /// chunk c, 16 bytes) and its U^N reads (two 16-byte loads of 4 q each) are conflict-free;
+    /// the U^M read (4 bytes at a 16-byte stride) takes 4 wavefronts, half of the two
+    /// U^N reads' 8; U and the ring fit every seed grid.
+    #[test]
+    fn fused_b_writes_and_u_reads_are_conflict_free() {
+        let (bn, bk) = (GEMM.bn(), GEMM.bk);
+        for warp in 0..GEMM.threads() / 32 {
+            let beam = |l: usize| 32 * warp + l as u32;
+            for c in 0..bk / 8 {
+                let at: [u32; 32] = core::array::from_fn(|l| swizzled(beam(l), c, bk));
+                assert!(is_conflict_free(&at, 16), "B write warp {warp} chunk {c}");
+            }
+            for x in (0..48).step_by(4) {
+                let at: [u32; 32] = core::array::from_fn(|l| fused_u_offset(x, beam(l), bn));
+                assert!(is_conflict_free(&at, 16), "U^N read warp {warp} x {x}");
+                for sub in 0..4 {
+                    let at: [u32; 32] = core::array::from_fn(|l| fused_u_offset(x + sub, beam(l), bn));
+                    assert_eq!(crate::bank::wavefronts(&at, 4), 4, "U^M read warp {warp} x {}", x + sub);
+                }
+            }
+        }
+        for (m, n) in [(8, 8), (8, 12), (16, 16), (16, 20), (24, 24)] {
+            assert!(fused_smem_bytes(m, n) <= 227 * 1024, "({m}, {n})");
+            // The U arrays are whole 16-byte chunks: 2M and 2N are multiples of 4, and a B
+            // chunk (8 rho) holds one p since 2N is a multiple of 8.
+            assert!((2 * m) % 4 == 0 && (2 * n) % 8 == 0);
+            // U^M and U^N tiles lie between the ring and the end, without overlap.
+            let ring = GEMM.smem_bytes();
+            assert_eq!(ring + fused_u_offset(2 * m - 1, bn - 1, bn) + 4, ring + 4 * bn * 2 * m);
+            assert_eq!(fused_u_offset(2 * n - 1, bn - 1, bn) + 4, 4 * bn * 2 * n);
         }
     }
 

@@ -1237,4 +1237,5 @@ mod tests {
     }
 }
 
+pub mod factorized;
 pub mod resample;

@@ -1,0 +1,311 @@
+//! FRB beamformer, second kernel for factorizable beams (seed 000 sec. 5.3, issue 8 item 5),
+//! host side: [`FactorizedConfig`], the f64 two-step reference of eqs. 143-144 and
+//! [`FactorizedResampler`], which builds U^M and U^N per channel on the host in f64
+//! ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
+//! `frb_factorized_M_N`. Beam `beta = gamma G' + gamma'` sits at
+//! `(theta[f][gamma], theta'[f][gamma'])`. Layouts and kernel:
+//! `radio_kernels_gpu::frb_beamformer::factorized`.
+use crate::error::{DriverContext, Error, Result};
+use crate::frb_beamformer::resample::u_function;
+use crate::frb_beamformer::FRB_CASES;
+use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig};
+use half::f16;
+pub use radio_kernels_gpu::frb_beamformer::factorized::{
+    kernel_name, FactorLayout, BLOCK_TIMES, FACTOR_WARPS, GROUP_TIMES, MAX_GRID_AXIS,
+};
+
+/// One factorized job: `channels` channels of `times` slow samples of the `2M x 2N` grid, to
+/// the `g x g_prime` beam grid of each channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FactorizedConfig {
+    pub channels: u32,
+    pub times: u32,
+    pub m: u32,
+    pub n: u32,
+    pub g: u32,
+    pub g_prime: u32,
+}
+
+impl FactorizedConfig {
+    /// (M, N) one of seed Table 2's cases; every size positive; G, G' at most
+    /// [`MAX_GRID_AXIS`]; sample indices `f T + t` within 32 bits.
+    pub fn validate(&self) -> Result<()> {
+        if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
+            return Err(Error::InvalidConfig(format!(
+                "(M, N) = ({}, {}) is not a case of seed Table 2 ((8, 8), (8, 12), (16, 16), (16, 20), (24, 24))",
+                self.m, self.n
+            )));
+        }
+        if self.channels == 0 || self.times == 0 || self.g == 0 || self.g_prime == 0 {
+            return Err(Error::InvalidConfig(format!("empty factorized job: {self:?}")));
+        }
+        if self.channels > 65535 {
+            return Err(Error::InvalidConfig(format!("{} channels exceed the grid's 65535", self.channels)));
+        }
+        if self.g > MAX_GRID_AXIS || self.g_prime > MAX_GRID_AXIS {
+            return Err(Error::InvalidConfig(format!(
+                "beam grid {} x {} exceeds {MAX_GRID_AXIS} per axis",
+                self.g, self.g_prime
+            )));
+        }
+        if self.channels as u64 * self.times as u64 > u32::MAX as u64 {
+            return Err(Error::InvalidConfig(format!(
+                "{} x {} samples exceed 32 bits",
+                self.channels, self.times
+            )));
+        }
+        Ok(())
+    }
+    pub fn layout(&self) -> FactorLayout {
+        FactorLayout { m: self.m, n: self.n, g: self.g, g_prime: self.g_prime }
+    }
+    pub fn beams(&self) -> u32 {
+        self.g * self.g_prime
+    }
+    pub fn intensity_len(&self) -> usize {
+        self.channels as usize * self.times as usize * (4 * self.m * self.n) as usize
+    }
+    /// theta per channel: `[f][gamma]`.
+    pub fn theta_len(&self) -> usize {
+        self.channels as usize * self.g as usize
+    }
+    /// theta' per channel: `[f][gamma']`.
+    pub fn theta_prime_len(&self) -> usize {
+        self.channels as usize * self.g_prime as usize
+    }
+    pub fn output_len(&self) -> usize {
+        self.channels as usize * self.times as usize * self.beams() as usize
+    }
+    /// Useful flops (eq. 149): `2 G 2M 2N` (eq. 143) + `2 G G' 2N` (eq. 144) per sample.
+    pub fn flops(&self) -> f64 {
+        let (m, n, g, gp) = (self.m as f64, self.n as f64, self.g as f64, self.g_prime as f64);
+        (self.channels as f64 * self.times as f64) * (8.0 * g * m * n + 4.0 * g * gp * n)
+    }
+    /// The same beams as a non-factorizable list, `[f][beta]` per axis.
+    pub fn expand(&self, theta: &[f32], theta_prime: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let (g, gp) = (self.g as usize, self.g_prime as usize);
+        let beams = (0..self.channels as usize).flat_map(|f| (0..g * gp).map(move |b| (f, b)));
+        (
+            beams.clone().map(|(f, b)| theta[f * g + b / gp]).collect(),
+            beams.map(|(f, b)| theta_prime[f * gp + b % gp]).collect(),
+        )
+    }
+    fn check_positions(&self, theta: &[f32], theta_prime: &[f32]) -> Result<()> {
+        for (what, expected, actual) in
+            [("theta", self.theta_len(), theta.len()), ("theta'", self.theta_prime_len(), theta_prime.len())]
+        {
+            if expected != actual {
+                return Err(Error::ShapeMismatch { what, expected, actual });
+            }
+        }
+        if let Some(x) = theta.iter().chain(theta_prime).find(|x| !x.is_finite()) {
+            return Err(Error::InvalidConfig(format!("beam position {x} is not finite")));
+        }
+        Ok(())
+    }
+}
+
+/// `J[f][tbar][gamma G' + gamma']` in f64 by eqs. 143-144 (V first, then J) from I (f16 bits,
+/// `[f][tbar][p][q]`) and the grid positions, with U in f64 of the f32 positions.
+pub fn factorized_reference(
+    config: &FactorizedConfig,
+    intensity: &[u16],
+    theta: &[f32],
+    theta_prime: &[f32],
+) -> Result<Vec<f64>> {
+    config.validate()?;
+    config.check_positions(theta, theta_prime)?;
+    if intensity.len() != config.intensity_len() {
+        return Err(Error::ShapeMismatch {
+            what: "intensity",
+            expected: config.intensity_len(),
+            actual: intensity.len(),
+        });
+    }
+    let (m, n) = (config.m as usize, config.n as usize);
+    let (g, gp, t_len) = (config.g as usize, config.g_prime as usize, config.times as usize);
+    let mut out = vec![0.0; config.output_len()];
+    for f in 0..config.channels as usize {
+        let um: Vec<Vec<f64>> = (0..g)
+            .map(|x| (0..2 * m).map(|p| u_function(m as u32, p as u32, theta[f * g + x] as f64)).collect())
+            .collect();
+        let un: Vec<Vec<f64>> = (0..gp)
+            .map(|x| {
+                (0..2 * n).map(|q| u_function(n as u32, q as u32, theta_prime[f * gp + x] as f64)).collect()
+            })
+            .collect();
+        for t in 0..t_len {
+            let i = &intensity[(f * t_len + t) * 4 * m * n..][..4 * m * n];
+            for (gamma, u) in um.iter().enumerate() {
+                let v: Vec<f64> = (0..2 * n)
+                    .map(|q| (0..2 * m).map(|p| u[p] * f16::from_bits(i[p * 2 * n + q]).to_f64()).sum())
+                    .collect();
+                for (gamma_prime, u_prime) in un.iter().enumerate() {
+                    out[((f * t_len + t) * g + gamma) * gp + gamma_prime] =
+                        v.iter().zip(u_prime).map(|(v, u)| v * u).sum();
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The factorized resampler on the GPU: owns U^M and U^N (f16, `[f][gamma][p]` and
+/// `[f][gamma'][q]`, zero-padded as the kernel's layout says) and the fused kernel.
+pub struct FactorizedResampler<'g> {
+    gpu: &'g Gpu,
+    config: FactorizedConfig,
+    kernel: CudaFunction,
+    um: DeviceBuffer<u16>,
+    un: DeviceBuffer<u16>,
+    grid_set: bool,
+}
+
+impl<'g> FactorizedResampler<'g> {
+    pub fn new(gpu: &'g Gpu, config: FactorizedConfig) -> Result<FactorizedResampler<'g>> {
+        config.validate()?;
+        let name = kernel_name(config.m, config.n).expect("validated (M, N)");
+        let kernel = gpu.function(name)?;
+        kernel
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                config.layout().smem_bytes() as i32,
+            )
+            .during("raising the factorized resampler's shared-memory limit")?;
+        let layout = config.layout();
+        let um = gpu.alloc::<u16>(config.channels as usize * layout.um_len() as usize, 0)?;
+        let un = gpu.alloc::<u16>(config.channels as usize * layout.un_len() as usize, 0)?;
+        Ok(FactorizedResampler { gpu, config, kernel, um, un, grid_set: false })
+    }
+
+    pub fn config(&self) -> &FactorizedConfig {
+        &self.config
+    }
+
+    /// The beam grid: `theta` f32 `[f][gamma]`, `theta'` f32 `[f][gamma']` (grid units of eq.
+    /// 1). U is computed in f64 and rounded to f16 here, then uploaded.
+    pub fn set_grid(&mut self, theta: &[f32], theta_prime: &[f32]) -> Result<()> {
+        let c = self.config;
+        c.check_positions(theta, theta_prime)?;
+        let layout = c.layout();
+        let (m, n, kn) = (c.m, c.n, layout.kn());
+        let mut um = vec![0u16; self.um.len()];
+        let mut un = vec![0u16; self.un.len()];
+        for f in 0..c.channels as usize {
+            let rows = &mut um[f * layout.um_len() as usize..][..layout.um_len() as usize];
+            for gamma in 0..c.g as usize {
+                let t = theta[f * c.g as usize + gamma] as f64;
+                for p in 0..2 * m {
+                    rows[gamma * 2 * m as usize + p as usize] = f16::from_f64(u_function(m, p, t)).to_bits();
+                }
+            }
+            let rows = &mut un[f * layout.un_len() as usize..][..layout.un_len() as usize];
+            for gamma in 0..c.g_prime as usize {
+                let t = theta_prime[f * c.g_prime as usize + gamma] as f64;
+                for q in 0..2 * n {
+                    rows[gamma * kn as usize + q as usize] = f16::from_f64(u_function(n, q, t)).to_bits();
+                }
+            }
+        }
+        self.um.upload(&um)?;
+        self.un.upload(&un)?;
+        self.grid_set = true;
+        Ok(())
+    }
+
+    /// `J[f][tbar][beta]` (f16) from I (f16 `[f][tbar][p][q]`).
+    pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+        let c = self.config;
+        if !self.grid_set {
+            return Err(Error::InvalidConfig("no beam grid yet: call set_grid first".into()));
+        }
+        for (what, expected, actual) in
+            [("FRB intensity", c.intensity_len(), intensity.len()), ("FRB beams", c.output_len(), out.len())]
+        {
+            if expected != actual {
+                return Err(Error::ShapeMismatch { what, expected, actual });
+            }
+        }
+        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        launch
+            .arg(intensity.raw())
+            .arg(self.um.raw())
+            .arg(self.un.raw())
+            .arg(out.raw_mut())
+            .arg(&c.times)
+            .arg(&c.g)
+            .arg(&c.g_prime);
+        let config = LaunchConfig {
+            grid_dim: (c.times.div_ceil(BLOCK_TIMES), c.channels, 1),
+            block_dim: (32 * FACTOR_WARPS, 1, 1),
+            shared_mem_bytes: c.layout().smem_bytes(),
+        };
+        // SAFETY: arguments match `frb_factorized_M_N` for the validated (M, N); I, U^M, U^N
+        // and J hold F T 4MN, F Gp 2M, F Gp' KN and F T G G' halves; rows of I (4N bytes), U^M
+        // (4M) and U^N (2 KN) are multiples of 16 bytes, so every 16-byte copy is aligned
+        // (cudarc allocations are 256-byte aligned); F T fits 32 bits (validated).
+        unsafe { launch.launch(config) }.during("launching the FRB factorized resampler")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frb_beamformer::resample::{resample_reference, ResampleConfig};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn factorized_reference_equals_the_general_reference_on_the_expanded_beams() {
+        let mut rng = StdRng::seed_from_u64(0xfac7);
+        for case in FRB_CASES {
+            for (g, g_prime) in [(4 * case.m, 4 * case.n), (3, 5), (1, 1)] {
+                let config = FactorizedConfig { channels: 2, times: 3, m: case.m, n: case.n, g, g_prime };
+                let i: Vec<u16> = (0..config.intensity_len())
+                    .map(|_| f16::from_f64(rng.random_range(0.0..100.0)).to_bits())
+                    .collect();
+                let theta: Vec<f32> =
+                    (0..config.theta_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let theta_prime: Vec<f32> =
+                    (0..config.theta_prime_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let got = factorized_reference(&config, &i, &theta, &theta_prime).unwrap();
+                let (t, tp) = config.expand(&theta, &theta_prime);
+                let general =
+                    ResampleConfig { channels: 2, times: 3, m: case.m, n: case.n, beams: g * g_prime };
+                let want = resample_reference(&general, &i, &t, &tp).unwrap();
+                let scale = want.iter().fold(0.0f64, |a, w| a.max(w.abs()));
+                for (x, (a, b)) in got.iter().zip(&want).enumerate() {
+                    assert!((a - b).abs() <= 1e-12 * scale, "{config:?} output {x}: {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_configurations_and_positions_are_rejected() {
+        let good = FactorizedConfig { channels: 2, times: 3, m: 8, n: 12, g: 5, g_prime: 7 };
+        assert!(good.validate().is_ok());
+        for bad in [
+            FactorizedConfig { m: 8, n: 10, ..good },
+            FactorizedConfig { channels: 0, ..good },
+            FactorizedConfig { times: 0, ..good },
+            FactorizedConfig { g: 0, ..good },
+            FactorizedConfig { g_prime: MAX_GRID_AXIS + 1, ..good },
+            FactorizedConfig { channels: 65536, ..good },
+            FactorizedConfig { channels: 65535, times: 1 << 17, ..good },
+        ] {
+            assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
+        }
+        let i = vec![0u16; good.intensity_len()];
+        let t = vec![0f32; good.theta_len()];
+        let tp = vec![0f32; good.theta_prime_len()];
+        assert!(factorized_reference(&good, &i, &t, &tp).is_ok());
+        assert!(matches!(factorized_reference(&good, &i[1..], &t, &tp), Err(Error::ShapeMismatch { .. })));
+        assert!(matches!(factorized_reference(&good, &i, &tp, &tp), Err(Error::ShapeMismatch { .. })));
+        let mut nan = t.clone();
+        nan[2] = f32::NAN;
+        assert!(matches!(factorized_reference(&good, &i, &nan, &tp), Err(Error::InvalidConfig(_))));
+    }
+}

@@ -1,0 +1,163 @@
+//! GPU tests of the FRB beamformer's second kernel for factorizable beams (seed sec. 5.3,
+//! issue 8 item 5): the fused kernel `frb_factorized_M_N` against the f64 reference of eqs.
+//! 143-144 for every seed Table 2 grid, Table 4's beam grids (4M x 4N) and ragged ones (odd
+//! G', G and G' not multiples of 16, sample counts not multiples of the block's 32), random
+//! and half-integer grids, a moved grid, outputs poisoned with NaN before each launch.
+//!
+//! Bound: U^M, U^N and I are f16, V is rounded to f16 between the contractions and J once at
+//! the end, with f32 accumulation: four roundings of relative 2^-11 each, amplified by at most
+//! about 2 (the U's Lebesgue constant: sum_p |U_p| stays near 2 for these grids) against the
+//! reference's f64 U of the same f32 positions and the same f16 I: 2^-8 bounds the relative L2
+//! error, and each output stays within 2^-7 of the largest.
+mod common;
+
+use common::*;
+use half::f16;
+use radio_kernels::frb_beamformer::factorized::{
+    factorized_reference, FactorizedConfig, FactorizedResampler,
+};
+use radio_kernels::frb_beamformer::FRB_CASES;
+use radio_kernels::Error;
+use rand::Rng;
+
+const BOUND: f64 = 1.0 / 256.0;
+/// f16 NaN in both bytes (0x7e7e).
+const POISON: u8 = 0x7e;
+
+fn relative_l2(got: &[u16], want: &[f64]) -> f64 {
+    let (mut err, mut norm) = (0.0, 0.0);
+    for (&g, &w) in got.iter().zip(want) {
+        let g = f16::from_bits(g).to_f64();
+        err += (g - w) * (g - w);
+        norm += w * w;
+    }
+    if err.is_nan() {
+        return f64::INFINITY;
+    }
+    (err / norm).sqrt()
+}
+
+/// Random intensities in [0, 100) as f16, like |E|^2 sums.
+fn random_intensity(rng: &mut impl Rng, len: usize) -> Vec<u16> {
+    (0..len).map(|_| f16::from_f64(rng.random_range(0.0..100.0)).to_bits()).collect()
+}
+
+fn run(
+    gpu: &radio_kernels::Gpu,
+    resampler: &mut FactorizedResampler,
+    i: &[u16],
+    theta: &[f32],
+    theta_prime: &[f32],
+) -> Vec<u16> {
+    let c = *resampler.config();
+    resampler.set_grid(theta, theta_prime).unwrap();
+    let mut j = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    resampler.resample(&gpu.upload(i).unwrap(), &mut j).unwrap();
+    j.download().unwrap()
+}
+
+fn check(got: &[u16], want: &[f64], config: &FactorizedConfig) {
+    let error = relative_l2(got, want);
+    println!("{config:?}: relative L2 {error:.2e}");
+    assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+    let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
+    for (o, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let g = f16::from_bits(g).to_f64();
+        assert!((g - w).abs() <= scale / 128.0, "{config:?} output {o}: {g} vs {w}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn random_grids_match_the_f64_reference_for_every_case() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for case in FRB_CASES {
+        let (m, n) = (case.m, case.n);
+        for (channels, times, g, g_prime) in [
+            (2, 45, 4 * m, 4 * n),
+            (1, 33, 37, 21),
+            (3, 1, 1, 1),
+            (1, 70, 2 * m + 3, 2 * n + 5),
+            (1, 9, 128, 128),
+        ] {
+            let config = FactorizedConfig { channels, times, m, n, g, g_prime };
+            let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
+            let i = random_intensity(&mut rng, config.intensity_len());
+            let theta: Vec<f32> = (0..config.theta_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let theta_prime: Vec<f32> =
+                (0..config.theta_prime_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+            let want = factorized_reference(&config, &i, &theta, &theta_prime).unwrap();
+            check(&got, &want, &config);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_integer_grids_reproduce_the_intensity_and_grids_can_move() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for case in FRB_CASES {
+        let (m, n) = (case.m, case.n);
+        let config = FactorizedConfig { channels: 2, times: 37, m, n, g: 2 * m, g_prime: 2 * n };
+        let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
+        let i = random_intensity(&mut rng, config.intensity_len());
+        // Channel 0 at (p / 2, q / 2) in order, channel 1 both axes reversed.
+        let p_of = |f: usize, x: usize, len: usize| if f == 0 { x } else { len - 1 - x };
+        let (gm, gn) = (2 * m as usize, 2 * n as usize);
+        let theta: Vec<f32> = (0..2 * gm).map(|x| p_of(x / gm, x % gm, gm) as f32 / 2.0).collect();
+        let theta_prime: Vec<f32> = (0..2 * gn).map(|x| p_of(x / gn, x % gn, gn) as f32 / 2.0).collect();
+        let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+        let k = gm * gn;
+        for f in 0..2 {
+            for t in 0..config.times as usize {
+                for beta in 0..k {
+                    let (p, q) = (p_of(f, beta / gn, gm), p_of(f, beta % gn, gn));
+                    let want = i[(f * config.times as usize + t) * k + p * gn + q];
+                    let g = got[(f * config.times as usize + t) * k + beta];
+                    // U in f16 at half-integers is exactly 0 or 1, so J is I bit for bit.
+                    assert_eq!(g, want, "({m}, {n}) f {f} t {t} beam {beta}");
+                }
+            }
+        }
+        // A moved grid, same resampler.
+        let moved: Vec<f32> = theta.iter().map(|&x| x + rng.random_range(-0.5..0.5)).collect();
+        let got = run(&gpu, &mut resampler, &i, &moved, &theta_prime);
+        let want = factorized_reference(&config, &i, &moved, &theta_prime).unwrap();
+        check(&got, &want, &config);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_input_is_rejected_before_launch() {
+    let gpu = gpu();
+    let config = FactorizedConfig { channels: 2, times: 10, m: 16, n: 20, g: 7, g_prime: 9 };
+    assert!(matches!(
+        FactorizedResampler::new(&gpu, FactorizedConfig { n: 18, ..config }),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        FactorizedResampler::new(&gpu, FactorizedConfig { g: 129, ..config }),
+        Err(Error::InvalidConfig(_))
+    ));
+    let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
+    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+    assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
+    let theta = vec![0.0f32; config.theta_len()];
+    let theta_prime = vec![0.0f32; config.theta_prime_len()];
+    assert!(matches!(resampler.set_grid(&theta_prime, &theta_prime), Err(Error::ShapeMismatch { .. })));
+    let mut inf = theta.clone();
+    inf[0] = f32::INFINITY;
+    assert!(matches!(resampler.set_grid(&inf, &theta_prime), Err(Error::InvalidConfig(_))));
+    resampler.set_grid(&theta, &theta_prime).unwrap();
+    let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+    assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
+    let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
+    assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
+    resampler.resample(&i, &mut j).unwrap();
+    gpu.synchronize().unwrap();
+}

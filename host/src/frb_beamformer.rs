@@ -1240,4 +1240,5 @@ mod tests {
     }
 }
 
+pub mod quantize;
 pub mod resample;

@@ -1585,4 +1585,5 @@ mod tests {
     }
 }
 
+pub mod quantize;
 pub mod resample;

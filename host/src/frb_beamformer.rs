@@ -1238,4 +1238,5 @@ mod tests {
 }
 
 pub mod factorized;
+pub mod quantize;
 pub mod resample;

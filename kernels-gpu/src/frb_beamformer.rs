@@ -1586,4 +1586,5 @@ mod tests {
 }
 
 pub mod factorized;
+pub mod quantize;
 pub mod resample;

@@ -1,0 +1,233 @@
+//! FRB beamformer, third kernel (seed 000 footnotes 1 and 10, issue 8 item 6), host side: the
+//! packet format, the CPU reference and [`Quantizer`], which transposes `J[f][tbar][beta]`
+//! (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit codes
+//! `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the clipped
+//! values per (f, beta). Format, layouts and kernel: `radio_kernels_gpu::frb_beamformer::quantize`.
+use crate::error::{DriverContext, Error, Result};
+use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig};
+use half::f16;
+pub use radio_kernels_gpu::frb_beamformer::quantize::{row_bytes, Format, THREADS, TILE_B, TILE_T};
+
+/// One quantisation job: `channels` x `times` x `beams` values of J, to `format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantizeConfig {
+    pub channels: u32,
+    pub times: u32,
+    pub beams: u32,
+    pub format: Format,
+}
+
+impl QuantizeConfig {
+    /// Every size positive, the grid within its limits, the output addressable.
+    pub fn validate(&self) -> Result<()> {
+        if self.channels == 0 || self.times == 0 || self.beams == 0 {
+            return Err(Error::InvalidConfig(format!("empty quantisation job: {self:?}")));
+        }
+        if self.channels > 65535 || self.times.div_ceil(TILE_T) > 65535 {
+            return Err(Error::InvalidConfig(format!(
+                "{self:?} exceeds the grid (at most 65535 channels and 65535 tiles of {TILE_T} samples)"
+            )));
+        }
+        if self.channels as u64 * self.times as u64 * self.beams as u64 > 1 << 40 {
+            return Err(Error::InvalidConfig(format!("{self:?} is too large")));
+        }
+        Ok(())
+    }
+    /// Bytes of one output row `(f, beta)`: the packed samples padded to 16 bytes.
+    pub fn row_bytes(&self) -> u32 {
+        row_bytes(self.times, self.format)
+    }
+    /// f16 values of J.
+    pub fn input_len(&self) -> usize {
+        self.channels as usize * self.times as usize * self.beams as usize
+    }
+    /// Entries of scale, offset and the saturation counts: `[f][beta]`.
+    pub fn params_len(&self) -> usize {
+        self.channels as usize * self.beams as usize
+    }
+    /// Output bytes: `[f][beta][row_bytes]`.
+    pub fn output_len(&self) -> usize {
+        self.params_len() * self.row_bytes() as usize
+    }
+    /// Bytes the kernel must move at least: J, the codes, scale and offset.
+    pub fn bytes_moved(&self) -> usize {
+        2 * self.input_len() + self.output_len() + 8 * self.params_len()
+    }
+}
+
+/// The reference's result: the output bytes and the clip counts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Quantized {
+    pub output: Vec<u8>,
+    pub saturated: Vec<u32>,
+}
+
+fn check_lengths(config: &QuantizeConfig, j: usize, scale: usize, offset: usize) -> Result<()> {
+    for (what, expected, actual) in [
+        ("J", config.input_len(), j),
+        ("scale", config.params_len(), scale),
+        ("offset", config.params_len(), offset),
+    ] {
+        if expected != actual {
+            return Err(Error::ShapeMismatch { what, expected, actual });
+        }
+    }
+    Ok(())
+}
+
+/// The rule, value by value, straight from the definition: f32 fma (one rounding), round
+/// half to even, clamp; NaN is 0; clipped values are counted.
+pub fn quantize_reference(
+    config: &QuantizeConfig,
+    j: &[u16],
+    scale: &[f32],
+    offset: &[f32],
+) -> Result<Quantized> {
+    config.validate()?;
+    check_lengths(config, j.len(), scale.len(), offset.len())?;
+    let (t_len, b_len, row) = (config.times as usize, config.beams as usize, config.row_bytes() as usize);
+    let max = config.format.max() as f32;
+    let mut output = vec![0u8; config.output_len()];
+    let mut saturated = vec![0u32; config.params_len()];
+    for f in 0..config.channels as usize {
+        for beta in 0..b_len {
+            let at = f * b_len + beta;
+            for t in 0..t_len {
+                let x =
+                    f16::from_bits(j[(f * t_len + t) * b_len + beta]).to_f32().mul_add(scale[at], offset[at]);
+                let r = x.round_ties_even();
+                let (code, clipped) = if x.is_nan() || r < 0.0 {
+                    (0.0, true)
+                } else if r > max {
+                    (max, true)
+                } else {
+                    (r, false)
+                };
+                saturated[at] += clipped as u32;
+                let code = code as u8;
+                let out = &mut output[at * row..][..row];
+                match config.format {
+                    Format::U8 => out[t] = code,
+                    Format::U4 => out[t / 2] |= code << (4 * (t % 2)),
+                }
+            }
+        }
+    }
+    Ok(Quantized { output, saturated })
+}
+
+/// The quantiser on the GPU.
+pub struct Quantizer<'g> {
+    gpu: &'g Gpu,
+    config: QuantizeConfig,
+    kernel: CudaFunction,
+}
+
+impl<'g> Quantizer<'g> {
+    pub fn new(gpu: &'g Gpu, config: QuantizeConfig) -> Result<Quantizer<'g>> {
+        config.validate()?;
+        let kernel = gpu.function(match config.format {
+            Format::U8 => "frb_quantize_u8",
+            Format::U4 => "frb_quantize_u4",
+        })?;
+        Ok(Quantizer { gpu, config, kernel })
+    }
+
+    pub fn config(&self) -> &QuantizeConfig {
+        &self.config
+    }
+
+    /// `J` f16 `[f][tbar][beta]`, `scale` and `offset` f32 `[f][beta]`; writes every byte of
+    /// `out` (`[f][beta][row_bytes]`, padding 0) and sets `saturated` (u32 `[f][beta]`) to the
+    /// clip counts of this call.
+    pub fn quantize(
+        &self,
+        j: &DeviceBuffer<u16>,
+        scale: &DeviceBuffer<f32>,
+        offset: &DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<u8>,
+        saturated: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let c = self.config;
+        check_lengths(&c, j.len(), scale.len(), offset.len())?;
+        for (what, expected, actual) in [
+            ("quantised output", c.output_len(), out.len()),
+            ("saturation counts", c.params_len(), saturated.len()),
+        ] {
+            if expected != actual {
+                return Err(Error::ShapeMismatch { what, expected, actual });
+            }
+        }
+        // The kernel adds its counts.
+        saturated.poison(0)?;
+        let row = c.row_bytes();
+        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        launch
+            .arg(j.raw())
+            .arg(scale.raw())
+            .arg(offset.raw())
+            .arg(out.raw_mut())
+            .arg(saturated.raw_mut())
+            .arg(&c.times)
+            .arg(&c.beams)
+            .arg(&row);
+        let config = LaunchConfig {
+            grid_dim: (c.beams.div_ceil(TILE_B), c.times.div_ceil(TILE_T), c.channels),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match `frb_quantize_u8/u4`; J holds F T B halves, scale, offset
+        // and the counts F B entries, out F B row_bytes bytes (lengths checked above);
+        // row_bytes is a multiple of 16 and cudarc allocations are 256-byte aligned, so the
+        // 16-byte stores are aligned; J is read with 16-byte loads only when B % 8 == 0; the
+        // grid's y and z are at most 65535 (validated).
+        unsafe { launch.launch(config) }.during("launching the FRB quantiser")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_packs_nibbles_and_counts_clips() {
+        let config = QuantizeConfig { channels: 1, times: 3, beams: 2, format: Format::U4 };
+        // J[t][beta]: beam 0 gets 1, 2.5, 40 (clips); beam 1 gets 0.5, -1 (clips), NaN (clips).
+        let j: Vec<u16> =
+            [1.0, 0.5, 2.5, -1.0, 40.0, f32::NAN].iter().map(|&x| f16::from_f32(x).to_bits()).collect();
+        let q = quantize_reference(&config, &j, &[1.0, 1.0], &[0.0, 0.0]).unwrap();
+        assert_eq!(q.output.len(), 32);
+        assert_eq!(q.output[0], 0x21);
+        assert_eq!(q.output[1], 0x0f);
+        assert!(q.output[2..16].iter().all(|&b| b == 0));
+        assert_eq!(q.output[16], 0x00);
+        assert_eq!(q.output[17], 0x00);
+        assert_eq!(q.saturated, vec![1, 2]);
+        let u8c = QuantizeConfig { format: Format::U8, ..config };
+        let q = quantize_reference(&u8c, &j, &[2.0, 3.0], &[0.5, 0.25]).unwrap();
+        // 1 * 2 + 0.5 = 2.5 -> 2; 2.5 * 2 + 0.5 = 5.5 -> 6; 40 * 2 + 0.5 = 80.5 -> 80.
+        assert_eq!(&q.output[..3], &[2, 6, 80]);
+        // 0.5 * 3 + 0.25 = 1.75 -> 2; -3 + 0.25 clips to 0; NaN -> 0.
+        assert_eq!(&q.output[16..19], &[2, 0, 0]);
+        assert_eq!(q.saturated, vec![0, 2]);
+    }
+
+    #[test]
+    fn bad_configurations_are_rejected() {
+        let good = QuantizeConfig { channels: 2, times: 3, beams: 5, format: Format::U8 };
+        assert!(good.validate().is_ok());
+        for bad in [
+            QuantizeConfig { channels: 0, ..good },
+            QuantizeConfig { times: 0, ..good },
+            QuantizeConfig { beams: 0, ..good },
+            QuantizeConfig { channels: 70000, ..good },
+        ] {
+            assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
+        }
+        let j = vec![0u16; good.input_len() - 1];
+        let p = vec![0f32; good.params_len()];
+        assert!(matches!(quantize_reference(&good, &j, &p, &p), Err(Error::ShapeMismatch { .. })));
+    }
+}

@@ -24,24 +24,6 @@ const BOUND: f64 = 1.0 / 256.0;
 /// f16 NaN in both bytes (0x7e7e).
 const POISON: u8 = 0x7e;
 
-fn relative_l2(got: &[u16], want: &[f64]) -> f64 {
-    let (mut err, mut norm) = (0.0, 0.0);
-    for (&g, &w) in got.iter().zip(want) {
-        let g = f16::from_bits(g).to_f64();
-        err += (g - w) * (g - w);
-        norm += w * w;
-    }
-    if err.is_nan() {
-        return f64::INFINITY;
-    }
-    (err / norm).sqrt()
-}
-
-/// Random intensities in [0, 100) as f16, like |E|^2 sums.
-fn random_intensity(rng: &mut impl Rng, len: usize) -> Vec<u16> {
-    (0..len).map(|_| f16::from_f64(rng.random_range(0.0..100.0)).to_bits()).collect()
-}
-
 fn run(
     gpu: &radio_kernels::Gpu,
     resampler: &mut FactorizedResampler,

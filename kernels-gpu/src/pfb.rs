@@ -330,10 +330,11 @@ pub fn expj_pi(x: f32) -> C32 {
 }
 
 /// The fine-delay and fringe rotations `exp(j pi (phase - fine k / n))` of channels
-/// `u + a v` and `w + a v` (v = 0..4, w the second column of [`post_columns`]), from the spectrum's `fringe =
-/// exp(j pi phase)` and `step = exp(-j pi fine / 4)` (precomputed on the host in f64) and one
-/// short polynomial: `|fine u / n| <= 1/16` needs no range reduction, and the mirror's
-/// `exp(-j pi fine w / n) = step conj(exp(-j pi fine u / n))`.
+/// `u + a v` and `w + a v` (v = 0..4, w the second column of [`post_columns`]), from the
+/// spectrum's `fringe = exp(j pi phase)` and `step = exp(-j pi fine / 4)` (precomputed on the
+/// host in f64) and one short polynomial: `|fine u / n| <= 1/16` needs no range reduction,
+/// and the mirror's `exp(-j pi fine w / n) = step conj(exp(-j pi fine u / n))` (thread 0's
+/// column n/8 gets the polynomial, its column 0 the fringe alone).
 #[inline(always)]
 pub fn rotations(u: u32, channels: u32, fine: f32, fringe: C32, step: C32) -> ([C32; 4], [C32; 4]) {
     // Thread 0's second column is n/8 ([`post_columns`]): its own polynomial, |fine / 8| <= 1/16.

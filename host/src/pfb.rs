@@ -609,6 +609,14 @@ impl<'g> Channelizer<'g> {
             None => hann_sinc_weights(config.channels, config.taps),
         };
         let fir = gpu.function(layout::fir_kernel_name(layout::fir_variant(config.taps)))?;
+        // The 16-tap FIR's batches of 16 need up to 64 KB (16-bit input). The function is
+        // shared by every channelizer of this GPU, so the limit is the most any of them needs.
+        let fir_shared = layout::fir_shared_bytes(16, THREADS, layout::fir_variant(config.taps));
+        fir.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            fir_shared as i32,
+        )
+        .during("raising the PFB FIR's shared-memory limit")?;
         let post = gpu.function(layout::post_kernel_name(config.output == OutputFormat::Ci4))?;
         let spectra = config.spectra_per_chunk() as usize;
         let fft = FftPlan::new(gpu, config.channels / UNZIP, 2 * spectra as u32 * UNZIP)?;
@@ -869,10 +877,9 @@ impl<'g> Channelizer<'g> {
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
         self.saturated.poison(0)?;
-        let threads =
-            layout::post_threads_per_group(c.channels) as u64 * (spectra / SPECTRA_PER_POST_THREAD) as u64;
+        let tile = layout::POST_TILE_LOG2;
         let cfg = LaunchConfig {
-            grid_dim: (threads.div_ceil(THREADS as u64) as u32, 1, 1),
+            grid_dim: (layout::post_blocks(c.channels, spectra, tile), 1, 1),
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: layout::POST_SHARED_BYTES,
         };
@@ -886,9 +893,10 @@ impl<'g> Channelizer<'g> {
             .arg(self.saturated.raw_mut())
             .arg(&c.channels)
             .arg(&spectra)
-            .arg(&c.spectra_per_heap);
+            .arg(&c.spectra_per_heap)
+            .arg(&tile);
         // SAFETY: matches `pfb_post_ci*(fft, gains, fine, rotation, out, saturated, channels,
-        // spectra, spectra_per_heap)` with the sizes allocated in `new`.
+        // spectra, spectra_per_heap, tile_log2)` with the sizes allocated in `new`.
         unsafe { launch.launch(cfg) }.during("launching the PFB post-processing")?;
         Ok(())
     }
@@ -1077,13 +1085,7 @@ mod tests {
                 ];
                 let (r, rm) = layout::rotations(u, n, fine as f32, fringe, step);
                 for v in 0..4 {
-                    // Column 0's mirror is itself; its second set is not used.
-                    let pairs = if u == 0 {
-                        vec![(u, r[v as usize])]
-                    } else {
-                        vec![(u, r[v as usize]), (w, rm[v as usize])]
-                    };
-                    for (col, got) in pairs {
+                    for (col, got) in [(u, r[v as usize]), (w, rm[v as usize])] {
                         let k = (col + n / 4 * v) as f64;
                         let angle = phase - std::f64::consts::PI * fine * k / n as f64;
                         let err = (got[0] as f64 - angle.cos()).hypot(got[1] as f64 - angle.sin());
@@ -1173,6 +1175,60 @@ mod tests {
             4 * layout::post_scratch_word(7, SPECTRA_PER_POST_THREAD - 1, THREADS - 1) + 4,
             layout::POST_SHARED_BYTES
         );
+    }
+
+    /// The 16-tap FIR's row-per-warp order: a permutation of a full block's pairs (identity
+    /// otherwise); each warp's 32 outputs are consecutive in one row of the unzipped matrix;
+    /// its staged-row reads need at most `bits / 4` wavefronts (none extra at 4 and 12 bits).
+    #[test]
+    fn fir_warp_rows_store_contiguously_and_read_with_few_conflicts() {
+        use radio_kernels_gpu::bank::wavefronts;
+        assert!(layout::fir_warp_rows(16));
+        assert!(FIR_VARIANTS.iter().filter(|&&t| t != 16).all(|&t| !layout::fir_warp_rows(t)));
+        let mut seen = [false; THREADS as usize];
+        for tid in 0..THREADS {
+            let t = layout::fir_pair_of_thread(tid, THREADS, true);
+            assert!(!seen[t as usize], "pair {t} taken twice");
+            seen[t as usize] = true;
+            assert_eq!(layout::fir_pair_of_thread(tid % 64, 64, true), tid % 64);
+            assert_eq!(layout::fir_pair_of_thread(tid, THREADS, false), tid);
+        }
+        for n in [128u32, 1024, 65536] {
+            for q0 in (0..n).step_by(THREADS as usize).take(8) {
+                for warp in 0..THREADS / 32 {
+                    let at: Vec<u32> = (0..32)
+                        .map(|l| {
+                            layout::fft_index(
+                                q0 + layout::fir_pair_of_thread(32 * warp + l, THREADS, true),
+                                n,
+                            )
+                        })
+                        .collect();
+                    assert!(at.windows(2).all(|p| p[1] == p[0] + 1), "n {n} q0 {q0} warp {warp}");
+                }
+            }
+        }
+        for bits in BITS {
+            let most = match bits {
+                4 | 12 => 1,
+                8 | 10 => 2,
+                _ => 4,
+            };
+            let mut worst = 0;
+            for offset in 0..128 {
+                for warp in 0..THREADS / 32 {
+                    for second in [0, 4] {
+                        let addresses: [u32; 32] = std::array::from_fn(|l| {
+                            let t = layout::fir_pair_of_thread(32 * warp + l as u32, THREADS, true);
+                            layout::fir_row_word(0, offset, t, bits) + second
+                        });
+                        worst = worst.max(wavefronts(&addresses, 4));
+                    }
+                }
+            }
+            assert_eq!(worst, most, "bits {bits}");
+            assert!(worst <= bits.div_ceil(4));
+        }
     }
 
     #[test]

@@ -14,9 +14,10 @@
 //! transforms on contiguous rows. The post-processing kernel finishes the transform: twiddles
 //! and a 4-point DFT across the rows give `Z = FFT_n(z)` (six-step FFT, steps 3-6), then the
 //! R2C fix-up (sec. 4.1) `X[k] = (Z[k] + Z*[n-k]) / 2 - j/2 exp(-j pi k / n) (Z[k] - Z*[n-k])`.
-//! A post thread owns column `u` and its mirror `n/4 - u` ([`post_columns`]), because channel
-//! `u + a v` needs `Z[n - k]`, which lies in the mirror column; so each thread does the two
-//! 4-point DFTs of the seed.
+//! A post thread owns column `u` and its mirror `n/4 - u` ([`post_columns`]; thread 0 the two
+//! self-mirrored columns 0 and n/8), because channel `u + a v` needs `Z[n - k]`, which lies in
+//! the mirror column; so each thread does the two 4-point DFTs of the seed. A post block is a
+//! tile of 16 columns by 8 groups of spectra ([`POST_TILE_LOG2`]).
 //!
 //! Layouts: input per polarisation, `bits`-wide two's complement packed MSB-first (sample i is
 //! bits `i bits .. (i + 1) bits` of the byte stream, bit 0 the MSB of byte 0), read as
@@ -30,7 +31,9 @@
 //! a ring slot of shared memory with `cp.async` ([`FIR_STAGES`]` - 1` batches ahead, so the
 //! bytes in flight take no registers), each thread unpacks its pair of each new row
 //! ([`fir_row_start`], [`fir_row_word`]) into its slice of a window ring in shared memory
-//! ([`FIR_RING_ROW`]) and streams the window against its weights in registers.
+//! ([`FIR_RING_ROW`]) and streams the window against its weights in registers. At 16 taps
+//! each warp of a block computes pairs of one row of the unzipped output
+//! ([`fir_pair_of_thread`]), so its stores are contiguous.
 //!
 //! Why no shared-memory transpose across threads (sec. 3.6): a post thread owns
 //! [`SPECTRA_PER_POST_THREAD`] consecutive spectra of its 8 channels, so the channel-major
@@ -60,11 +63,13 @@ pub const THREADS: u32 = 128;
 /// Spectra one post-processing thread handles (so the heap size must be a multiple).
 pub const SPECTRA_PER_POST_THREAD: u32 = 4;
 /// Spectra a FIR thread computes together (a batch: one staging slot of new rows, one barrier;
-/// its window holds `taps + batch - 1` sample pairs), by compiled tap count.
+/// its window holds `taps + batch - 1` sample pairs), by compiled tap count. 16 taps: 16 (on
+/// the H200 batches of 16 beat 8 by 3%, at four blocks per SM instead of five: the per-batch
+/// barrier and bookkeeping cost more than the occupancy).
 pub const fn fir_batch(variant_taps: u32) -> u32 {
     match variant_taps {
         32.. => 4,
-        16.. => 8,
+        16.. => 16,
         _ => 8,
     }
 }
@@ -85,10 +90,10 @@ pub const fn fir_variant(taps: u32) -> u32 {
     MAX_TAPS
 }
 
-/// Register caps (`.maxnreg`, applied by the root `build.rs`): the staged FIR needs no
-/// registers for loads in flight or the window, so five blocks of 128 threads fit an SM at 88
-/// (16 taps). No spills on sm_80/86/90.
-pub const REGISTER_LIMITS: [(&str, u32); 1] = [("pfb_fir_t16", 88)];
+/// Register caps (`.maxnreg`, applied by the root `build.rs`): none. The 16-tap FIR with
+/// batches of 16 takes 126-130 registers (four blocks per SM, which its 54 KB of shared
+/// memory at 10 bits allows anyway); the post kernel fits 128 (four blocks) uncapped.
+pub const REGISTER_LIMITS: [(&str, u32); 0] = [];
 
 pub const fn fir_kernel_name(variant_taps: u32) -> &'static str {
     match variant_taps {
@@ -160,6 +165,28 @@ pub const fn fir_shared_bytes(bits: u32, width: u32, variant_taps: u32) -> u32 {
     FIR_STAGES * batch * 16 * fir_row_chunks(bits, width) + (variant_taps + batch - 1) * FIR_RING_ROW
 }
 
+/// Pair (column pair offset in the block) of FIR thread `tid` in a block of `width` threads.
+/// With `warp_rows` and a full block, warp w takes pairs `4 l + w` (l its lanes): z[q] goes to
+/// row `q % 4` of the unzipped matrix ([`fft_index`]), so each warp's output store is 256
+/// contiguous bytes of one row instead of four 64-byte pieces of four rows. The price: a
+/// warp's staged-row reads ([`fir_row_word`]) step `8 bits` bits per lane: 2-way bank
+/// conflicts at 8 and 10 bits, 4-way at 16, none at 4 and 12.
+pub const fn fir_pair_of_thread(tid: u32, width: u32, warp_rows: bool) -> u32 {
+    if warp_rows && width == THREADS {
+        4 * (tid % 32) + tid / 32
+    } else {
+        tid
+    }
+}
+
+/// Whether the FIR kernel of `variant_taps` compiled taps uses [`fir_pair_of_thread`]'s
+/// row-per-warp order and a warp vote for its batch contiguity checks (one offset load per
+/// lane instead of `batch` per thread). Measured (and tested) only at 16 taps on the H200,
+/// where the two took the FIR from 0.628 to 0.584 ms at n = 32768 with batches of 16.
+pub const fn fir_warp_rows(variant_taps: u32) -> bool {
+    variant_taps == 16
+}
+
 /// Shared-window byte address of the first word thread `t` reads from a staged row (row at
 /// `row`, first bit at `offset`): words of one warp are consecutive, so conflict-free.
 pub const fn fir_row_word(row: u32, offset: u32, t: u32, bits: u32) -> u32 {
@@ -172,12 +199,16 @@ pub const fn fft_index(q: u32, channels: u32) -> u32 {
     (q % UNZIP) * (channels / UNZIP) + q / UNZIP
 }
 
-/// The two columns a post thread owns: `u` and its mirror `(n/4 - u) mod n/4`, for
-/// `0 <= u <= n/8`. The columns coincide for `u = 0` and `u = n/8`; the mirror's outputs are
-/// then not written.
+/// The two columns a post thread owns, for `0 <= u < n/8`: `u` and its mirror `n/4 - u`;
+/// columns 0 and n/8 are their own mirrors, so thread 0 takes both (n/8 threads per group, a
+/// power of two, which tiles a block exactly).
 pub const fn post_columns(u: u32, channels: u32) -> (u32, u32) {
     let a = channels / UNZIP;
-    (u, (a - u) % a)
+    if u == 0 {
+        (0, a / 2)
+    } else {
+        (u, a - u)
+    }
 }
 
 /// Word of post thread `t`'s shared scratch holding output channel slot `c` (0..8: columns u
@@ -191,9 +222,34 @@ pub const fn post_scratch_word(c: u32, j: u32, t: u32) -> u32 {
 /// Dynamic shared memory of a post block: its threads' scratch ([`post_scratch_word`]).
 pub const POST_SHARED_BYTES: u32 = 4 * 8 * SPECTRA_PER_POST_THREAD * THREADS;
 
-/// Post threads per group of spectra: columns `0 ..= n/8`.
+/// Post threads per group of spectra: columns `0 .. n/8` ([`post_columns`]).
 pub const fn post_threads_per_group(channels: u32) -> u32 {
-    channels / UNZIP / 2 + 1
+    channels / UNZIP / 2
+}
+
+/// Log2 of the columns of one post block's tile (the rest of its `THREADS` threads are groups
+/// of spectra): `tile_log2` capped at the columns of a group.
+pub const fn post_tile_log2(channels: u32, tile_log2: u32) -> u32 {
+    let cols = post_threads_per_group(channels).trailing_zeros();
+    if tile_log2 < cols {
+        tile_log2
+    } else {
+        cols
+    }
+}
+
+/// Log2 of the columns of a post block's tile (16 columns by 8 groups of 4 spectra): on the
+/// H200 at n = 32768 the post kernel took 0.438 ms against 0.455 (8 columns), 0.557 (32),
+/// 0.659 (128) and 0.678 for the earlier blocks of 128 consecutive columns of one group,
+/// whose channel-major output left in 16-byte pieces 1 KB apart; n = 1024 and 4096 were
+/// fastest at 16 too.
+pub const POST_TILE_LOG2: u32 = 4;
+
+/// Blocks of a post launch: column tiles times tiles of `THREADS >> tile` groups.
+pub const fn post_blocks(channels: u32, spectra: u32, tile_log2: u32) -> u32 {
+    let t = post_tile_log2(channels, tile_log2);
+    let groups = spectra / SPECTRA_PER_POST_THREAD;
+    (post_threads_per_group(channels) >> t) * groups.div_ceil(THREADS >> t)
 }
 
 /// Output position (in complex values) of channel `k`, spectrum `s` of heap `heap`,
@@ -274,16 +330,19 @@ pub fn expj_pi(x: f32) -> C32 {
 }
 
 /// The fine-delay and fringe rotations `exp(j pi (phase - fine k / n))` of channels
-/// `u + a v` and `w + a v` (v = 0..4, w the mirror column), from the spectrum's `fringe =
-/// exp(j pi phase)` and `step = exp(-j pi fine / 4)` (precomputed on the host in f64) and one
-/// short polynomial: `|fine u / n| <= 1/16` needs no range reduction, and the mirror's
-/// `exp(-j pi fine w / n) = step conj(exp(-j pi fine u / n))`.
+/// `u + a v` and `w + a v` (v = 0..4, w the second column of [`post_columns`]), from the
+/// spectrum's `fringe = exp(j pi phase)` and `step = exp(-j pi fine / 4)` (precomputed on the
+/// host in f64) and one short polynomial: `|fine u / n| <= 1/16` needs no range reduction,
+/// and the mirror's `exp(-j pi fine w / n) = step conj(exp(-j pi fine u / n))` (thread 0's
+/// column n/8 gets the polynomial, its column 0 the fringe alone).
 #[inline(always)]
 pub fn rotations(u: u32, channels: u32, fine: f32, fringe: C32, step: C32) -> ([C32; 4], [C32; 4]) {
-    let (s, c) = sincospi_reduced(-fine * (u as f32 / channels as f32));
+    // Thread 0's second column is n/8 ([`post_columns`]): its own polynomial, |fine / 8| <= 1/16.
+    let x = if u == 0 { 0.125 } else { u as f32 / channels as f32 };
+    let (s, c) = sincospi_reduced(-fine * x);
     let ru = [c, s];
-    let rot = cmul(fringe, ru);
-    let rotm = cmul(fringe, cmul_conj(step, ru));
+    let rot = if u == 0 { fringe } else { cmul(fringe, ru) };
+    let rotm = cmul(fringe, if u == 0 { ru } else { cmul_conj(step, ru) });
     // Written out, not looped (see `post_pair`).
     let (rot1, rotm1) = (cmul(rot, step), cmul(rotm, step));
     let (rot2, rotm2) = (cmul(rot1, step), cmul(rotm1, step));
@@ -356,11 +415,13 @@ pub fn post_pair(
         r2c_fixup(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
         r2c_fixup(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
     ];
+    // For u = 0 the second column is n/8, its own mirror: Z[n - (n/8 + a v)] = Z[n/8 + a (3 - v)].
+    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
     let xm = [
-        r2c_fixup(zm[0], z[3], em),
-        r2c_fixup(zm[1], z[2], cmul(em, ROW_TWIDDLE[1])),
-        r2c_fixup(zm[2], z[1], cmul(em, ROW_TWIDDLE[2])),
-        r2c_fixup(zm[3], z[0], cmul(em, ROW_TWIDDLE[3])),
+        r2c_fixup(zm[0], mirror_m(0), em),
+        r2c_fixup(zm[1], mirror_m(1), cmul(em, ROW_TWIDDLE[1])),
+        r2c_fixup(zm[2], mirror_m(2), cmul(em, ROW_TWIDDLE[2])),
+        r2c_fixup(zm[3], mirror_m(3), cmul(em, ROW_TWIDDLE[3])),
     ];
     (x, xm)
 }
@@ -443,7 +504,7 @@ mod device {
     /// a batch with a delay step inside, or the ragged end, goes one spectrum at a time, each
     /// window read directly (its staged rows, if any, are not used).
     #[inline(always)]
-    unsafe fn fir<const TV: usize, const B: usize, const S: usize>(
+    unsafe fn fir<const TV: usize, const B: usize, const S: usize, const WARP_ROWS: bool>(
         inputs: [*const u32; 2],
         offsets: *const u32,
         weights: *const f32,
@@ -458,8 +519,9 @@ mod device {
         let id = global_thread_x();
         let tid = thread_idx_x();
         let width = block_dim_x();
-        let q = id & (channels - 1);
-        let q0 = q - tid;
+        let q0 = (id & (channels - 1)) - tid;
+        let t = fir_pair_of_thread(tid, width, WARP_ROWS);
+        let q = q0 + t;
         let piece = id >> channels.trailing_zeros();
         let first = piece * per_thread;
         // Uniform across the block (its threads share `piece`), so the barriers below are.
@@ -501,6 +563,15 @@ mod device {
         let contiguous = |k: u32| -> bool {
             let m = first + k * B as u32;
             let s0 = *offsets.add(m as usize);
+            if WARP_ROWS {
+                // Lane l checks spectrum m + l % B (B divides 32), the warp votes: one offset
+                // load per lane instead of B per thread.
+                let i = tid % 32 % B as u32;
+                let at = if m + i < last { m + i } else { last - 1 };
+                return vote_all(
+                    m + B as u32 <= last && *offsets.add(at as usize) == s0.wrapping_add(i * step),
+                );
+            }
             let mut ok = m + B as u32 <= last;
             unroll!(i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < B {
@@ -583,8 +654,8 @@ mod device {
                 }
                 let (_, offset) = fir_row_start(row_sample(s0), bits);
                 let rows = smem + slot * B as u32 * row_bytes;
-                let at = fir_row_word(0, offset, tid, bits);
-                let bit = ((offset + 2 * tid * bits) % 32) as u64;
+                let at = fir_row_word(0, offset, t, bits);
+                let bit = ((offset + 2 * t * bits) % 32) as u64;
                 unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                     if i < B {
                         let row = rows + i as u32 * row_bytes + at;
@@ -653,7 +724,7 @@ mod device {
                 per_thread: u32,
                 bits: u32,
             ) {
-                fir::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }>(
+                fir::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }, { fir_warp_rows($tv) }>(
                     [input0, input1],
                     offsets,
                     weights,
@@ -674,49 +745,27 @@ mod device {
     fir_kernel!(pfb_fir_t16, 16);
     fir_kernel!(pfb_fir_t32, 32);
 
-    /// Post-processing body. Thread: column pair u (`0 ..= n/8`, fastest) and a group of
-    /// `SPECTRA_PER_POST_THREAD` spectra. `fft[pol][spectrum][row][column]` (cuFFT output);
-    /// `gains[pol][channel]` complex f32; `fine[pol][spectrum]` residual delay in samples;
-    /// `rotation[pol][spectrum]` = (exp(j pi phase), exp(-j pi fine / 4)) ([`rotations`]);
-    /// `saturated[heap][pol]`.
+    /// The loop of [`post`] over its spectra for the columns of thread `u`; returns the
+    /// saturated counts. Inlined twice, with u = 0 a constant in one copy.
     #[inline(always)]
-    unsafe fn post<const INT4: bool>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_loop<const INT4: bool>(
+        u: u32,
         fft: *const [f32; 2],
         gains: *const [f32; 2],
         fine: *const f32,
         rotation: *const [f32; 4],
-        out: *mut u32,
-        saturated: *mut u32,
+        scratch: u32,
+        tid: u32,
         channels: u32,
         spectra: u32,
-        spectra_per_heap: u32,
-    ) {
+        s0: u32,
+    ) -> u32 {
         const G: usize = SPECTRA_PER_POST_THREAD as usize;
-        let per_group = post_threads_per_group(channels);
-        let id = global_thread_x();
-        let u = id % per_group;
-        let group = id / per_group;
-        let s0 = group * G as u32;
-        if s0 >= spectra {
-            return;
-        }
         let a = channels / UNZIP;
         let (_, w) = post_columns(u, channels);
         let (tw, e) = column_twiddles(u, channels);
         let (twm, em) = column_twiddles(w, channels);
-        // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
-        // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
-        // thread's shared scratch, each value stored as it is quantised (packed in registers,
-        // with selects to place a spectrum's values, it took 165 registers). The spectra are a
-        // real loop (when unrolled, the compiler hoisted every load of the group and spilled);
-        // both polarisations of a spectrum go in one iteration (128 registers, four blocks per
-        // SM): on the H200 at n = 32768 that beat one (spectrum, polarisation) per iteration
-        // (72 registers, seven blocks) by 8% and a polarisation-outer loop with the gains
-        // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
-        // n = 1024 and 4096.
-        let scratch = dynamic_shared();
-        let tid = thread_idx_x();
-        // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each).
         let mut clipped = 0u32;
         let mut s = 0;
         while s < G {
@@ -740,11 +789,7 @@ mod device {
                     let gm = load_c32(gains.add((w + a * v as u32) as usize));
                     let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
                     let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
-                    clipped += (c as u32) << (16 * p as u32);
-                    // The mirror column of u = 0 and u = n/8 is u itself: not counted twice.
-                    if w != u {
-                        clipped += (cm as u32) << (16 * p as u32);
-                    }
+                    clipped += (c as u32 + cm as u32) << (16 * p as u32);
                     let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
                     if INT4 {
                         st_shared_u8(at(v as u32), q as u8);
@@ -757,6 +802,64 @@ mod device {
             });
             s += 1;
         }
+        clipped
+    }
+
+    /// Post-processing body. Thread: column pair u (`0 .. n/8`, [`post_columns`]) and a group
+    /// of `SPECTRA_PER_POST_THREAD` spectra; a block is a tile of `2^tile` columns (fastest)
+    /// by `THREADS >> tile` groups ([`post_tile_log2`], [`POST_TILE_LOG2`]), blocks column-tile
+    /// fastest, so a block writes 8 groups' 16-byte pieces of each channel (128 contiguous
+    /// bytes) and the blocks in flight read whole rows of a few spectra.
+    /// `fft[pol][spectrum][row][column]` (cuFFT output);
+    /// `gains[pol][channel]` complex f32; `fine[pol][spectrum]` residual delay in samples;
+    /// `rotation[pol][spectrum]` = (exp(j pi phase), exp(-j pi fine / 4)) ([`rotations`]);
+    /// `saturated[heap][pol]`.
+    #[inline(always)]
+    unsafe fn post<const INT4: bool>(
+        fft: *const [f32; 2],
+        gains: *const [f32; 2],
+        fine: *const f32,
+        rotation: *const [f32; 4],
+        out: *mut u32,
+        saturated: *mut u32,
+        channels: u32,
+        spectra: u32,
+        spectra_per_heap: u32,
+        tile_log2: u32,
+    ) {
+        const G: usize = SPECTRA_PER_POST_THREAD as usize;
+        let tile = post_tile_log2(channels, tile_log2);
+        let tiles_log2 = post_threads_per_group(channels).trailing_zeros() - tile;
+        let tid = thread_idx_x();
+        let b = block_idx_x();
+        let u = ((b & ((1 << tiles_log2) - 1)) << tile) + (tid & ((1 << tile) - 1));
+        let group = ((b >> tiles_log2) << (THREADS.trailing_zeros() - tile)) + (tid >> tile);
+        let s0 = group * G as u32;
+        if s0 >= spectra {
+            return;
+        }
+        let a = channels / UNZIP;
+        let (_, w) = post_columns(u, channels);
+        // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
+        // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
+        // thread's shared scratch, each value stored as it is quantised (packed in registers,
+        // with selects to place a spectrum's values, it took 165 registers). The spectra are a
+        // real loop (when unrolled, the compiler hoisted every load of the group and spilled);
+        // both polarisations of a spectrum go in one iteration (128 registers, four blocks per
+        // SM): on the H200 at n = 32768 that beat one (spectrum, polarisation) per iteration
+        // (72 registers, seven blocks) by 8% and a polarisation-outer loop with the gains
+        // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
+        // n = 1024 and 4096.
+        let scratch = dynamic_shared();
+        // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each).
+        // The loop is inlined with a constant u = 0 for thread 0 (the only thread whose columns
+        // are their own mirrors), so the other threads' copy carries none of its selects (one
+        // copy with them took 146 registers, three blocks per SM).
+        let clipped = if u == 0 {
+            post_loop::<INT4>(0, fft, gains, fine, rotation, scratch, tid, channels, spectra, s0)
+        } else {
+            post_loop::<INT4>(u, fft, gains, fine, rotation, scratch, tid, channels, spectra, s0)
+        };
         // int4 wrote only the low two bytes of each word.
         let mask = if INT4 { 0xffff } else { u32::MAX };
         let mut packed = [[0u32; G]; 8];
@@ -769,7 +872,7 @@ mod device {
         let s_in_heap = s0 % spectra_per_heap;
         unroll!(v in [0, 1, 2, 3, 4, 5, 6, 7] {
             let column = if v < 4 { u } else { w };
-            if v < 4 || w != u {
+            {
                 let k = column + a * (v as u32 % 4);
                 let at = output_index(heap, k, s_in_heap, 0, channels, spectra_per_heap);
                 // int8: 4 bytes per (spectrum, both pols); int4: 2 bytes.
@@ -794,7 +897,7 @@ mod device {
     macro_rules! post_kernel {
         ($name:ident, $int4:literal) => {
             /// See the module documentation (int4 output when the name says ci4). 1-D blocks of
-            /// `THREADS` threads over `(n/8 + 1) * spectra / SPECTRA_PER_POST_THREAD` threads;
+            /// `THREADS` threads, `post_blocks(n, spectra, tile_log2)` blocks;
             /// `POST_SHARED_BYTES` bytes of dynamic shared memory.
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
@@ -807,6 +910,7 @@ mod device {
                 channels: u32,
                 spectra: u32,
                 spectra_per_heap: u32,
+                tile_log2: u32,
             ) {
                 post::<$int4>(
                     fft,
@@ -818,6 +922,7 @@ mod device {
                     channels,
                     spectra,
                     spectra_per_heap,
+                    tile_log2,
                 );
             }
         };

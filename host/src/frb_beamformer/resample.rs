@@ -189,11 +189,7 @@ impl<'g> Resampler<'g> {
     /// again whenever the beams move (tracking beams).
     pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
         let c = self.config;
-        for (what, actual) in [("theta", theta.len()), ("theta'", theta_prime.len())] {
-            if actual != c.positions_len() {
-                return Err(Error::ShapeMismatch { what, expected: c.positions_len(), actual });
-            }
-        }
+        check_positions(&c, theta, theta_prime)?;
         let mut launch = self.gpu.stream().launch_builder(&self.weights_kernel);
         launch
             .arg(theta.raw())
@@ -217,16 +213,7 @@ impl<'g> Resampler<'g> {
     /// `J = I W` per channel: I f16 `[f][tbar][p][q]`, J f16 `[f][tbar][beta]`.
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = self.config;
-        if !self.beams_set {
-            return Err(Error::InvalidConfig("no beam positions yet: call set_beams first".into()));
-        }
-        for (what, expected, actual) in
-            [("FRB intensity", c.intensity_len(), intensity.len()), ("FRB beams", c.output_len(), out.len())]
-        {
-            if expected != actual {
-                return Err(Error::ShapeMismatch { what, expected, actual });
-            }
-        }
+        check_io(&c, self.beams_set, intensity, out)?;
         let k = c.k();
         let mut launch = self.gpu.stream().launch_builder(&self.gemm);
         launch
@@ -250,6 +237,7 @@ impl<'g> Resampler<'g> {
     }
 }
 
+/// Checks for a `set_beams` call: theta and theta' hold one value per (channel, beam).
 fn check_positions(
     c: &ResampleConfig,
     theta: &DeviceBuffer<f32>,
@@ -263,7 +251,16 @@ fn check_positions(
     Ok(())
 }
 
-fn check_io(c: &ResampleConfig, intensity: &DeviceBuffer<u16>, out: &DeviceBuffer<u16>) -> Result<()> {
+/// Checks for a `resample` call: beam positions set, I and J of the configuration's sizes.
+fn check_io(
+    c: &ResampleConfig,
+    beams_set: bool,
+    intensity: &DeviceBuffer<u16>,
+    out: &DeviceBuffer<u16>,
+) -> Result<()> {
+    if !beams_set {
+        return Err(Error::InvalidConfig("no beam positions yet: call set_beams first".into()));
+    }
     for (what, expected, actual) in
         [("FRB intensity", c.intensity_len(), intensity.len()), ("FRB beams", c.output_len(), out.len())]
     {
@@ -339,10 +336,7 @@ impl<'g> FusedResampler<'g> {
     /// `[f][tbar][beta]`.
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = self.config;
-        if !self.beams_set {
-            return Err(Error::InvalidConfig("no beam positions yet: call set_beams first".into()));
-        }
-        check_io(&c, intensity, out)?;
+        check_io(&c, self.beams_set, intensity, out)?;
         let mut launch = self.gpu.stream().launch_builder(&self.gemm);
         launch
             .arg(intensity.raw())

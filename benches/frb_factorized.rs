@@ -27,16 +27,9 @@ fn main() {
     let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("frb_factorized");
     // (label, F, slow samples per second = 1 / t_f, M, N); grids (4M, 4N).
-    let cases = [
-        ("pathfinder square (8, 8)", 2048, 917, 8, 8),
-        ("pathfinder rect. (8, 12)", 2048, 917, 8, 12),
-        ("HIRAX square (16, 16)", 1024, 980, 16, 16),
-        ("HIRAX rect. (16, 20)", 1024, 980, 16, 20),
-        ("full CHORD (24, 24)", 256, 917, 24, 24),
-    ];
     let mut rows = Vec::new();
     let mut rng = StdRng::seed_from_u64(12);
-    for (label, channels, times, m, n) in cases {
+    for (label, channels, times, m, n) in common::SEED_TABLE_4 {
         let config = FactorizedConfig { channels, times, m, n, g: 4 * m, g_prime: 4 * n };
         let mut resampler = match FactorizedResampler::new(&gpu, config) {
             Ok(r) => r,

@@ -99,3 +99,13 @@ pub fn read_ceiling(name: &str) -> Option<f64> {
     let value = line.split("\"value\": ").nth(1)?.split(',').next()?;
     value.trim().parse().ok()
 }
+
+/// Seed 000 Table 4's cases, one second of data each: (label, channels F, slow samples per
+/// second, M, N).
+pub const SEED_TABLE_4: [(&str, u32, u32, u32, u32); 5] = [
+    ("pathfinder square (8, 8)", 2048, 917, 8, 8),
+    ("pathfinder rect. (8, 12)", 2048, 917, 8, 12),
+    ("HIRAX square (16, 16)", 1024, 980, 16, 16),
+    ("HIRAX rect. (16, 20)", 1024, 980, 16, 20),
+    ("full CHORD (24, 24)", 256, 917, 24, 24),
+];

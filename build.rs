@@ -1,8 +1,9 @@
-//! Compiles `kernels-gpu` to one PTX module and embeds it (the part cuda_builder plays in
+//! Compiles `kernels-gpu` to two PTX modules and embeds them (the part cuda_builder plays in
 //! Rust-CUDA). The nested build uses rustc's own `nvptx64-nvidia-cuda` backend with
 //! `-Zbuild-std=core` (RUSTC_BOOTSTRAP=1 scoped to that build only), target-cpu sm_80 and
 //! PTX ISA 8.5 (needed by `mma.sp::ordered_metadata`), in a target directory of its own so
-//! it never waits on the lock of the build that runs this script.
+//! it never waits on the lock of the build that runs this script. The second module holds
+//! only Hopper's `wgmma` kernels, built for sm_90a with `--cfg radio_sm90a`.
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,13 +23,19 @@ fn main() {
     println!("cargo:rerun-if-changed=Cargo.lock");
     watch_tree(&device_crate);
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX");
+    println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX_SM90A");
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_DEVICE_DEBUG");
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_MAXNREG");
 
     // A prebuilt module (e.g. for packaging) replaces the nested build.
+    // Prebuilt modules (e.g. for packaging) replace the nested builds; both must be given.
     if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
-        fs::copy(&prebuilt, out_dir.join("radio_kernels.ptx"))
-            .unwrap_or_else(|e| fail(&format!("cannot read RADIO_KERNELS_PTX={prebuilt}: {e}")));
+        let hopper = env::var("RADIO_KERNELS_PTX_SM90A").unwrap_or_else(|_| {
+            fail("RADIO_KERNELS_PTX needs RADIO_KERNELS_PTX_SM90A (the sm_90a module) too")
+        });
+        for (from, to) in [(prebuilt, "radio_kernels.ptx"), (hopper, "radio_kernels_sm90a.ptx")] {
+            fs::copy(&from, out_dir.join(to)).unwrap_or_else(|e| fail(&format!("cannot read {from}: {e}")));
+        }
         return;
     }
 
@@ -36,28 +43,46 @@ fn main() {
     check_toolchain(&rustc);
 
     // <target-dir>/<profile>/build/<pkg>-<hash>/out -> <target-dir>/nvptx-build
-    let target_dir = out_dir
-        .ancestors()
-        .nth(4)
-        .map(|t| t.join("nvptx-build"))
-        .unwrap_or_else(|| out_dir.join("nvptx-build"));
+    let target_root = out_dir.ancestors().nth(4).map(Path::to_path_buf).unwrap_or_else(|| out_dir.clone());
 
+    let text = build_module(&root, &device_crate, &target_root.join("nvptx-build"), TARGET_CPU, None);
+    fs::write(out_dir.join("radio_kernels.ptx"), limit_registers(&text)).unwrap();
+    // Hopper's wgmma kernels: a second, small module for sm_90a only (the sm_80 kernels are
+    // left out of it by `cfg(radio_sm90a)`); the host loads it on compute capability 9.0.
+    let text = build_module(
+        &root,
+        &device_crate,
+        &target_root.join("nvptx-build-sm90a"),
+        "sm_90a",
+        Some("radio_sm90a"),
+    );
+    fs::write(out_dir.join("radio_kernels_sm90a.ptx"), limit_registers(&text)).unwrap();
+}
+
+/// Runs the nested nvptx64 build of `kernels-gpu` for `target_cpu` and returns its PTX.
+fn build_module(
+    root: &Path,
+    device_crate: &Path,
+    target_dir: &Path,
+    target_cpu: &str,
+    cfg: Option<&str>,
+) -> String {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(&cargo);
-    cmd.current_dir(&root)
+    cmd.current_dir(root)
         .args(["rustc", "--lib", "--release", "--crate-type", "cdylib"])
         .args(["--target", TARGET, "-Zbuild-std=core"])
         .arg("--manifest-path")
         .arg(device_crate.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir)
+        .arg(target_dir)
         .args(["--config", "profile.release.panic=\"abort\""])
         .args(["--config", "profile.release.opt-level=3"])
         .args(["--config", "profile.release.codegen-units=1"])
         .args(["--config", "profile.release.debug=false"])
         .env("RUSTC_BOOTSTRAP", "1")
         // Flags for every crate of the nested build, core included.
-        .env("CARGO_ENCODED_RUSTFLAGS", device_rustflags());
+        .env("CARGO_ENCODED_RUSTFLAGS", device_rustflags(target_cpu, cfg));
     // What the outer build set for itself must not leak into the device build.
     for var in [
         "RUSTFLAGS",
@@ -78,16 +103,16 @@ fn main() {
     }
     let status = cmd.status().unwrap_or_else(|e| fail(&format!("cannot run {cargo}: {e}")));
     if !status.success() {
-        fail("the nvptx64 build of kernels-gpu failed (its errors are above)");
+        fail(&format!("the nvptx64 build of kernels-gpu for {target_cpu} failed (its errors are above)"));
     }
 
     let ptx = target_dir.join(TARGET).join("release").join("radio_kernels_gpu.ptx");
     let text =
         fs::read_to_string(&ptx).unwrap_or_else(|e| fail(&format!("no PTX at {}: {e}", ptx.display())));
     if !text.contains(".entry") {
-        fail("the PTX module has no kernel entry points");
+        fail(&format!("the PTX module for {target_cpu} has no kernel entry points"));
     }
-    fs::write(out_dir.join("radio_kernels.ptx"), limit_registers(&text)).unwrap();
+    text
 }
 
 /// Register caps (`.maxnreg`, the PTX form of `__launch_bounds__`, which rustc cannot
@@ -136,8 +161,11 @@ fn limit_registers(ptx: &str) -> String {
 
 /// Target CPU and PTX ISA for every crate; RADIO_KERNELS_DEVICE_DEBUG=1 adds debug
 /// assertions (e.g. `bank::debug_assert_conflict_free`) to the device code.
-fn device_rustflags() -> String {
-    let mut flags = vec![format!("-Ctarget-cpu={TARGET_CPU}"), format!("-Ctarget-feature={PTX_ISA}")];
+fn device_rustflags(target_cpu: &str, cfg: Option<&str>) -> String {
+    let mut flags = vec![format!("-Ctarget-cpu={target_cpu}"), format!("-Ctarget-feature={PTX_ISA}")];
+    if let Some(cfg) = cfg {
+        flags.push(format!("--cfg={cfg}"));
+    }
     if env::var("RADIO_KERNELS_DEVICE_DEBUG").is_ok_and(|v| v == "1") {
         flags.push("-Cdebug-assertions=on".into());
     }

@@ -18,10 +18,14 @@ pub mod summary;
 /// The PTX module of every kernel (target sm_80, PTX ISA 8.5), built from `kernels-gpu`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/radio_kernels.ptx"));
 
-/// Opens CUDA device `ordinal` and loads the embedded PTX module on it.
+/// The PTX module of Hopper's `wgmma` kernels (target sm_90a), loaded on compute capability
+/// 9.0 only.
+pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/radio_kernels_sm90a.ptx"));
+
+/// Opens CUDA device `ordinal` and loads the embedded PTX modules on it.
 ///
 /// Returns [`Error::NoDriver`] on a machine without libcuda and [`Error::NoDevice`] when
 /// there is no such device; it never panics.
 pub fn open(ordinal: usize) -> Result<Gpu, Error> {
-    Gpu::new(ordinal, PTX)
+    Gpu::new(ordinal, PTX, PTX_SM90A)
 }

@@ -192,3 +192,24 @@ fn cpu_self_checks_pass() {
         assert_passed(check);
     }
 }
+
+/// On compute capability 9.0 only (elsewhere there is no sm_90a module, and the test says so).
+fn assert_wgmma(int8: bool) {
+    let gpu = gpu();
+    match selftest::check_wgmma(&gpu, int8, fresh_seed()).unwrap() {
+        Some(check) => assert_passed(check),
+        None => println!("{} has no sm_90a module: wgmma not tested", gpu.name()),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_f16_through_swizzled_shared_memory_matches_cpu() {
+    assert_wgmma(false);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_s8_through_swizzled_shared_memory_is_exact() {
+    assert_wgmma(true);
+}

@@ -1,9 +1,10 @@
 //! Resource check of the PTX module with NVIDIA's `ptxas` (no GPU needed).
 //!
-//! Assembles [`radio_kernels::PTX`] for sm_80, sm_86 and sm_90 with `ptxas -v`, prints each
+//! Assembles [`radio_kernels::PTX`] for sm_80, sm_86 and sm_90 and
+//! [`radio_kernels::PTX_SM90A`] for sm_90a with `ptxas -v`, prints each
 //! kernel's registers, shared memory, stack frame and spills, and fails if any function uses
 //! local memory (a stack frame or spills), if ptxas rejects the module, or if the report does
-//! not cover every `.entry` of the module.
+//! not cover every `.entry` of the module, or if ptxas serialised a `wgmma` chain.
 //!
 //! ptxas is found through `$PTXAS`, then `.tools/cuda-nvcc/nvidia/cuda_nvcc/bin/ptxas` under
 //! the repository root, then `ptxas` on `PATH`. Without one the test says so and returns.
@@ -16,7 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-const ARCHS: [&str; 3] = ["sm_80", "sm_86", "sm_90"];
+/// Each module with the architectures it is checked for: the main module is sm_80 PTX that
+/// users' Ampere GPUs (sm_80, sm_86) and Hopper (sm_90) run; the wgmma module runs on sm_90a.
+const MODULES: [(&str, &[&str]); 2] =
+    [(radio_kernels::PTX, &["sm_80", "sm_86", "sm_90"]), (radio_kernels::PTX_SM90A, &["sm_90a"])];
 const LOCAL_PTXAS: &str = ".tools/cuda-nvcc/nvidia/cuda_nvcc/bin/ptxas";
 const INSTALL_HINT: &str = "python3 -m pip install --target .tools/cuda-nvcc nvidia-cuda-nvcc-cu12==12.9.86";
 
@@ -256,6 +260,18 @@ fn temp_file(tag: &str, ext: &str) -> TempFile {
     TempFile(env::temp_dir().join(format!("radio-kernels-ptxas-{}-{nanos}-{tag}.{ext}", std::process::id())))
 }
 
+/// ptxas's notes that it serialised wgmmas or waited on them where the code did not ask
+/// (C7510 ff.: accumulator registers touched or moved between the ops of a chain), which
+/// silently cost most of the asynchronous tensor cores' speed.
+fn serialized_wgmma(arch: &str, report: &str) -> Vec<String> {
+    report
+        .lines()
+        .filter(|l| l.contains("wgmma") && (l.contains("serialized") || l.contains("injected")))
+        .chain(report.lines().filter(|l| l.contains("warpgroup.wait is injected")))
+        .map(|l| format!("{arch}: {}", l.trim()))
+        .collect()
+}
+
 #[test]
 fn ptxas_resources_no_local_memory() {
     let Some(ptxas) = find_ptxas() else {
@@ -264,33 +280,35 @@ fn ptxas_resources_no_local_memory() {
         );
         return;
     };
-    let ptx_kernels = ptx_entries(radio_kernels::PTX);
-    assert!(!ptx_kernels.is_empty(), "the PTX module has no .entry");
-
     let mut rows = Vec::new();
     let mut problems = Vec::new();
-    for arch in ARCHS {
-        let ptx_file = temp_file(arch, "ptx");
-        let cubin = temp_file(arch, "cubin");
-        fs::write(&ptx_file.0, radio_kernels::PTX).expect("write the PTX to a temp file");
-        let out = Command::new(&ptxas)
-            .arg(format!("-arch={arch}"))
-            .arg("-v")
-            .arg(&ptx_file.0)
-            .arg("-o")
-            .arg(&cubin.0)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "ptxas -arch={arch} failed ({}):\n{stderr}\n{stdout}", out.status);
-        let report = format!("{stdout}\n{stderr}");
-        let functions = parse_report(&report)
-            .unwrap_or_else(|e| panic!("cannot parse the ptxas -v report for {arch}: {e}\n{report}"));
-        problems.extend(check(arch, &functions, &ptx_kernels));
-        let mut sorted = functions;
-        sorted.sort_by(|a, b| (!a.entry, &a.name).cmp(&(!b.entry, &b.name)));
-        rows.extend(sorted.into_iter().map(|f| (arch, f)));
+    for (ptx, archs) in MODULES {
+        let ptx_kernels = ptx_entries(ptx);
+        assert!(!ptx_kernels.is_empty(), "a PTX module has no .entry");
+        for &arch in archs {
+            let ptx_file = temp_file(arch, "ptx");
+            let cubin = temp_file(arch, "cubin");
+            fs::write(&ptx_file.0, ptx).expect("write the PTX to a temp file");
+            let out = Command::new(&ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg("-v")
+                .arg(&ptx_file.0)
+                .arg("-o")
+                .arg(&cubin.0)
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "ptxas -arch={arch} failed ({}):\n{stderr}\n{stdout}", out.status);
+            let report = format!("{stdout}\n{stderr}");
+            let functions = parse_report(&report)
+                .unwrap_or_else(|e| panic!("cannot parse the ptxas -v report for {arch}: {e}\n{report}"));
+            problems.extend(check(arch, &functions, &ptx_kernels));
+            problems.extend(serialized_wgmma(arch, &report));
+            let mut sorted = functions;
+            sorted.sort_by(|a, b| (!a.entry, &a.name).cmp(&(!b.entry, &b.name)));
+            rows.extend(sorted.into_iter().map(|f| (arch, f)));
+        }
     }
     println!("ptxas: {}", ptxas.display());
     print!("{}", format_table(&rows));

@@ -5,6 +5,7 @@ use bytemuck::Pod;
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub use cudarc::driver::{LaunchConfig, PushKernelArg};
@@ -13,12 +14,16 @@ pub use cudarc::driver::{LaunchConfig, PushKernelArg};
 /// `stream.launch_builder(&function)`).
 pub type Stream = Arc<CudaStream>;
 
-/// One CUDA device with the project's PTX module loaded on it.
+/// One CUDA device with the project's PTX modules loaded on it: the sm_80 module on every
+/// device, and on compute capability 9.0 also the sm_90a module of Hopper's `wgmma` kernels.
 pub struct Gpu {
     context: Arc<CudaContext>,
     stream: Stream,
     module: Arc<CudaModule>,
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    hopper: Option<Arc<CudaModule>>,
+    hopper_functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    wgmma_enabled: AtomicBool,
     ordinal: usize,
     name: String,
     compute_capability: (u32, u32),
@@ -27,9 +32,10 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Opens device `ordinal` and loads `ptx` (the facade passes the embedded module).
-    /// Never panics: without libcuda it returns [`Error::NoDriver`].
-    pub fn new(ordinal: usize, ptx: &str) -> Result<Gpu> {
+    /// Opens device `ordinal` and loads `ptx` (target sm_80), and on compute capability 9.0
+    /// also `ptx_sm90a` (the facade passes the embedded modules). Never panics: without
+    /// libcuda it returns [`Error::NoDriver`].
+    pub fn new(ordinal: usize, ptx: &str, ptx_sm90a: &str) -> Result<Gpu> {
         let count = Gpu::device_count()?;
         if ordinal >= count {
             return Err(Error::NoDevice { ordinal, count });
@@ -50,12 +56,26 @@ impl Gpu {
         let module = context
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .during("loading the PTX module (JIT compilation by the driver)")?;
+        // sm_90a code runs on compute capability 9.0 only (the "a" features are not carried
+        // forward to later GPUs).
+        let hopper = if (major, minor) == (9, 0) {
+            Some(
+                context
+                    .load_module(cudarc::nvrtc::Ptx::from_src(ptx_sm90a))
+                    .during("loading the sm_90a PTX module (JIT compilation by the driver)")?,
+            )
+        } else {
+            None
+        };
         let stream = context.default_stream();
         Ok(Gpu {
             context,
             stream,
             module,
             functions: Mutex::new(HashMap::new()),
+            wgmma_enabled: AtomicBool::new(hopper.is_some()),
+            hopper,
+            hopper_functions: Mutex::new(HashMap::new()),
             ordinal,
             name,
             compute_capability: (major, minor),
@@ -109,6 +129,31 @@ impl Gpu {
             return Ok(function.clone());
         }
         let function = self.module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
+        cache.insert(name, function.clone());
+        Ok(function)
+    }
+
+    /// Whether launchers use the sm_90a `wgmma` kernels: true on compute capability 9.0
+    /// unless turned off with [`Gpu::set_wgmma_enabled`].
+    pub fn wgmma_enabled(&self) -> bool {
+        self.hopper.is_some() && self.wgmma_enabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns the `wgmma` kernels off (or back on, where the device has them), so that tests
+    /// and benchmarks can run the sm_80 kernels, the ones Ampere GPUs use, on a Hopper GPU.
+    pub fn set_wgmma_enabled(&self, enabled: bool) {
+        self.wgmma_enabled.store(enabled, Ordering::Relaxed);
+    }
+
+    /// A kernel of the sm_90a module (looked up once, then cached); [`Error::MissingKernel`]
+    /// where the device has no such module.
+    pub fn hopper_function(&self, name: &'static str) -> Result<CudaFunction> {
+        let module = self.hopper.as_ref().ok_or(Error::MissingKernel(name))?;
+        let mut cache = self.hopper_functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(function) = cache.get(name) {
+            return Ok(function.clone());
+        }
+        let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
         cache.insert(name, function.clone());
         Ok(function)
     }

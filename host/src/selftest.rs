@@ -586,6 +586,87 @@ pub fn check_shared_and_global(gpu: &Gpu, seed: u64) -> Result<Check> {
     Ok(Check::new("shared memory and 16-byte global access", failures, 2050, String::new()))
 }
 
+/// Hopper's `wgmma` (sm_90a module) through the 128-byte-swizzled K-major shared-memory
+/// layout and descriptors of `kernels-gpu/src/wgmma.rs`: `D[64][256] = A[64][K] B[256][K]^T`
+/// with K = 128 f16 (tolerance as the f32-accumulate mma.sync check) or K = 256 s8 (exact),
+/// each operand as two 128-byte K tiles, the first op with `scale-d` false over a poisoned
+/// accumulator. `None` where the device has no sm_90a module.
+pub fn check_wgmma(gpu: &Gpu, int8: bool, seed: u64) -> Result<Option<Check>> {
+    if !gpu.wgmma_enabled() {
+        return Ok(None);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let (kernel, k) =
+        if int8 { ("selftest_wgmma_m64n256_s8", 256) } else { ("selftest_wgmma_m64n256_f16", 128) };
+    let function = gpu.hopper_function(kernel)?;
+    let (a_bytes, b_bytes): (Vec<u8>, Vec<u8>);
+    let (a_f64, b_f64): (Vec<f64>, Vec<f64>);
+    if int8 {
+        let a: Vec<i8> = (0..64 * k).map(|_| random_i8(&mut rng)).collect();
+        let b: Vec<i8> = (0..256 * k).map(|_| random_i8(&mut rng)).collect();
+        a_f64 = a.iter().map(|&v| v as f64).collect();
+        b_f64 = b.iter().map(|&v| v as f64).collect();
+        a_bytes = bytemuck::cast_slice(&a).to_vec();
+        b_bytes = bytemuck::cast_slice(&b).to_vec();
+    } else {
+        let a: Vec<f16> = (0..64 * k).map(|_| f16::from_f64(rng.random_range(-2.0..2.0))).collect();
+        let b: Vec<f16> = (0..256 * k).map(|_| f16::from_f64(rng.random_range(-2.0..2.0))).collect();
+        a_f64 = a.iter().map(|v| v.to_f64()).collect();
+        b_f64 = b.iter().map(|v| v.to_f64()).collect();
+        a_bytes = a.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+        b_bytes = b.iter().flat_map(|v| v.to_bits().to_le_bytes()).collect();
+    }
+    let (da, db) = (gpu.upload(&a_bytes)?, gpu.upload(&b_bytes)?);
+    let mut dd = gpu.alloc::<u32>(64 * 256, POISON)?;
+    let dynamic_bytes = 1024 + 2 * (64 + 256) * 128;
+    function
+        .set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            dynamic_bytes as i32,
+        )
+        .during("allowing the wgmma self-test its shared memory")?;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(da.raw()).arg(db.raw()).arg(dd.raw_mut());
+    // SAFETY: matches `selftest_wgmma_m64n256_*(a, b, d)`: one warpgroup, A 64 x 256 bytes,
+    // B 256 x 256 bytes, D 64 x 256 words.
+    unsafe { launch.launch(launch_1d(1, 128, dynamic_bytes)) }.during("launching the wgmma self-test")?;
+    let d = dd.download()?;
+    let mut failures = Vec::new();
+    let mut worst = 0f64;
+    for i in 0..64 {
+        for j in 0..256 {
+            let (mut exact, mut scale) = (0f64, 0f64);
+            for kk in 0..k {
+                let p = a_f64[i * k + kk] * b_f64[j * k + kk];
+                exact += p;
+                scale += p.abs();
+            }
+            let word = d[i * 256 + j];
+            if int8 {
+                if word as i32 as f64 != exact {
+                    failures.push(format!("D[{i}][{j}] = {}, expected {exact}", word as i32));
+                }
+            } else {
+                let got = f32::from_bits(word) as f64;
+                let error = (got - exact).abs() / scale.max(f64::MIN_POSITIVE);
+                worst = worst.max(error);
+                if error.is_nan() || error > 2f64.powi(-16) {
+                    failures.push(format!("D[{i}][{j}] = {got}, expected {exact}"));
+                }
+            }
+        }
+    }
+    let (name, measure) = if int8 {
+        ("wgmma m64n256k32 s8 (sm_90a, swizzled smem)", String::new())
+    } else {
+        (
+            "wgmma m64n256k16 f16, f32 accumulate (sm_90a, swizzled smem)",
+            format!("; worst error {worst:.2e} of sum |a b|"),
+        )
+    };
+    Ok(Some(Check::new(name, failures, 64 * 256, measure)))
+}
+
 /// The device bank-conflict check agrees with the host model on random and crafted patterns.
 pub fn check_bank_conflicts(gpu: &Gpu, seed: u64) -> Result<Check> {
     let mut rng = StdRng::seed_from_u64(seed);
@@ -687,7 +768,7 @@ pub fn check_f16_conversion(gpu: &Gpu, seed: u64) -> Result<Check> {
 /// unused `mma.sp` spelling is checked separately, for information).
 pub fn gpu_checks(gpu: &Gpu, seed: u64, cases: usize) -> Result<Vec<Check>> {
     let s = |k: u64| seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(k);
-    Ok(vec![
+    Ok([
         check_f16_mma(gpu, M16N8K8_F16, cases, s(1))?,
         check_f16_mma(gpu, M16N8K16_F16, cases, s(2))?,
         check_f16_mma(gpu, M16N8K16_F16_F32, cases, s(3))?,
@@ -702,7 +783,11 @@ pub fn gpu_checks(gpu: &Gpu, seed: u64, cases: usize) -> Result<Vec<Check>> {
         check_shared_and_global(gpu, s(13))?,
         check_bank_conflicts(gpu, s(14))?,
         check_f16_conversion(gpu, s(15))?,
-    ])
+    ]
+    .into_iter()
+    .chain(check_wgmma(gpu, false, s(16))?)
+    .chain(check_wgmma(gpu, true, s(17))?)
+    .collect())
 }
 
 /// The CPU self-checks (no GPU needed): the layout tables, fragment packing, the sparse

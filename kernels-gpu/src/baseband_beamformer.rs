@@ -295,10 +295,10 @@ pub const fn block_items(items: u32, block: u32, blocks: u32) -> (u32, u32) {
     (first, end)
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

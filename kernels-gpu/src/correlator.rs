@@ -224,10 +224,10 @@ pub const fn vector_position(format: Format, v: u32) -> (u32, u32) {
     (v / per_row, (v % per_row) * (16 / format.bytes()))
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

@@ -595,10 +595,10 @@ pub const fn frb_second_fft_calls(case: &FrbCase) -> u32 {
     (2 * case.n / ffts_per_warp(case.m)).div_ceil(FRB_THREADS / 32)
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

@@ -264,7 +264,12 @@ macro_rules! static_shared {
     };
 }
 
+#[cfg(not(radio_sm90a))]
 core::arch::global_asm!(".extern .shared .align 16 .b8 radio_kernels_dynamic_smem[];");
+// wgmma's 128-byte swizzle repeats every 1024 bytes: ask for that alignment (kernels still
+// round their base up, as the driver does not promise it).
+#[cfg(radio_sm90a)]
+core::arch::global_asm!(".extern .shared .align 1024 .b8 radio_kernels_dynamic_smem[];");
 
 /// Shared-window address of the dynamic shared memory (`extern __shared__`), whose size is
 /// set at launch.

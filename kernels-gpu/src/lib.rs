@@ -16,6 +16,7 @@ pub mod frb_beamformer;
 pub mod layout;
 pub mod packing;
 pub mod pfb;
+pub mod wgmma;
 pub mod xorwow;
 
 #[cfg(target_arch = "nvptx64")]
@@ -23,9 +24,9 @@ pub mod intrinsics;
 #[cfg(target_arch = "nvptx64")]
 pub mod mma;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod ceilings;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod selftest;
 
 #[cfg(target_arch = "nvptx64")]

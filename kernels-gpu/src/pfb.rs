@@ -453,10 +453,10 @@ pub fn quantise_complex(x: C32, int4: bool) -> (u32, bool) {
     (packed, sr | si)
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

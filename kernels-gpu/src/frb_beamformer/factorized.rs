@@ -116,10 +116,10 @@ pub const fn un_b_offset(lane: u32, kq: u32, stride: u32) -> u32 {
     (lane % 8 + 8 * (lane / 16)) * stride + 16 * (2 * kq + (lane / 8) % 2)
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

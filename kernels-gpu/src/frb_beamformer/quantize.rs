@@ -123,10 +123,10 @@ pub fn quantize_scaled(x: f32, max: u32) -> (u32, bool) {
     (q as u32, q != r || x.is_nan())
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

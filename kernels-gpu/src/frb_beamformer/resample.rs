@@ -180,10 +180,10 @@ pub const fn copy_chunk(shape: &GemmShape, thread: u32) -> (u32, u32) {
     (thread / shape.chunks_per_row(), thread % shape.chunks_per_row())
 }
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
     use super::*;
     use crate::intrinsics::*;

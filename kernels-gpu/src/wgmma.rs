@@ -1,0 +1,405 @@
+//! Hopper warpgroup tensor cores (`wgmma.mma_async`, PTX ISA 9.7.15), for the second PTX
+//! module that `build.rs` compiles for `sm_90a` (`--cfg radio_sm90a`). The host loads that
+//! module only on compute capability 9.0 and keeps the sm_80 kernels everywhere else.
+//!
+//! `D (64 x N) += A (64 x K) B (K x N)`: one warpgroup (4 consecutive, 128-aligned warps) per
+//! op, A and B read from shared memory through 64-bit matrix descriptors. Both operands here
+//! are *K-major* (K contiguous: rows of A, columns of B), the only form wgmma allows for 8-bit
+//! types, in the 128-byte swizzle: a tile of R rows x 128 bytes is `R / 8` atoms of 8 rows x
+//! 128 B (1024 B, 1024-aligned), and within an atom the 16-byte chunk `c` of row `r` lies at
+//! chunk `c ^ (r % 8)` ([`swizzle_128b`]). Operands wider than 128 bytes of K are several such
+//! tiles. One op contracts 32 bytes of K (k16 f16, k32 s8); the k-th op of a 128-byte row
+//! starts 32 k bytes further ([`descriptor_k_major_128b`] with `start + 32 k`), the swizzle
+//! being a function of the address bits, as in CUTLASS's descriptor iterator.
+//!
+//! Accumulator layout (f32 or s32), thread `t` of the warpgroup, warp `w = t / 32`, lane `l`:
+//! register `4 j + 2 h + e` holds `D[16 w + l / 4 + 8 h][8 j + 2 (l % 4) + e]`
+//! ([`accumulator_position`]), i.e. `mma.sync`'s m16n8 C fragment repeated over N / 8 column
+//! blocks, warp w owning rows 16 w .. 16 w + 15.
+//!
+//! Ordering rules the callers keep: shared memory written by ordinary stores or `cp.async`
+//! must be made visible to the async proxy ([`fence_proxy_async_shared`]) before the barrier
+//! that precedes the wgmma; [`fence`] before the first wgmma of a chain and after any other
+//! instruction touched its accumulators; [`commit_group`] then [`wait_group`] before the
+//! accumulators are read or the operand buffers overwritten.
+
+/// The 128-byte swizzle: byte offset within a K-major tile (rows of 128 bytes) of byte
+/// `byte` of row `row`. The tile base must be 1024-byte aligned.
+#[inline(always)]
+pub const fn swizzle_128b(row: u32, byte: u32) -> u32 {
+    row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15)
+}
+
+/// Shared-memory matrix descriptor of a K-major operand in the 128-byte swizzle whose first
+/// row starts at shared address `start` (16-byte aligned; its atom 1024-aligned except for the
+/// k offset added inside a row). Leading byte offset 1 (unused by this layout), stride byte
+/// offset 1024 (one 8-row atom to the next), base offset 0, swizzle mode 1 (128 B).
+#[inline(always)]
+pub const fn descriptor_k_major_128b(start: u32) -> u64 {
+    let address = ((start & 0x3ffff) >> 4) as u64;
+    let leading = 1u64;
+    let stride = (1024 >> 4) as u64;
+    address | (leading << 16) | (stride << 32) | (1u64 << 62)
+}
+
+/// (row, column) of D held by register `reg` of thread `thread` (0..128) of the warpgroup.
+#[inline(always)]
+pub const fn accumulator_position(thread: u32, reg: u32) -> (u32, u32) {
+    let (warp, lane) = (thread / 32, thread % 32);
+    let (j, h, e) = (reg / 4, (reg / 2) % 2, reg % 2);
+    (16 * warp + lane / 4 + 8 * h, 8 * j + 2 * (lane % 4) + e)
+}
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use device::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod device {
+    use core::arch::asm;
+
+    /// `wgmma.fence`: orders earlier register and shared-memory accesses before the wgmmas
+    /// that follow. Warpgroup-collective.
+    #[inline(always)]
+    pub fn fence() {
+        // SAFETY: ordering instruction only.
+        unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) }
+    }
+
+    /// Closes the wgmmas issued so far into one group.
+    #[inline(always)]
+    pub fn commit_group() {
+        // SAFETY: ordering instruction only.
+        unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) }
+    }
+
+    /// Waits until at most `PENDING` committed groups are still running.
+    #[inline(always)]
+    pub fn wait_group<const PENDING: u32>() {
+        // SAFETY: ordering instruction only.
+        unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const PENDING, options(nostack)) }
+    }
+
+    /// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible
+    /// to the async proxy that wgmma reads through. Follow with a barrier.
+    #[inline(always)]
+    pub fn fence_proxy_async_shared() {
+        // SAFETY: ordering instruction only.
+        unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) }
+    }
+
+    /// Sets this warp's register budget (`setmaxnreg`, warp-specialised kernels): `INC` raises
+    /// it, otherwise lowers it. Every warp of the warpgroup must call it alike.
+    #[inline(always)]
+    pub fn set_max_registers<const COUNT: u32, const INC: bool>() {
+        // SAFETY: changes only this warp's register allocation; the kernel's .maxnreg bounds it.
+        unsafe {
+            if INC {
+                asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const COUNT, options(nostack))
+            } else {
+                asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const COUNT, options(nostack))
+            }
+        }
+    }
+
+    /// `D (64 x N) = A B + (scale_d ? D : 0)`, f16 operands, f32 accumulate, both operands
+    /// K-major shared-memory descriptors; one k16 step.
+    macro_rules! wgmma_ss_f16 {
+        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".f32.f16.f16`, A and B in shared memory.")]
+            ///
+            /// # Safety
+            /// Warpgroup-collective; `a` and `b` must describe initialised shared memory that
+            /// stays unchanged until the group containing this op has been waited for.
+            #[inline(always)]
+            pub unsafe fn $name(d: &mut [f32; $n], a: u64, b: u64, scale_d: bool) {
+                asm!(
+                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
+                        ".f32.f16.f16 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {a}, {b}, p, 1, 1, 0, 0; }}"),
+                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
+                    a = in(reg64) a, b = in(reg64) b, sd = in(reg32) scale_d as u32,
+                    options(nostack),
+                );
+            }
+        };
+    }
+
+    /// `D (64 x N) = A B + (scale_d ? D : 0)`, s8 operands, s32 accumulate (exact), both
+    /// operands K-major shared-memory descriptors; one k32 step.
+    macro_rules! wgmma_ss_s8 {
+        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".s32.s8.s8`, A and B in shared memory.")]
+            ///
+            /// # Safety
+            /// As the f16 form.
+            #[inline(always)]
+            pub unsafe fn $name(d: &mut [i32; $n], a: u64, b: u64, scale_d: bool) {
+                asm!(
+                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
+                        ".s32.s8.s8 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {a}, {b}, p; }}"),
+                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
+                    a = in(reg64) a, b = in(reg64) b, sd = in(reg32) scale_d as u32,
+                    options(nostack),
+                );
+            }
+        };
+    }
+
+    /// As `wgmma_ss_s8` with A from registers: thread `t` holds the m64k32 A fragment of
+    /// `mma.sync` m16n8k32 for rows 16 (t / 32) .. + 15 (4 registers of 4 bytes).
+    macro_rules! wgmma_rs_s8 {
+        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".s32.s8.s8`, A in registers, B in shared memory.")]
+            ///
+            /// # Safety
+            /// As the f16 form; `a` must not change until the group has been waited for.
+            #[inline(always)]
+            pub unsafe fn $name(d: &mut [i32; $n], a: [u32; 4], b: u64, scale_d: bool) {
+                asm!(
+                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
+                        ".s32.s8.s8 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p; }}"),
+                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    b = in(reg64) b, sd = in(reg32) scale_d as u32,
+                    options(nostack),
+                );
+            }
+        };
+    }
+
+    wgmma_ss_f16!(
+        mma_m64n64k16_f32_f16,
+        "m64n64k16",
+        32,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31
+        ]
+    );
+    wgmma_ss_f16!(
+        mma_m64n128k16_f32_f16,
+        "m64n128k16",
+        64,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+        ]
+    );
+    wgmma_ss_f16!(
+        mma_m64n256k16_f32_f16,
+        "m64n256k16",
+        128,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 123, 124, 125, 126, 127
+        ]
+    );
+    wgmma_ss_s8!(
+        mma_m64n64k32_s32_s8,
+        "m64n64k32",
+        32,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31
+        ]
+    );
+    wgmma_ss_s8!(
+        mma_m64n128k32_s32_s8,
+        "m64n128k32",
+        64,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+        ]
+    );
+    wgmma_ss_s8!(
+        mma_m64n256k32_s32_s8,
+        "m64n256k32",
+        128,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 123, 124, 125, 126, 127
+        ]
+    );
+    wgmma_rs_s8!(
+        mma_rs_m64n128k32_s32_s8,
+        "m64n128k32",
+        64,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+        ]
+    );
+    wgmma_rs_s8!(
+        mma_rs_m64n256k32_s32_s8,
+        "m64n256k32",
+        128,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 123, 124, 125, 126, 127
+        ]
+    );
+
+    /// Applies `$f(r)` to every register index `r` of a 128-register accumulator with `r` a
+    /// constant, so the array stays in registers (a loop would index it dynamically).
+    #[macro_export]
+    macro_rules! for_each_accumulator_128 {
+        ($f:expr) => {
+            $crate::for_each_accumulator_128!(@ $f; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23
+                24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53
+                54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
+                84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109
+                110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127)
+        };
+        (@ $f:expr; $($r:literal)*) => { $( $f($r); )* };
+    }
+
+    // Self-test of the descriptor and swizzle algebra above (host: `selftest::wgmma`):
+    // D[64][256] = A[64][256 B of K] B[256][256 B of K]^T, both inputs row-major with K
+    // contiguous, through two 128-byte K tiles per operand, the first op with scale_d = false
+    // over a poisoned accumulator. One block of 128 threads, 81 KiB of dynamic shared memory.
+    const SELFTEST_A_TILE: u32 = 64 * 128;
+    const SELFTEST_B_TILE: u32 = 256 * 128;
+
+    /// Copies `rows` x 256 bytes (row-major) into two swizzled K tiles of `rows` x 128 B.
+    unsafe fn selftest_stage(src: *const u8, rows: u32, smem: u32, tile_bytes: u32) {
+        let thread = crate::intrinsics::thread_idx_x();
+        let mut chunk = thread;
+        while chunk < rows * 16 {
+            let (row, k_chunk) = (chunk / 16, chunk % 16);
+            let value = crate::intrinsics::ld_global_v4(src.add(16 * chunk as usize) as *const u32);
+            let dst = smem + (k_chunk / 8) * tile_bytes + super::swizzle_128b(row, (k_chunk % 8) * 16);
+            crate::intrinsics::st_shared_v4(dst, value);
+            chunk += 128;
+        }
+    }
+
+    /// Shared addresses of the A and B tiles, the base rounded up to 1024 bytes.
+    unsafe fn selftest_load(a: *const u8, b: *const u8) -> (u32, u32) {
+        let base = (crate::intrinsics::dynamic_shared() + 1023) & !1023;
+        let b_base = base + 2 * SELFTEST_A_TILE;
+        selftest_stage(a, 64, base, SELFTEST_A_TILE);
+        selftest_stage(b, 256, b_base, SELFTEST_B_TILE);
+        fence_proxy_async_shared();
+        crate::intrinsics::sync_threads();
+        (base, b_base)
+    }
+
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn selftest_wgmma_m64n256_f16(a: *const u8, b: *const u8, d: *mut f32) {
+        let (a_base, b_base) = selftest_load(a, b);
+        let mut acc = [1.0e9f32; 128];
+        fence();
+        for op in 0..8u32 {
+            let (tile, k) = (op / 4, op % 4);
+            let desc_a = super::descriptor_k_major_128b(a_base + tile * SELFTEST_A_TILE + 32 * k);
+            let desc_b = super::descriptor_k_major_128b(b_base + tile * SELFTEST_B_TILE + 32 * k);
+            mma_m64n256k16_f32_f16(&mut acc, desc_a, desc_b, op != 0);
+        }
+        commit_group();
+        wait_group::<0>();
+        let thread = crate::intrinsics::thread_idx_x();
+        crate::for_each_accumulator_128!(|r: u32| {
+            let (row, col) = super::accumulator_position(thread, r);
+            *d.add((row * 256 + col) as usize) = acc[r as usize];
+        });
+    }
+
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn selftest_wgmma_m64n256_s8(a: *const u8, b: *const u8, d: *mut i32) {
+        let (a_base, b_base) = selftest_load(a, b);
+        let mut acc = [0x5a5a_5a5ai32; 128];
+        fence();
+        for op in 0..8u32 {
+            let (tile, k) = (op / 4, op % 4);
+            let desc_a = super::descriptor_k_major_128b(a_base + tile * SELFTEST_A_TILE + 32 * k);
+            let desc_b = super::descriptor_k_major_128b(b_base + tile * SELFTEST_B_TILE + 32 * k);
+            mma_m64n256k32_s32_s8(&mut acc, desc_a, desc_b, op != 0);
+        }
+        commit_group();
+        wait_group::<0>();
+        let thread = crate::intrinsics::thread_idx_x();
+        crate::for_each_accumulator_128!(|r: u32| {
+            let (row, col) = super::accumulator_position(thread, r);
+            *d.add((row * 256 + col) as usize) = acc[r as usize];
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swizzle_permutes_16_byte_chunks_within_each_row_of_an_atom() {
+        for row in 0..64u32 {
+            let mut seen = [false; 8];
+            for byte in 0..128u32 {
+                let at = swizzle_128b(row, byte);
+                assert_eq!(at / 128, row, "a row stays in its 128 bytes");
+                assert_eq!(at % 16, byte % 16, "16-byte chunks stay whole");
+                if byte % 16 == 0 {
+                    seen[(at % 128 / 16) as usize] = true;
+                }
+            }
+            assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    #[test]
+    fn swizzled_stores_of_eight_rows_hit_every_bank_once_per_phase() {
+        // A quarter warp (8 lanes) storing 16 bytes each to the same chunk of 8 consecutive
+        // rows covers all 32 banks: the staging stores are conflict-free.
+        for chunk in 0..8u32 {
+            let mut banks = [0u32; 32];
+            for row in 0..8u32 {
+                let at = swizzle_128b(row, 16 * chunk);
+                for word in 0..4 {
+                    banks[((at / 4 + word) % 32) as usize] += 1;
+                }
+            }
+            assert!(banks.iter().all(|&n| n == 1), "chunk {chunk}: {banks:?}");
+        }
+    }
+
+    #[test]
+    fn descriptor_fields() {
+        let d = descriptor_k_major_128b(0x1_2340);
+        assert_eq!(d & 0x3fff, 0x1234);
+        assert_eq!((d >> 16) & 0x3fff, 1);
+        assert_eq!((d >> 32) & 0x3fff, 1024 >> 4);
+        assert_eq!((d >> 49) & 7, 0);
+        assert_eq!(d >> 62, 1);
+        // The k-th op of a row: 32 bytes further, the other fields unchanged.
+        assert_eq!(descriptor_k_major_128b(0x1_2340 + 32) - d, 2);
+    }
+
+    #[test]
+    fn accumulator_positions_cover_the_tile_once() {
+        for n in [64u32, 128, 256] {
+            let mut seen = [[false; 256]; 64];
+            for thread in 0..128 {
+                for reg in 0..n / 2 {
+                    let (row, col) = accumulator_position(thread, reg);
+                    assert!(row < 64 && col < n);
+                    assert!(!seen[row as usize][col as usize], "({row}, {col}) twice");
+                    seen[row as usize][col as usize] = true;
+                }
+            }
+        }
+    }
+}

@@ -1,7 +1,9 @@
 //! `cargo bench --bench correlator`: X-engine throughput in useful TOPS
 //! (`8 N (N + 1) / 2 P^2 C T` per launch) as a fraction of this GPU's s8 m16n8k32 ceiling
 //! (from `ceilings.json`; run the ceilings bench first), and the streaming pipeline's
-//! end-to-end rate including host-to-device transfers.
+//! end-to-end rate including host-to-device transfers. On Hopper the int8 cases run the
+//! sm_90a `wgmma` kernel; the rows marked `sm_80` run the `mma.sync` kernel (the path Ampere
+//! GPUs take) on the same GPU for comparison.
 mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
@@ -30,29 +32,45 @@ fn main() {
         format,
         order,
     };
+    let hopper = gpu.wgmma_enabled();
     let cases = [
-        ("N=512 P=2 C=16 int8 [t][c][s][p]", dual_pol(512, 16, Format::Ci8, Order::StationPol)),
-        ("N=512 P=2 C=16 int8 [t][c][p][s]", dual_pol(512, 16, Format::Ci8, Order::PolStation)),
-        ("N=512 P=2 C=16 int4 [t][c][s][p]", dual_pol(512, 16, Format::Ci4, Order::StationPol)),
-        ("N=64 P=2 C=1024 int8 [t][c][s][p]", dual_pol(64, 1024, Format::Ci8, Order::StationPol)),
-        ("N=2048 P=2 C=4 int8 [t][c][s][p]", dual_pol(2048, 4, Format::Ci8, Order::StationPol)),
+        ("N=512 P=2 C=16 int8 [t][c][s][p]", dual_pol(512, 16, Format::Ci8, Order::StationPol), true),
+        ("N=512 P=2 C=16 int8 [t][c][p][s]", dual_pol(512, 16, Format::Ci8, Order::PolStation), true),
+        ("N=512 P=2 C=16 int4 [t][c][s][p]", dual_pol(512, 16, Format::Ci4, Order::StationPol), true),
+        ("N=64 P=2 C=1024 int8 [t][c][s][p]", dual_pol(64, 1024, Format::Ci8, Order::StationPol), true),
+        ("N=2048 P=2 C=4 int8 [t][c][s][p]", dual_pol(2048, 4, Format::Ci8, Order::StationPol), true),
+        ("N=512 P=2 C=16 int8 [t][c][s][p] sm_80", dual_pol(512, 16, Format::Ci8, Order::StationPol), false),
+        (
+            "N=64 P=2 C=1024 int8 [t][c][s][p] sm_80",
+            dual_pol(64, 1024, Format::Ci8, Order::StationPol),
+            false,
+        ),
     ];
-    for (label, config) in cases {
+    for (label, config, wgmma) in cases {
+        if !wgmma && !hopper {
+            continue; // the main rows already ran the sm_80 kernel
+        }
+        gpu.set_wgmma_enabled(wgmma && hopper);
         let correlator = Correlator::new(&gpu, config).expect("valid configuration");
+        let label = match correlator.wgmma_kind() {
+            Some(kind) => format!("{label} wgmma {kind:?}"),
+            None => label.to_string(),
+        };
         let mut input = gpu.alloc::<u8>(config.input_bytes(), 0).expect("input");
         fill_random(&gpu, &mut input, 17);
         let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0).expect("output");
         let ms = median_ms(&gpu, REPS, || correlator.correlate(&input, &mut output).expect("launch"));
         let tops = config.useful_ops() / ms / 1e9;
-        rows.push((label.to_string(), ms, tops));
+        rows.push((label.clone(), ms, tops));
         group.throughput(Throughput::Elements(config.useful_ops() as u64));
-        group.bench_function(label, |b| {
+        group.bench_function(&label, |b| {
             b.iter_custom(|n| {
                 common::event_time(&gpu, n, || correlator.correlate(&input, &mut output).expect("launch"))
             })
         });
     }
     group.finish();
+    gpu.set_wgmma_enabled(hopper);
 
     // Streaming: chunks written straight into the integration's pinned buffers (as a packet
     // receiver would; the data is written once and reused), timed by the host clock from the

@@ -1,7 +1,9 @@
 //! GPU tests of the correlator: bit-exact against the i64 CPU reference on fresh random
 //! inputs (with -128 / -8 forced in), for every format, memory order, polarisation count and
 //! a spread of station and channel counts; int64 accumulation, the streaming path, the int32
-//! bound at its edge, output properties, and input validation.
+//! bound at its edge, output properties, and input validation. On Hopper every check runs
+//! twice: with the sm_90a `wgmma` kernels (int8, aligned rows) and with the sm_80 kernels
+//! (`Gpu::set_wgmma_enabled(false)`, the path Ampere GPUs take).
 mod common;
 
 use common::*;
@@ -21,26 +23,54 @@ fn random_input(config: &CorrelatorConfig, rng: &mut StdRng) -> Vec<u8> {
         .collect()
 }
 
-/// One launch on `input` into a poisoned output, and the CPU reference for it.
-fn run_on(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) -> (Vec<[i32; 2]>, Vec<[i64; 2]>) {
+/// The kernel families this GPU runs: `wgmma` on (Hopper) and off, or only the sm_80 one.
+fn paths(gpu: &Gpu) -> Vec<bool> {
+    if gpu.wgmma_enabled() {
+        vec![true, false]
+    } else {
+        vec![false]
+    }
+}
+
+/// Runs `check` once per kernel family, with `wgmma` set accordingly; restores it after.
+fn for_each_path(gpu: &Gpu, mut check: impl FnMut(bool)) {
+    let all = paths(gpu);
+    for &wgmma in &all {
+        gpu.set_wgmma_enabled(wgmma);
+        check(wgmma);
+    }
+    gpu.set_wgmma_enabled(all[0]);
+}
+
+/// One launch on `input` into a poisoned output.
+fn launch(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) -> Vec<[i32; 2]> {
     let correlator = Correlator::new(gpu, config).unwrap();
     let device_input = gpu.upload(input).unwrap();
     let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
     correlator.correlate(&device_input, &mut output).unwrap();
-    (output.download().unwrap(), correlate_reference(&config, input).unwrap())
+    output.download().unwrap()
 }
 
-fn run_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) -> (Vec<[i32; 2]>, Vec<[i64; 2]>) {
-    run_on(gpu, config, &random_input(&config, rng))
+/// Every kernel family bit-exact on `input` against one CPU reference.
+fn check_on(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) {
+    let expected = correlate_reference(&config, input).unwrap();
+    for_each_path(gpu, |wgmma| {
+        let got = launch(gpu, config, input);
+        assert_exact(&config, wgmma, &got, &expected);
+    });
 }
 
-fn assert_exact(config: &CorrelatorConfig, got: &[[i32; 2]], expected: &[[i64; 2]]) {
+fn check_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) {
+    check_on(gpu, config, &random_input(&config, rng))
+}
+
+fn assert_exact(config: &CorrelatorConfig, wgmma: bool, got: &[[i32; 2]], expected: &[[i64; 2]]) {
     assert_eq!(got.len(), expected.len());
     let wrong: Vec<usize> =
         (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).collect();
     if let Some(&first) = wrong.first() {
         panic!(
-            "{config:?}: {} of {} values wrong; first at {first}: {:?}, expected {:?}",
+            "{config:?} (wgmma {wgmma}): {} of {} values wrong; first at {first}: {:?}, expected {:?}",
             wrong.len(),
             got.len(),
             got[first],
@@ -62,8 +92,7 @@ fn bit_exact_for_every_format_order_and_size() {
                     let channels = if stations >= 512 { 2 } else { 1 + (stations + pols) % 4 };
                     let times = if stations >= 512 { 64 } else { 128 };
                     let config = CorrelatorConfig { stations, pols, channels, times, format, order };
-                    let (got, expected) = run_once(&gpu, config, &mut rng);
-                    assert_exact(&config, &got, &expected);
+                    check_once(&gpu, config, &mut rng);
                     runs += 1;
                 }
             }
@@ -82,8 +111,7 @@ fn time_sliced_launches_are_exact() {
         [(Format::Ci8, Order::StationPol), (Format::Ci8, Order::PolStation), (Format::Ci4, Order::StationPol)]
     {
         let config = CorrelatorConfig { stations: 100, pols: 2, channels: 1, times: 4096, format, order };
-        let (got, expected) = run_once(&gpu, config, &mut rng);
-        assert_exact(&config, &got, &expected);
+        check_once(&gpu, config, &mut rng);
     }
 }
 
@@ -93,20 +121,24 @@ fn autos_are_real_nonnegative_and_cross_pols_hermitian() {
     let gpu = gpu();
     let mut rng = rng();
     for order in [Order::StationPol, Order::PolStation] {
+        // 40 stations: aligned rows in both orders, so Hopper runs its wgmma kernel here.
         let config =
-            CorrelatorConfig { stations: 37, pols: 2, channels: 3, times: 192, format: Format::Ci8, order };
-        let (v, _) = run_once(&gpu, config, &mut rng);
-        for c in 0..config.channels {
-            for i in 0..config.stations {
-                for p in 0..2 {
-                    let auto = v[config.output_index(c, i, i, p, p)];
-                    assert!(auto[0] >= 0 && auto[1] == 0, "auto {auto:?}");
+            CorrelatorConfig { stations: 40, pols: 2, channels: 3, times: 192, format: Format::Ci8, order };
+        let input = random_input(&config, &mut rng);
+        for_each_path(&gpu, |_| {
+            let v = launch(&gpu, config, &input);
+            for c in 0..config.channels {
+                for i in 0..config.stations {
+                    for p in 0..2 {
+                        let auto = v[config.output_index(c, i, i, p, p)];
+                        assert!(auto[0] >= 0 && auto[1] == 0, "auto {auto:?}");
+                    }
+                    let x01 = v[config.output_index(c, i, i, 0, 1)];
+                    let x10 = v[config.output_index(c, i, i, 1, 0)];
+                    assert_eq!(x01, [x10[0], -x10[1]]);
                 }
-                let x01 = v[config.output_index(c, i, i, 0, 1)];
-                let x10 = v[config.output_index(c, i, i, 1, 0)];
-                assert_eq!(x01, [x10[0], -x10[1]]);
             }
-        }
+        });
     }
 }
 
@@ -118,7 +150,7 @@ fn accumulated_launches_equal_one_long_integration() {
     let mut rng = rng();
     for format in [Format::Ci8, Format::Ci4] {
         let launch = CorrelatorConfig {
-            stations: 45,
+            stations: 48,
             pols: 2,
             channels: 3,
             times: 128,
@@ -128,16 +160,15 @@ fn accumulated_launches_equal_one_long_integration() {
         let k = 5;
         let long = CorrelatorConfig { times: launch.times * k, ..launch };
         let input = random_input(&long, &mut rng);
-        let correlator = Correlator::new(&gpu, launch).unwrap();
-        let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
-        for chunk in input.chunks(launch.input_bytes()) {
-            correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
-        }
-        assert_eq!(
-            accumulator.download().unwrap(),
-            correlate_reference(&long, &input).unwrap(),
-            "{format:?}"
-        );
+        let expected = correlate_reference(&long, &input).unwrap();
+        for_each_path(&gpu, |wgmma| {
+            let correlator = Correlator::new(&gpu, launch).unwrap();
+            let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
+            for chunk in input.chunks(launch.input_bytes()) {
+                correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
+            }
+            assert_eq!(accumulator.download().unwrap(), expected, "{format:?} wgmma {wgmma}");
+        });
     }
 }
 
@@ -147,7 +178,7 @@ fn streaming_integration_matches_the_reference() {
     let gpu = gpu();
     let mut rng = rng();
     let launch = CorrelatorConfig {
-        stations: 70,
+        stations: 72,
         pols: 2,
         channels: 2,
         times: 256,
@@ -158,22 +189,29 @@ fn streaming_integration_matches_the_reference() {
     let long = CorrelatorConfig { times: launch.times * chunks, ..launch };
     let input = random_input(&long, &mut rng);
     let parts: Vec<&[u8]> = input.chunks(launch.input_bytes()).collect();
-    let correlator = Correlator::new(&gpu, launch).unwrap();
-    assert_eq!(correlator.integrate(&parts).unwrap(), correlate_reference(&long, &input).unwrap());
-
-    // One integration reused for two batches: `finish` returns each batch alone.
-    let mut integration = correlator.integration().unwrap();
-    for batch in [&parts[..3], &parts[3..]] {
-        for part in batch {
-            integration.buffer().unwrap().copy_from_slice(part);
-            integration.submit().unwrap();
-        }
-        let batch_config = CorrelatorConfig { times: launch.times * batch.len() as u32, ..launch };
-        assert_eq!(
-            integration.finish().unwrap(),
+    let expected = correlate_reference(&long, &input).unwrap();
+    let batches = [&parts[..3], &parts[3..]];
+    let batch_expected: Vec<_> = batches
+        .iter()
+        .map(|batch| {
+            let batch_config = CorrelatorConfig { times: launch.times * batch.len() as u32, ..launch };
             correlate_reference(&batch_config, &batch.concat()).unwrap()
-        );
-    }
+        })
+        .collect();
+    for_each_path(&gpu, |wgmma| {
+        let correlator = Correlator::new(&gpu, launch).unwrap();
+        assert_eq!(correlator.integrate(&parts).unwrap(), expected, "wgmma {wgmma}");
+
+        // One integration reused for two batches: `finish` returns each batch alone.
+        let mut integration = correlator.integration().unwrap();
+        for (batch, expected) in batches.iter().zip(&batch_expected) {
+            for part in batch.iter() {
+                integration.buffer().unwrap().copy_from_slice(part);
+                integration.submit().unwrap();
+            }
+            assert_eq!(&integration.finish().unwrap(), expected, "wgmma {wgmma}");
+        }
+    });
 }
 
 /// The largest int8 launch (T = 65472) with every component at -128 or at the extreme mixes
@@ -182,8 +220,9 @@ fn streaming_integration_matches_the_reference() {
 #[ignore = "needs a CUDA GPU"]
 fn int32_sums_are_exact_at_the_bound() {
     let gpu = gpu();
+    // 4 stations: aligned rows, so Hopper runs its wgmma kernel too (station 3 stays zero).
     let config = CorrelatorConfig {
-        stations: 3,
+        stations: 4,
         pols: 2,
         channels: 1,
         times: 65472,
@@ -201,8 +240,7 @@ fn int32_sums_are_exact_at_the_bound() {
             }
         }
     }
-    let (got, expected) = run_on(&gpu, config, &input);
-    assert_exact(&config, &got, &expected);
+    check_on(&gpu, config, &input);
 }
 
 #[test]
@@ -234,4 +272,40 @@ fn bad_input_is_rejected_before_launch() {
     assert!(matches!(correlator.correlate(&input, &mut small), Err(Error::ShapeMismatch { .. })));
     let chunk = vec![0u8; good.input_bytes() + 1];
     assert!(matches!(correlator.integrate(&[&chunk]), Err(Error::ShapeMismatch { .. })));
+}
+
+/// The wgmma kernel is the one chosen on Hopper for aligned int8 rows (and only there), and is
+/// exact on a ragged last tile, diagonal and off-diagonal tiles, time slices (int32 atomics)
+/// and int64 accumulation. Small enough for compute-sanitizer (`wgmma_` filter).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_kernel_is_chosen_and_exact() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for (stations, pols, order, times) in [
+        (4, 2, Order::StationPol, 128),
+        (40, 2, Order::StationPol, 192),
+        (40, 2, Order::PolStation, 128),
+        (72, 1, Order::StationPol, 64),
+        (104, 2, Order::PolStation, 2048),
+    ] {
+        let config = CorrelatorConfig { stations, pols, channels: 2, times, format: Format::Ci8, order };
+        let correlator = Correlator::new(&gpu, config).unwrap();
+        assert_eq!(correlator.uses_wgmma(), gpu.wgmma_enabled(), "{config:?}");
+        let input = random_input(&config, &mut rng);
+        let expected = correlate_reference(&config, &input).unwrap();
+        assert_exact(&config, correlator.uses_wgmma(), &launch(&gpu, config, &input), &expected);
+        let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+        let device_input = gpu.upload(&input).unwrap();
+        correlator.accumulate(&device_input, &mut accumulator).unwrap();
+        correlator.accumulate(&device_input, &mut accumulator).unwrap();
+        let twice: Vec<[i64; 2]> = expected.iter().map(|v| [2 * v[0], 2 * v[1]]).collect();
+        assert_eq!(accumulator.download().unwrap(), twice, "{config:?} accumulated");
+    }
+    // Int4 and unaligned rows stay on the sm_80 kernels.
+    for (stations, format) in [(4, Format::Ci4), (5, Format::Ci8)] {
+        let config =
+            CorrelatorConfig { stations, pols: 2, channels: 1, times: 64, format, order: Order::StationPol };
+        assert!(!Correlator::new(&gpu, config).unwrap().uses_wgmma(), "{config:?}");
+    }
 }

@@ -8,6 +8,7 @@ use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::correlator as layout;
+use radio_kernels_gpu::correlator::hopper;
 use radio_kernels_gpu::correlator::Output;
 pub use radio_kernels_gpu::correlator::{Format, Order, TIME_TILE};
 use radio_kernels_gpu::packing::unpack_ci4;
@@ -185,15 +186,23 @@ pub struct Correlator<'g> {
     kernel: CudaFunction,
     /// Input rows start on 16-byte boundaries, so the kernel may use vector loads.
     aligned: bool,
-    /// Threads per block of the chosen kernel.
+    /// The sm_90a `wgmma` kernel's kind, if it is one.
+    wgmma: Option<hopper::Kind>,
+    /// Threads per block and dynamic shared memory of the chosen kernel.
     threads: u32,
+    smem: u32,
     /// Time slices per launch (grid z) and stages per slice.
     slices: u32,
     slice_stages: u32,
 }
 
 impl<'g> Correlator<'g> {
-    /// Validates `config` and looks up its kernel.
+    /// Validates `config` and looks up its kernel: on Hopper (`Gpu::wgmma_enabled()`), int8
+    /// with 16-byte aligned rows (stations x pols, or stations for `[t][c][p][s]`, a multiple
+    /// of 8) runs an sm_90a `wgmma` kernel (`hopper::Kind` by size: `Pair` for one 64-receiver
+    /// tile, `Channel` for two, `Wide` above); everything else runs the sm_80 kernels. The
+    /// environment variable `RADIO_KERNELS_CORRELATOR_KIND=pair` or `=wide` forces one
+    /// `wgmma` kind for every size, for comparisons.
     pub fn new(gpu: &'g Gpu, config: CorrelatorConfig) -> Result<Correlator<'g>> {
         config.validate()?;
         let row_elements = match config.order {
@@ -201,6 +210,31 @@ impl<'g> Correlator<'g> {
             Order::PolStation => config.stations,
         };
         let aligned = (row_elements * config.format.bytes()).is_multiple_of(16);
+        // On Hopper, aligned int8 rows take the wgmma kernel (sm_90a module); elsewhere, and
+        // for int4 or unaligned rows, the sm_80 kernels.
+        if gpu.wgmma_enabled() && config.format == Format::Ci8 && aligned {
+            // One block per channel of two tiles (the input read once), 128-receiver
+            // super-tiles above that. `RADIO_KERNELS_CORRELATOR_KIND=pair` or `=wide` forces
+            // one kind for every size (comparisons in benchmarks and tests).
+            let forced = std::env::var("RADIO_KERNELS_CORRELATOR_KIND").ok();
+            let kind = match (forced.as_deref(), layout::station_tiles(config.stations, config.pols)) {
+                (Some("pair"), _) => hopper::Kind::Pair,
+                (Some("wide"), _) => hopper::Kind::Wide,
+                (_, 1) => hopper::Kind::Pair,
+                (_, 2) => hopper::Kind::Channel,
+                _ => hopper::Kind::Wide,
+            };
+            let name = match (config.order, kind) {
+                (Order::StationPol, hopper::Kind::Pair) => "correlate_ci8_station_pol_wgmma",
+                (Order::PolStation, hopper::Kind::Pair) => "correlate_ci8_pol_station_wgmma",
+                (Order::StationPol, hopper::Kind::Channel) => "correlate_ci8_station_pol_wgmma_channel",
+                (Order::PolStation, hopper::Kind::Channel) => "correlate_ci8_pol_station_wgmma_channel",
+                (Order::StationPol, hopper::Kind::Wide) => "correlate_ci8_station_pol_wgmma_wide",
+                (Order::PolStation, hopper::Kind::Wide) => "correlate_ci8_pol_station_wgmma_wide",
+            };
+            let kernel = gpu.hopper_function(name)?;
+            return Correlator::with_kernel(gpu, config, kernel, aligned, Some(kind));
+        }
         // Aligned int8 rows take the cp.async kernel (fewer registers, more warps per SM).
         let name = match (config.format, config.order, aligned) {
             (Format::Ci8, Order::StationPol, true) => "correlate_ci8_station_pol_async",
@@ -211,25 +245,62 @@ impl<'g> Correlator<'g> {
             (Format::Ci4, Order::PolStation, _) => "correlate_ci4_pol_station",
         };
         let kernel = gpu.function(name)?;
-        let shape =
-            if config.format == Format::Ci8 && aligned { layout::ASYNC_SHAPE } else { layout::STAGED_SHAPE };
-        let threads = shape.threads();
-        if layout::SMEM_BYTES > 48 * 1024 {
+        Correlator::with_kernel(gpu, config, kernel, aligned, None)
+    }
+
+    /// Sizes the launch of `kernel` (its block and dynamic shared memory): time slices that
+    /// fill the last wave.
+    fn with_kernel(
+        gpu: &'g Gpu,
+        config: CorrelatorConfig,
+        kernel: CudaFunction,
+        aligned: bool,
+        wgmma: Option<hopper::Kind>,
+    ) -> Result<Correlator<'g>> {
+        let (threads, smem) = if let Some(kind) = wgmma {
+            (kind.threads(), kind.smem_bytes())
+        } else {
+            let shape = if config.format == Format::Ci8 && aligned {
+                layout::ASYNC_SHAPE
+            } else {
+                layout::STAGED_SHAPE
+            };
+            (shape.threads(), layout::SMEM_BYTES)
+        };
+        if smem > 48 * 1024 {
             kernel
                 .set_attribute(
                     cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    layout::SMEM_BYTES as i32,
+                    smem as i32,
                 )
                 .during("raising the correlator's shared-memory limit")?;
         }
         let per_sm = kernel
-            .occupancy_max_active_blocks_per_multiprocessor(threads, layout::SMEM_BYTES as usize, None)
+            .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)
             .during("querying the correlator's occupancy")?;
-        let blocks = layout::triangle_blocks(layout::station_tiles(config.stations, config.pols)) as u64
-            * config.channels as u64;
+        let blocks = config.channels as u64 * Correlator::blocks_per_channel(&config, wgmma) as u64;
         let slots = per_sm.max(1) as u64 * gpu.sm_count() as u64;
         let (slices, slice_stages) = time_slices(blocks, slots, config.times / TIME_TILE);
-        Ok(Correlator { gpu, config, kernel, aligned, threads, slices, slice_stages })
+        Ok(Correlator { gpu, config, kernel, aligned, wgmma, threads, smem, slices, slice_stages })
+    }
+
+    /// Blocks per channel (the grid's x).
+    fn blocks_per_channel(config: &CorrelatorConfig, wgmma: Option<hopper::Kind>) -> u32 {
+        let tiles = layout::station_tiles(config.stations, config.pols);
+        match wgmma {
+            Some(kind) => kind.blocks(tiles),
+            None => layout::triangle_blocks(tiles),
+        }
+    }
+
+    /// The sm_90a kernel's block kind, if this correlator runs one.
+    pub fn wgmma_kind(&self) -> Option<hopper::Kind> {
+        self.wgmma
+    }
+
+    /// Whether this correlator runs an sm_90a `wgmma` kernel.
+    pub fn uses_wgmma(&self) -> bool {
+        self.wgmma.is_some()
     }
 
     pub fn config(&self) -> &CorrelatorConfig {
@@ -262,7 +333,7 @@ impl<'g> Correlator<'g> {
             }
         };
         let c = &self.config;
-        let blocks = layout::triangle_blocks(layout::station_tiles(c.stations, c.pols));
+        let blocks = Correlator::blocks_per_channel(c, self.wgmma);
         let (aligned, mode) = (self.aligned as u32, mode as u32);
         let mut launch = stream.launch_builder(&self.kernel);
         launch
@@ -275,10 +346,11 @@ impl<'g> Correlator<'g> {
             .arg(&aligned)
             .arg(&self.slice_stages)
             .arg(&mode);
-        let mut config = launch_1d(blocks, self.threads, layout::SMEM_BYTES);
+        let mut config = launch_1d(blocks, self.threads, self.smem);
         config.grid_dim.1 = c.channels;
         config.grid_dim.2 = self.slices;
-        // SAFETY: arguments match `correlate_*` (kernels-gpu correlator.rs); the input holds
+        // SAFETY: arguments match `correlate_*` (kernels-gpu correlator.rs and, for the
+        // `*_wgmma` kernels, correlator/hopper.rs, same signature); the input holds
         // `input_bytes()` bytes and the output `output_len()` complex values of the element
         // type `mode` selects (int32 for `correlate`, int64 for the accumulating calls), and
         // the configuration was validated.

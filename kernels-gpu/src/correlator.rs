@@ -30,6 +30,9 @@
 //! sum_t b2`: the row operand is transformed with one `prmt` and one xor per register, and
 //! the per-column sum is taken with `dp4a` from the B fragments.
 //! Every partial sum fits in int32 while `T * 2 * 128^2 < 2^31` (int8; int4: `T * 2 * 8^2`).
+//!
+//! On Hopper, int8 input with 16-byte aligned rows runs the `wgmma` kernels of [`hopper`]
+//! (sm_90a module) instead, with the same arguments, formula and output.
 
 /// Receivers per tile side.
 pub const TILE: u32 = 64;
@@ -223,6 +226,9 @@ pub const fn vector_position(format: Format, v: u32) -> (u32, u32) {
     let per_row = TILE * format.bytes() / 16;
     (v / per_row, (v % per_row) * (16 / format.bytes()))
 }
+
+/// The sm_90a (`wgmma`) kernels and their layout functions.
+pub mod hopper;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;

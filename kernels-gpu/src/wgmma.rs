@@ -403,3 +403,41 @@ mod tests {
         }
     }
 }
+
+// Correlator (sm_90a): `D (64 x 64) += A B` with A from registers, for kernels whose A rows
+// are built in registers and whose B tile is only 64 wide.
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use rs_n64::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod rs_n64 {
+    use core::arch::asm;
+
+    /// `wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8`, A in registers (thread `t` holds
+    /// the `mma.sync` m16n8k32 A fragment of rows 16 (t / 32) .. + 15), B a K-major
+    /// shared-memory descriptor; `D = A B + (scale_d ? D : 0)`, exact.
+    ///
+    /// # Safety
+    /// Warpgroup-collective; `b` must describe initialised shared memory, and neither it nor
+    /// the registers of `a` and `d` may change until the group has been waited for.
+    #[inline(always)]
+    pub unsafe fn mma_rs_m64n64k32_s32_s8(d: &mut [i32; 32], a: [u32; 4], b: u64, scale_d: bool) {
+        asm!(
+            "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;",
+            "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {{{0},{1},{2},{3},{4},{5},{6},{7},{8},{9},{10},\
+             {11},{12},{13},{14},{15},{16},{17},{18},{19},{20},{21},{22},{23},{24},{25},{26},{27},{28},{29},\
+             {30},{31}}}, {{{a0},{a1},{a2},{a3}}}, {b}, p; }}",
+            inout(reg32) d[0], inout(reg32) d[1], inout(reg32) d[2], inout(reg32) d[3],
+            inout(reg32) d[4], inout(reg32) d[5], inout(reg32) d[6], inout(reg32) d[7],
+            inout(reg32) d[8], inout(reg32) d[9], inout(reg32) d[10], inout(reg32) d[11],
+            inout(reg32) d[12], inout(reg32) d[13], inout(reg32) d[14], inout(reg32) d[15],
+            inout(reg32) d[16], inout(reg32) d[17], inout(reg32) d[18], inout(reg32) d[19],
+            inout(reg32) d[20], inout(reg32) d[21], inout(reg32) d[22], inout(reg32) d[23],
+            inout(reg32) d[24], inout(reg32) d[25], inout(reg32) d[26], inout(reg32) d[27],
+            inout(reg32) d[28], inout(reg32) d[29], inout(reg32) d[30], inout(reg32) d[31],
+            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+            b = in(reg64) b, sd = in(reg32) scale_d as u32,
+            options(nostack),
+        );
+    }
+}

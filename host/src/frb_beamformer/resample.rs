@@ -8,9 +8,15 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. The W path's GEMM is 1.3-1.5x faster on the H200 (BENCHMARKS.md), and still faster
-//! counting its W kernel when beams move every launch, so use [`Resampler`] where W fits in device
-//! memory and [`FusedResampler`] where it does not (or the memory is needed elsewhere).
+//! launch. The W path's GEMM is 1.3-1.7x faster on the H200 (BENCHMARKS.md); counting its W
+//! kernel when beams move every launch, the two are within 5% with the wgmma kernels (the
+//! fused one ahead for full CHORD), so use [`Resampler`] where W fits in device memory and
+//! beams move less often than every launch, and [`FusedResampler`] otherwise.
+//!
+//! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
+//! (`resample::hopper`), chosen when the resampler is made unless
+//! [`Gpu::set_wgmma_enabled`]`(false)`; elsewhere the sm_80 `mma.sync` ones. Same arrays,
+//! same W and U kernels; J agrees between the two families to f32 rounding of the sums.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};

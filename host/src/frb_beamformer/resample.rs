@@ -8,10 +8,10 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. The W path's GEMM is 1.3-1.7x faster on the H200 (BENCHMARKS.md); counting its W
-//! kernel when beams move every launch, the two are within 5% with the wgmma kernels (the
-//! fused one ahead for full CHORD), so use [`Resampler`] where W fits in device memory and
-//! beams move less often than every launch, and [`FusedResampler`] otherwise.
+//! launch. The W path's GEMM is 1.3-2.0x faster on the H200 (BENCHMARKS.md, sm_80 and wgmma
+//! kernels), and still faster counting its W kernel when beams move every launch, so use
+//! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
+//! the memory is needed elsewhere).
 //!
 //! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
 //! (`resample::hopper`), chosen when the resampler is made unless

@@ -3,6 +3,9 @@
 //! time and beam counts (1 and odd ones included), random and half-integer beam positions,
 //! moving (tracking) beams, outputs poisoned with NaN before each launch; the fused path
 //! (W formed in shared memory) against the W path, bit for bit, and the same reference.
+//! On Hopper every test runs both GEMM kernels: the sm_90a `wgmma` ones and, with
+//! `set_wgmma_enabled(false)`, the sm_80 ones Ampere runs; and the two paths' J are compared
+//! (`wgmma_j_is_the_sm80_j_to_f32_rounding`).
 //!
 //! Bound: I and W are f16 (relative rounding 2^-11 each) and J is rounded once to f16, with
 //! f32 accumulation; the reference uses f64 U of the same f32 positions and the same f16 I.
@@ -19,6 +22,16 @@ use radio_kernels::Error;
 use rand::Rng;
 
 const BOUND: f64 = 1.0 / 512.0;
+
+/// The GEMM kernels to test on this GPU: `wgmma` (true, Hopper only) and `mma.sync` (false).
+fn paths(gpu: &radio_kernels::Gpu) -> Vec<bool> {
+    gpu.set_wgmma_enabled(true);
+    if gpu.wgmma_enabled() {
+        vec![true, false]
+    } else {
+        vec![false]
+    }
+}
 /// f16 NaN in both bytes (0x7e7e).
 const POISON: u8 = 0x7e;
 
@@ -41,25 +54,28 @@ fn run(
 fn random_beams_match_the_f64_reference_for_every_grid() {
     let gpu = gpu();
     let mut rng = rng();
-    for case in FRB_CASES {
-        for (channels, times, beams) in [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256)] {
-            let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
-            let mut resampler = Resampler::new(&gpu, config).unwrap();
-            let i = random_intensity(&mut rng, config.intensity_len());
-            let theta: Vec<f32> =
-                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
-            let theta_prime: Vec<f32> =
-                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
-            let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
-            let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
-            let error = relative_l2(&got, &want);
-            println!("{config:?}: relative L2 {error:.2e}");
-            assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
-            // Every output, not only the norm: each within 2^-8 of the reference's scale.
-            let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
-            for (o, (&g, &w)) in got.iter().zip(&want).enumerate() {
-                let g = f16::from_bits(g).to_f64();
-                assert!((g - w).abs() <= scale / 256.0, "{config:?} output {o}: {g} vs {w}");
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        for case in FRB_CASES {
+            for (channels, times, beams) in [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256)] {
+                let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
+                let mut resampler = Resampler::new(&gpu, config).unwrap();
+                let i = random_intensity(&mut rng, config.intensity_len());
+                let theta: Vec<f32> =
+                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let theta_prime: Vec<f32> =
+                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+                let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+                let error = relative_l2(&got, &want);
+                println!("wgmma {wgmma} {config:?}: relative L2 {error:.2e}");
+                assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+                // Every output, not only the norm: each within 2^-8 of the reference's scale.
+                let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
+                for (o, (&g, &w)) in got.iter().zip(&want).enumerate() {
+                    let g = f16::from_bits(g).to_f64();
+                    assert!((g - w).abs() <= scale / 256.0, "{config:?} output {o}: {g} vs {w}");
+                }
             }
         }
     }
@@ -70,42 +86,45 @@ fn random_beams_match_the_f64_reference_for_every_grid() {
 fn half_integer_beams_reproduce_the_intensity_and_beams_can_move() {
     let gpu = gpu();
     let mut rng = rng();
-    for case in FRB_CASES {
-        let (m, n) = (case.m, case.n);
-        let config = ResampleConfig { channels: 2, times: 70, m, n, beams: 4 * m * n };
-        let mut resampler = Resampler::new(&gpu, config).unwrap();
-        let i = random_intensity(&mut rng, config.intensity_len());
-        // Beam (f, beta) at (p / 2, q / 2) for rho = beta = 2N p + q, the grid reversed in
-        // channel 1.
-        let k = config.k() as usize;
-        let rho_of = |f: usize, beta: usize| if f == 0 { beta } else { k - 1 - beta };
-        let theta: Vec<f32> = (0..config.positions_len())
-            .map(|x| (rho_of(x / k, x % k) / (2 * n) as usize) as f32 / 2.0)
-            .collect();
-        let theta_prime: Vec<f32> = (0..config.positions_len())
-            .map(|x| (rho_of(x / k, x % k) % (2 * n) as usize) as f32 / 2.0)
-            .collect();
-        let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
-        for f in 0..2 {
-            for t in 0..config.times as usize {
-                for beta in 0..k {
-                    let want =
-                        f16::from_bits(i[(f * config.times as usize + t) * k + rho_of(f, beta)]).to_f64();
-                    let g = f16::from_bits(got[(f * config.times as usize + t) * k + beta]).to_f64();
-                    // The f32 U at half-integers is a delta to ~1e-7, and those residues
-                    // (f16 subnormals in W) add up to ~2e-2 over 4MN intensities below 100.
-                    assert!(
-                        (g - want).abs() <= want * 2f64.powi(-10) + 0.05,
-                        "({m}, {n}) f {f} t {t} beam {beta}: {g} vs {want}"
-                    );
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        for case in FRB_CASES {
+            let (m, n) = (case.m, case.n);
+            let config = ResampleConfig { channels: 2, times: 70, m, n, beams: 4 * m * n };
+            let mut resampler = Resampler::new(&gpu, config).unwrap();
+            let i = random_intensity(&mut rng, config.intensity_len());
+            // Beam (f, beta) at (p / 2, q / 2) for rho = beta = 2N p + q, the grid reversed in
+            // channel 1.
+            let k = config.k() as usize;
+            let rho_of = |f: usize, beta: usize| if f == 0 { beta } else { k - 1 - beta };
+            let theta: Vec<f32> = (0..config.positions_len())
+                .map(|x| (rho_of(x / k, x % k) / (2 * n) as usize) as f32 / 2.0)
+                .collect();
+            let theta_prime: Vec<f32> = (0..config.positions_len())
+                .map(|x| (rho_of(x / k, x % k) % (2 * n) as usize) as f32 / 2.0)
+                .collect();
+            let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+            for f in 0..2 {
+                for t in 0..config.times as usize {
+                    for beta in 0..k {
+                        let want =
+                            f16::from_bits(i[(f * config.times as usize + t) * k + rho_of(f, beta)]).to_f64();
+                        let g = f16::from_bits(got[(f * config.times as usize + t) * k + beta]).to_f64();
+                        // The f32 U at half-integers is a delta to ~1e-7, and those residues
+                        // (f16 subnormals in W) add up to ~2e-2 over 4MN intensities below 100.
+                        assert!(
+                            (g - want).abs() <= want * 2f64.powi(-10) + 0.05,
+                            "({m}, {n}) f {f} t {t} beam {beta}: {g} vs {want}"
+                        );
+                    }
                 }
             }
+            // Tracking: new positions, same resampler.
+            let moved: Vec<f32> = theta.iter().map(|&x| x + rng.random_range(-0.5..0.5)).collect();
+            let got = run(&gpu, &mut resampler, &i, &moved, &theta_prime);
+            let want = resample_reference(&config, &i, &moved, &theta_prime).unwrap();
+            assert!(relative_l2(&got, &want) < BOUND);
         }
-        // Tracking: new positions, same resampler.
-        let moved: Vec<f32> = theta.iter().map(|&x| x + rng.random_range(-0.5..0.5)).collect();
-        let got = run(&gpu, &mut resampler, &i, &moved, &theta_prime);
-        let want = resample_reference(&config, &i, &moved, &theta_prime).unwrap();
-        assert!(relative_l2(&got, &want) < BOUND);
     }
 }
 
@@ -113,23 +132,29 @@ fn half_integer_beams_reproduce_the_intensity_and_beams_can_move() {
 #[ignore = "needs a CUDA GPU"]
 fn bad_input_is_rejected_before_launch() {
     let gpu = gpu();
-    let config = ResampleConfig { channels: 2, times: 10, m: 16, n: 20, beams: 7 };
-    assert!(matches!(Resampler::new(&gpu, ResampleConfig { n: 18, ..config }), Err(Error::InvalidConfig(_))));
-    let mut resampler = Resampler::new(&gpu, config).unwrap();
-    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
-    // No beams yet.
-    assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
-    let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
-    let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
-    assert!(matches!(resampler.set_beams(&theta, &short), Err(Error::ShapeMismatch { .. })));
-    resampler.set_beams(&theta, &theta).unwrap();
-    let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
-    assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
-    let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
-    assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
-    resampler.resample(&i, &mut j).unwrap();
-    gpu.synchronize().unwrap();
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        let config = ResampleConfig { channels: 2, times: 10, m: 16, n: 20, beams: 7 };
+        assert!(matches!(
+            Resampler::new(&gpu, ResampleConfig { n: 18, ..config }),
+            Err(Error::InvalidConfig(_))
+        ));
+        let mut resampler = Resampler::new(&gpu, config).unwrap();
+        let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+        let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+        // No beams yet.
+        assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
+        let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
+        let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
+        assert!(matches!(resampler.set_beams(&theta, &short), Err(Error::ShapeMismatch { .. })));
+        resampler.set_beams(&theta, &theta).unwrap();
+        let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+        assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
+        let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
+        assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
+        resampler.resample(&i, &mut j).unwrap();
+        gpu.synchronize().unwrap();
+    }
 }
 
 fn run_fused(
@@ -154,40 +179,43 @@ fn run_fused(
 fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
     let gpu = gpu();
     let mut rng = rng();
-    for case in FRB_CASES {
-        for (channels, times, beams) in
-            [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256), (2, 129, 257)]
-        {
-            let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
-            let mut w_path = Resampler::new(&gpu, config).unwrap();
-            let mut fused = FusedResampler::new(&gpu, config).unwrap();
-            let i = random_intensity(&mut rng, config.intensity_len());
-            let mut theta: Vec<f32> =
-                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
-            let theta_prime: Vec<f32> =
-                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
-            // Some beams at exact half-integers (U a delta there).
-            for x in theta.iter_mut().step_by(7) {
-                *x = (*x * 2.0).round() / 2.0;
-            }
-            for round in 0..2 {
-                if round == 1 {
-                    // Tracking: the same resamplers, moved beams.
-                    theta.iter_mut().for_each(|x| *x += rng.random_range(-0.5..0.5));
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        for case in FRB_CASES {
+            for (channels, times, beams) in
+                [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256), (2, 129, 257)]
+            {
+                let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
+                let mut w_path = Resampler::new(&gpu, config).unwrap();
+                let mut fused = FusedResampler::new(&gpu, config).unwrap();
+                let i = random_intensity(&mut rng, config.intensity_len());
+                let mut theta: Vec<f32> =
+                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let theta_prime: Vec<f32> =
+                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                // Some beams at exact half-integers (U a delta there).
+                for x in theta.iter_mut().step_by(7) {
+                    *x = (*x * 2.0).round() / 2.0;
                 }
-                let want_bits = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
-                let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
-                let differing = got.iter().zip(&want_bits).filter(|(a, b)| a != b).count();
-                assert_eq!(
-                    differing, 0,
-                    "{config:?} round {round}: {differing} outputs differ from the W path"
+                for round in 0..2 {
+                    if round == 1 {
+                        // Tracking: the same resamplers, moved beams.
+                        theta.iter_mut().for_each(|x| *x += rng.random_range(-0.5..0.5));
+                    }
+                    let want_bits = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
+                    let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
+                    let differing = got.iter().zip(&want_bits).filter(|(a, b)| a != b).count();
+                    assert_eq!(
+                        differing, 0,
+                        "{config:?} round {round}: {differing} outputs differ from the W path"
+                    );
+                    let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+                    let error = relative_l2(&got, &want);
+                    println!(
+                    "fused wgmma {wgmma} {config:?} round {round}: relative L2 {error:.2e}, bit-identical to the W path"
                 );
-                let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
-                let error = relative_l2(&got, &want);
-                println!(
-                    "fused {config:?} round {round}: relative L2 {error:.2e}, bit-identical to the W path"
-                );
-                assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+                    assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+                }
             }
         }
     }
@@ -197,21 +225,81 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
 #[ignore = "needs a CUDA GPU"]
 fn fused_bad_input_is_rejected_before_launch() {
     let gpu = gpu();
-    let config = ResampleConfig { channels: 2, times: 10, m: 24, n: 24, beams: 7 };
-    assert!(matches!(
-        FusedResampler::new(&gpu, ResampleConfig { m: 20, ..config }),
-        Err(Error::InvalidConfig(_))
-    ));
-    let mut resampler = FusedResampler::new(&gpu, config).unwrap();
-    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
-    assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
-    let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
-    let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
-    assert!(matches!(resampler.set_beams(&short, &theta), Err(Error::ShapeMismatch { .. })));
-    resampler.set_beams(&theta, &theta).unwrap();
-    let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
-    assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
-    resampler.resample(&i, &mut j).unwrap();
-    gpu.synchronize().unwrap();
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        let config = ResampleConfig { channels: 2, times: 10, m: 24, n: 24, beams: 7 };
+        assert!(matches!(
+            FusedResampler::new(&gpu, ResampleConfig { m: 20, ..config }),
+            Err(Error::InvalidConfig(_))
+        ));
+        let mut resampler = FusedResampler::new(&gpu, config).unwrap();
+        let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+        let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+        assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
+        let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
+        let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
+        assert!(matches!(resampler.set_beams(&short, &theta), Err(Error::ShapeMismatch { .. })));
+        resampler.set_beams(&theta, &theta).unwrap();
+        let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+        assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
+        resampler.resample(&i, &mut j).unwrap();
+        gpu.synchronize().unwrap();
+    }
+}
+
+/// The `wgmma` and `mma.sync` kernels add the same f32 products of the same f16 operands in
+/// different orders, so their J differ only by f32 rounding of the sum (relative ~1e-6 of
+/// the sum of |terms|) carried through J's single f16 rounding: at most one f16 ulp of
+/// |J| where the f32 sums straddle a rounding boundary, plus the f32 error itself, bounded
+/// here by `scale * 2^-14` (scale = max |J|). Ragged shapes, all five grids, W and fused paths.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wgmma_j_is_the_sm80_j_to_f32_rounding() {
+    let gpu = gpu();
+    if paths(&gpu).len() < 2 {
+        println!("no wgmma on this GPU: nothing to compare");
+        return;
+    }
+    let mut rng = rng();
+    for case in FRB_CASES {
+        for (channels, times, beams) in [(3, 200, 333), (2, 129, 257), (1, 917, 600)] {
+            let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
+            let i = random_intensity(&mut rng, config.intensity_len());
+            let theta: Vec<f32> =
+                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let theta_prime: Vec<f32> =
+                (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+            let mut j = Vec::new();
+            for wgmma in [true, false] {
+                gpu.set_wgmma_enabled(wgmma);
+                let mut w_path = Resampler::new(&gpu, config).unwrap();
+                let mut fused = FusedResampler::new(&gpu, config).unwrap();
+                j.push(run(&gpu, &mut w_path, &i, &theta, &theta_prime));
+                j.push(run_fused(&gpu, &mut fused, &i, &theta, &theta_prime));
+            }
+            gpu.set_wgmma_enabled(true);
+            let as_f64 = |v: &[u16]| v.iter().map(|&x| f16::from_bits(x).to_f64()).collect::<Vec<_>>();
+            let sm80 = as_f64(&j[2]);
+            let scale = sm80.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
+            for (label, got) in [("W path", &j[0]), ("fused", &j[1])] {
+                let mut differing = 0;
+                let mut worst: f64 = 0.0;
+                for (o, (&g, &w)) in as_f64(got).iter().zip(&sm80).enumerate() {
+                    let ulp = f16::from_f64(w.abs()).to_f64() * 2f64.powi(-10);
+                    let d = (g - w).abs();
+                    differing += (d > 0.0) as usize;
+                    worst = worst.max(d / scale);
+                    assert!(
+                        d <= ulp.max(2f64.powi(-24)) + scale * 2f64.powi(-14),
+                        "{config:?} {label} output {o}: wgmma {g} vs sm80 {w}"
+                    );
+                }
+                println!(
+                    "wgmma vs sm80 {label} {config:?}: {differing} of {} outputs differ, worst {worst:.1e} of max |J|",
+                    sm80.len()
+                );
+            }
+            assert_eq!(j[2], j[3], "{config:?}: the sm80 fused J differs from the sm80 W path");
+        }
+    }
 }

@@ -8,14 +8,23 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. The W path's GEMM is 1.3-1.5x faster on the H200 (BENCHMARKS.md), and still faster
-//! counting its W kernel when beams move every launch, so use [`Resampler`] where W fits in device
-//! memory and [`FusedResampler`] where it does not (or the memory is needed elsewhere).
+//! launch. The W path's GEMM is 1.3-2.0x faster on the H200 (BENCHMARKS.md, sm_80 and wgmma
+//! kernels), and still faster counting its W kernel when beams move every launch, so use
+//! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
+//! the memory is needed elsewhere).
+//!
+//! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
+//! (`resample::hopper`), chosen when the resampler is made unless
+//! [`Gpu::set_wgmma_enabled`]`(false)`; elsewhere the sm_80 `mma.sync` ones. Same arrays,
+//! same W and U kernels; J agrees between the two families to f32 rounding of the sums.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
+pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
+    hopper_fused_smem_bytes, hopper_smem_bytes, HOPPER_BK, HOPPER_BM, HOPPER_BN, HOPPER_THREADS,
+};
 pub use radio_kernels_gpu::frb_beamformer::resample::{
     fused_smem_bytes, GemmShape, GEMM, U_THREADS, WEIGHT_WARPS,
 };
@@ -80,9 +89,10 @@ impl ResampleConfig {
                 GEMM.bn()
             )));
         }
-        // The GEMM has no k edge: 4MN is a multiple of 64 for every Table 2 case.
-        if !self.k().is_multiple_of(GEMM.bk) {
-            return Err(Error::InvalidConfig(format!("4MN = {} is not a multiple of {}", self.k(), GEMM.bk)));
+        // The GEMMs have no k edge: 4MN is a multiple of 64 for every Table 2 case.
+        let k_step = GEMM.bk.max(HOPPER_BK);
+        if !self.k().is_multiple_of(k_step) {
+            return Err(Error::InvalidConfig(format!("4MN = {} is not a multiple of {k_step}", self.k())));
         }
         let k = self.k() as u64;
         for (what, rows) in [("intensity", self.times), ("weights", self.beams)] {
@@ -156,12 +166,54 @@ pub fn resample_reference(
     Ok(out)
 }
 
+/// The GEMM kernel a resampler launches: the sm_80 `mma.sync` kernel, or on Hopper (while
+/// [`Gpu::wgmma_enabled`] when the resampler is made) the sm_90a `wgmma` kernel.
+struct GemmLaunch {
+    function: CudaFunction,
+    /// Block tile (tbar, beams), threads and dynamic shared memory.
+    tile: (u32, u32),
+    threads: u32,
+    smem: u32,
+}
+
+impl GemmLaunch {
+    fn new(
+        gpu: &Gpu,
+        sm80: &'static str,
+        sm90a: &'static str,
+        sm80_smem: u32,
+        sm90a_smem: u32,
+    ) -> Result<Self> {
+        let (function, tile, threads, smem) = if gpu.wgmma_enabled() {
+            (gpu.hopper_function(sm90a)?, (HOPPER_BM, HOPPER_BN), HOPPER_THREADS, sm90a_smem)
+        } else {
+            (gpu.function(sm80)?, (GEMM.bm(), GEMM.bn()), GEMM.threads(), sm80_smem)
+        };
+        function
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .during("raising the resampling GEMM's shared-memory limit")?;
+        Ok(GemmLaunch { function, tile, threads, smem })
+    }
+
+    fn config(&self, c: &ResampleConfig) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (c.times.div_ceil(self.tile.0), c.beams.div_ceil(self.tile.1), c.channels),
+            block_dim: (self.threads, 1, 1),
+            shared_mem_bytes: self.smem,
+        }
+    }
+}
+
 /// The non-factorizable resampler (sec. 5.2) on the GPU: owns W (`[f][beta][rho]` f16,
-/// `2 F B 4MN` bytes) and the two kernels.
+/// `2 F B 4MN` bytes) and the two kernels. On Hopper the GEMM is the `wgmma` kernel (chosen
+/// when the resampler is made, see [`Gpu::set_wgmma_enabled`]); W and J are the same arrays.
 pub struct Resampler<'g> {
     gpu: &'g Gpu,
     config: ResampleConfig,
-    gemm: CudaFunction,
+    gemm: GemmLaunch,
     weights_kernel: CudaFunction,
     weights: DeviceBuffer<u16>,
     beams_set: bool,
@@ -170,12 +222,13 @@ pub struct Resampler<'g> {
 impl<'g> Resampler<'g> {
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<Resampler<'g>> {
         config.validate()?;
-        let gemm = gpu.function(GEMM.name)?;
-        gemm.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            GEMM.smem_bytes() as i32,
-        )
-        .during("raising the resampling GEMM's shared-memory limit")?;
+        let gemm = GemmLaunch::new(
+            gpu,
+            GEMM.name,
+            "frb_resample_gemm_sm90a",
+            GEMM.smem_bytes(),
+            hopper_smem_bytes(),
+        )?;
         let weights_kernel = gpu.function("frb_resample_weights")?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
         Ok(Resampler { gpu, config, gemm, weights_kernel, weights, beams_set: false })
@@ -215,7 +268,7 @@ impl<'g> Resampler<'g> {
         let c = self.config;
         check_io(&c, self.beams_set, intensity, out)?;
         let k = c.k();
-        let mut launch = self.gpu.stream().launch_builder(&self.gemm);
+        let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
         launch
             .arg(intensity.raw())
             .arg(self.weights.raw())
@@ -223,12 +276,8 @@ impl<'g> Resampler<'g> {
             .arg(&c.times)
             .arg(&c.beams)
             .arg(&k);
-        let config = LaunchConfig {
-            grid_dim: (c.times.div_ceil(GEMM.bm()), c.beams.div_ceil(GEMM.bn()), c.channels),
-            block_dim: (GEMM.threads(), 1, 1),
-            shared_mem_bytes: GEMM.smem_bytes(),
-        };
-        // SAFETY: arguments match `frb_resample_gemm`; I, W and J hold F T 4MN, F B 4MN and
+        let config = self.gemm.config(&c);
+        // SAFETY: arguments match `frb_resample_gemm` and `frb_resample_gemm_sm90a`; I, W and J hold F T 4MN, F B 4MN and
         // F T B halves of a validated configuration; rows of I and W are 4MN halves, a
         // multiple of the k-step (validated), so every 16-byte copy is aligned (cudarc
         // allocations are 256-byte aligned); the grid's y is at most 65535 (validated).
@@ -278,7 +327,7 @@ fn check_io(
 pub struct FusedResampler<'g> {
     gpu: &'g Gpu,
     config: ResampleConfig,
-    gemm: CudaFunction,
+    gemm: GemmLaunch,
     u_kernel: CudaFunction,
     u_m: DeviceBuffer<f32>,
     u_n: DeviceBuffer<f32>,
@@ -288,12 +337,13 @@ pub struct FusedResampler<'g> {
 impl<'g> FusedResampler<'g> {
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let gemm = gpu.function("frb_resample_fused")?;
-        gemm.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            fused_smem_bytes(config.m, config.n) as i32,
-        )
-        .during("raising the fused resampling GEMM's shared-memory limit")?;
+        let gemm = GemmLaunch::new(
+            gpu,
+            "frb_resample_fused",
+            "frb_resample_fused_sm90a",
+            fused_smem_bytes(config.m, config.n),
+            hopper_fused_smem_bytes(config.n),
+        )?;
         let u_kernel = gpu.function("frb_resample_u")?;
         let per_beam = config.positions_len();
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
@@ -337,7 +387,7 @@ impl<'g> FusedResampler<'g> {
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = self.config;
         check_io(&c, self.beams_set, intensity, out)?;
-        let mut launch = self.gpu.stream().launch_builder(&self.gemm);
+        let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
         launch
             .arg(intensity.raw())
             .arg(self.u_m.raw())
@@ -347,12 +397,8 @@ impl<'g> FusedResampler<'g> {
             .arg(&c.beams)
             .arg(&c.m)
             .arg(&c.n);
-        let config = LaunchConfig {
-            grid_dim: (c.times.div_ceil(GEMM.bm()), c.beams.div_ceil(GEMM.bn()), c.channels),
-            block_dim: (GEMM.threads(), 1, 1),
-            shared_mem_bytes: fused_smem_bytes(c.m, c.n),
-        };
-        // SAFETY: arguments match `frb_resample_fused`; I, U^M, U^N and J hold F T 4MN,
+        let config = self.gemm.config(&c);
+        // SAFETY: arguments match `frb_resample_fused` and `frb_resample_fused_sm90a`; I, U^M, U^N and J hold F T 4MN,
         // F 2M B, F 2N B (f32) and F T B values of a validated configuration; rows of I are
         // 4MN halves (a multiple of the k-step) and U's chunks 16 bytes, so every 16-byte copy
         // is aligned; the shared-memory limit was raised to this size in `new`.

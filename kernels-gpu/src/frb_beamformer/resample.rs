@@ -33,6 +33,8 @@
 //! product and f16 rounding as the W kernel, stored at the same swizzled place
 //! ([`swizzled`]), so the MMA loop, the k order and hence J are bit for bit those of the W path.
 
+pub mod hopper;
+
 /// One tiling of the resampling GEMM: warps of `16 mt` rows x `8 nt` beams, `wr` x `wc` of
 /// them per block, k-steps of `bk`, a ring of `stages` shared-memory buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,8 @@
-//! `cargo bench --bench pfb`: PFB channelizer (three-kernel path: FIR, cuFFT C2C,
-//! post-processing) for n in {1024, 4096, 32768}, 16 taps, 10-bit input, int8 output, on
-//! device-resident random input of about 2^27 samples per polarisation per launch.
+//! `cargo bench --bench pfb`: PFB channelizer, the three-kernel path (FIR, cuFFT C2C,
+//! post-processing) for n in {1024, 4096, 32768} and the fused kernel for n in {1024, 4096},
+//! 16 taps, 10-bit input, int8 output, on device-resident random input of about 2^27 samples
+//! per polarisation per launch; the fused rows give their speed-up over the three-kernel
+//! path (kernel times and whole `run` calls).
 //! Reports Msample/s per polarisation, each kernel's bandwidth (bytes it must read and write
 //! once) as a fraction of this GPU's device-copy ceiling (from `ceilings.json`; run the
 //! ceilings bench first), and bytes moved per input sample against the minimum (input read
@@ -9,7 +11,7 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
+use radio_kernels::pfb::{Channelizer, ChannelizerConfig, OutputFormat, PfbPath};
 
 const REPS: usize = 21;
 
@@ -21,6 +23,7 @@ fn main() {
     let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("pfb");
     let mut rows = Vec::new();
+    let mut fused_rows = Vec::new();
     for channels in [1024u32, 4096, 32768] {
         let spectra_per_heap = 256;
         let heaps = (1u32 << 27) / (2 * channels * spectra_per_heap);
@@ -35,7 +38,7 @@ fn main() {
             max_delay: 4096,
             output: OutputFormat::Ci8,
         };
-        let mut ch = match Channelizer::new(&gpu, config.clone(), None) {
+        let mut ch = match Channelizer::with_path(&gpu, config.clone(), None, PfbPath::ThreeKernel) {
             Ok(ch) => ch,
             Err(e) => {
                 println!("pfb bench: cannot build the channelizer ({e}); nothing to measure");
@@ -57,7 +60,37 @@ fn main() {
             b.iter_custom(|iters| common::event_time(&gpu, iters, || ch.run().expect("run")))
         });
         ch.output().download().expect("the launches ran");
+        let three_output = ch.output().download().expect("output");
         rows.push((label, samples, ch.kernel_bytes(), config.output_bytes() as u64, [all, fir, fft, post]));
+        drop(ch);
+        if channels <= radio_kernels::pfb::FUSED_MAX_CHANNELS {
+            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, PfbPath::Fused).expect("fused");
+            ch.fill_input_with(|buffer| fill_random(&gpu, buffer, 17)).expect("fill");
+            ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
+            ch.run().expect("first fused run");
+            let out = ch.output().download().expect("fused output");
+            let close =
+                out.iter().zip(&three_output).all(|(&a, &b)| (a as i8 as i32 - b as i8 as i32).abs() <= 1);
+            let equal = out.iter().zip(&three_output).filter(|(a, b)| a == b).count();
+            let f_all = median_ms(&gpu, REPS, || ch.run().expect("run"));
+            let f_kernel = median_ms(&gpu, REPS, || ch.run_fused().expect("fused"));
+            let label = format!("fused n={channels} T=16 10-bit");
+            group.throughput(Throughput::Elements(samples));
+            group.bench_function(&label, |b| {
+                b.iter_custom(|iters| common::event_time(&gpu, iters, || ch.run_fused().expect("fused")))
+            });
+            fused_rows.push((
+                channels,
+                samples,
+                ch.fused_bytes(),
+                f_all,
+                f_kernel,
+                all,
+                fir + fft + post,
+                close,
+                equal as f64 / out.len() as f64,
+            ));
+        }
     }
     group.finish();
 
@@ -88,6 +121,22 @@ fn main() {
         println!("    FIR  {fir:.3} ms  {}", fraction(*b_fir, *fir));
         println!("    FFT  {fft:.3} ms  {}", fraction(*b_fft, *fft));
         println!("    post {post:.3} ms  {}", fraction(*b_post, *post));
+    }
+    println!("\nFused kernel (same input, gains and GPU; ratios against the three-kernel rows above):");
+    for (channels, samples, bytes, all, kernel, three_all, three_sum, close, equal) in &fused_rows {
+        println!(
+            "  n={channels}: run {all:.3} ms = {:.0} Msample/s per pol ({:.2}x the three-kernel run); kernel \
+             {kernel:.3} ms = {:.0} Msample/s per pol, {:.1} Gsample/s both pols ({:.2}x the three kernels' sum \
+             {three_sum:.3} ms); {} moved once; output within one LSB of the three-kernel path: {close} \
+             ({:.3}% of bytes equal)",
+            *samples as f64 / all / 1e3,
+            three_all / all,
+            *samples as f64 / kernel / 1e3,
+            2.0 * *samples as f64 / kernel / 1e6,
+            three_sum / kernel,
+            fraction(*bytes, *kernel),
+            100.0 * equal
+        );
     }
     criterion.final_summary();
 }

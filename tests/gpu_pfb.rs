@@ -5,13 +5,16 @@
 //! against a sample-by-sample check; a chunked stream equal bit for bit to one long buffer; the
 //! phase of a delayed tone; the channel response against the transform of the weights (plot
 //! saved as a PNG); typed errors for bad input. Intermediate and output buffers are poisoned
-//! before every launch.
+//! before every launch. `Channelizer::new` runs the fused kernel for n <= 4096, so the tests
+//! above at those sizes test it; the fused tests below add every tap count at n = 64, 1024
+//! and 4096, and the three-kernel tests keep that path covered at n <= 4096 and compare the
+//! two paths' outputs.
 mod common;
 
 use common::*;
 use radio_kernels::pfb::{
     hann_sinc_weights, output_value, pack_samples, reference_chunk, Channelizer, ChannelizerConfig, Complex,
-    DelayModel, OutputChunk, OutputFormat, Schedule,
+    DelayModel, OutputChunk, OutputFormat, PfbPath, Schedule,
 };
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
@@ -99,11 +102,17 @@ impl Case {
     }
 }
 
-/// Runs `case` on the GPU and compares two output chunks with the reference.
+/// Runs `case` on the GPU (default path) and compares two output chunks with the reference.
 fn check_case(gpu: &Gpu, case: &Case, rng: &mut StdRng) {
+    let path = PfbPath::for_config(&case.config());
+    check_case_on(gpu, case, rng, path);
+}
+
+/// As [`check_case`] on `path`.
+fn check_case_on(gpu: &Gpu, case: &Case, rng: &mut StdRng, path: PfbPath) {
     let config = case.config();
     println!(
-        "n {} T {} bits {} S {} x{} {:?}",
+        "n {} T {} bits {} S {} x{} {:?} {path:?}",
         config.channels,
         config.taps,
         config.bits,
@@ -122,7 +131,8 @@ fn check_case(gpu: &Gpu, case: &Case, rng: &mut StdRng) {
     let gains = random_gains(&config, case.sigma, rng);
     let weights = hann_sinc_weights(config.channels, config.taps);
 
-    let mut ch = Channelizer::new(gpu, config.clone(), None).unwrap();
+    let mut ch = Channelizer::with_path(gpu, config.clone(), None, path).unwrap();
+    assert_eq!(ch.path(), path);
     ch.poison_before_runs(Some(POISON));
     ch.set_gains(&gains).unwrap();
     for (p, m) in models.iter().enumerate() {
@@ -268,6 +278,155 @@ fn matches_the_reference_when_fir_threads_run_many_batches() {
         sigma: 50.0,
     };
     check_case(&gpu, &case, &mut rng);
+}
+
+/// The fused kernel at n = 64, 1024 and 4096 (8, 8 and 2 spectra per block) for every
+/// compiled tap count, with int4 output at the end; heaps of 8 and 16 spectra, two per chunk.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_matches_the_reference_for_every_tap_count_at_64_1024_and_4096_channels() {
+    let (gpu, mut rng) = (gpu(), rng());
+    for (channels, spectra_per_heap) in [(64, 16), (1024, 8), (4096, 8)] {
+        for taps in [1, 4, 16, 32] {
+            let case = Case {
+                channels,
+                taps,
+                bits: [4, 8, 10, 12, 16][(taps as usize + channels as usize / 64) % 5],
+                spectra_per_heap,
+                heaps_per_chunk: 2,
+                output: OutputFormat::Ci8,
+                sigma: 50.0,
+            };
+            check_case_on(&gpu, &case, &mut rng, PfbPath::Fused);
+        }
+        let case = Case {
+            channels,
+            taps: 16,
+            bits: 10,
+            spectra_per_heap,
+            heaps_per_chunk: 2,
+            output: OutputFormat::Ci4,
+            sigma: 4.0,
+        };
+        check_case_on(&gpu, &case, &mut rng, PfbPath::Fused);
+    }
+}
+
+/// The three-kernel path where the fused one is the default: every bit width at n = 1024,
+/// n = 4096 with 16 and 32 taps, and FIR threads running many batches.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn three_kernel_path_matches_the_reference_below_4096_channels() {
+    let (gpu, mut rng) = (gpu(), rng());
+    for bits in [4, 8, 10, 12, 16] {
+        let case = Case {
+            channels: 1024,
+            taps: 16,
+            bits,
+            spectra_per_heap: 16,
+            heaps_per_chunk: 2,
+            output: OutputFormat::Ci8,
+            sigma: 60.0,
+        };
+        check_case_on(&gpu, &case, &mut rng, PfbPath::ThreeKernel);
+    }
+    for taps in [16, 32] {
+        let case = Case {
+            channels: 4096,
+            taps,
+            bits: 10,
+            spectra_per_heap: 8,
+            heaps_per_chunk: 2,
+            output: OutputFormat::Ci8,
+            sigma: 50.0,
+        };
+        check_case_on(&gpu, &case, &mut rng, PfbPath::ThreeKernel);
+    }
+    let case = Case {
+        channels: 1024,
+        taps: 16,
+        bits: 10,
+        spectra_per_heap: 256,
+        heaps_per_chunk: 16,
+        output: OutputFormat::Ci8,
+        sigma: 50.0,
+    };
+    check_case_on(&gpu, &case, &mut rng, PfbPath::ThreeKernel);
+}
+
+/// The fused and three-kernel paths on the same stream: every output component within one
+/// LSB of the other (the FIR outputs are the same f32 values; the FFTs round differently, so
+/// values near a rounding boundary may differ), equal lost flags, saturation counts equal up
+/// to the values the two quantised differently.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_and_three_kernel_outputs_agree_within_one_lsb() {
+    let (gpu, mut rng) = (gpu(), rng());
+    for (channels, taps, bits, output, sigma) in [
+        (1024, 16, 10, OutputFormat::Ci8, 50.0),
+        (4096, 16, 12, OutputFormat::Ci8, 300.0),
+        (256, 4, 8, OutputFormat::Ci4, 5.0),
+    ] {
+        let config = ChannelizerConfig {
+            channels,
+            taps,
+            bits,
+            spectra_per_heap: 32,
+            heaps_per_chunk: 2,
+            chunk_samples: 2 * channels * 32,
+            packet_samples: 256,
+            max_delay: 500,
+            output,
+        };
+        let len = 2 * channels as usize * 32 * 8;
+        let samples = [0, 1].map(|_| random_stream(len, bits, &mut rng));
+        let present =
+            [0, 1].map(|_| (0..len / 256).map(|_| rng.random_range(0..40) != 0).collect::<Vec<bool>>());
+        let models = [random_model(450.0, len, &mut rng), random_model(450.0, len, &mut rng)];
+        let gains = random_gains(&config, sigma, &mut rng);
+        let mut outputs = Vec::new();
+        for path in [PfbPath::Fused, PfbPath::ThreeKernel] {
+            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            ch.poison_before_runs(Some(POISON));
+            ch.set_gains(&gains).unwrap();
+            for (p, m) in models.iter().enumerate() {
+                ch.set_delay_model(p, *m).unwrap();
+            }
+            outputs.push(run_stream(&mut ch, [&samples[0], &samples[1]], [&present[0], &present[1]]));
+        }
+        let (fused, three) = (&outputs[0], &outputs[1]);
+        assert!(fused.len() >= 3 && fused.len() == three.len());
+        let (mut equal, mut total, mut saturated) = (0usize, 0usize, 0u32);
+        for (a, b) in fused.iter().zip(three) {
+            assert_eq!(a.first_spectrum, b.first_spectrum);
+            assert_eq!(a.lost_spectra, b.lost_spectra);
+            assert_eq!(a.lost_heaps, b.lost_heaps);
+            let mut differ = vec![0u32; a.saturated.len()];
+            let per_heap = config.spectra_per_heap as usize * channels as usize * 2;
+            for i in 0..config.output_values() {
+                let (x, y) = (output_value(&a.data, output, i), output_value(&b.data, output, i));
+                for (u, v) in [(x.0, y.0), (x.1, y.1)] {
+                    assert!((u - v).abs() <= 1, "n {channels}, value {i}: fused {u}, three-kernel {v}");
+                    equal += (u == v) as usize;
+                    total += 1;
+                }
+                if x != y {
+                    differ[(i / per_heap) * 2 + i % 2] += 1;
+                }
+            }
+            for (h, (&p, &q)) in a.saturated.iter().zip(&b.saturated).enumerate() {
+                assert!(p.abs_diff(q) <= differ[h], "n {channels}, counts [heap][pol] {h}: {p} vs {q}");
+                saturated += p;
+            }
+        }
+        println!(
+            "n {channels} T {taps} {bits}-bit {output:?}: {} chunks, {equal} of {total} components equal ({:.4}%), \
+             {saturated} saturated",
+            fused.len(),
+            100.0 * equal as f64 / total as f64
+        );
+        assert!(saturated > 0 || output == OutputFormat::Ci8, "int4 case saturates some values");
+    }
 }
 
 #[test]
@@ -597,6 +756,16 @@ fn bad_input_gives_typed_errors() {
         Channelizer::new(&gpu, ok.clone(), Some(&[0.5; 100])),
         Err(Error::ShapeMismatch { .. })
     ));
+    let large = ChannelizerConfig { channels: 8192, ..ok.clone() };
+    assert!(matches!(
+        Channelizer::with_path(&gpu, large, None, PfbPath::Fused),
+        Err(Error::InvalidConfig(_))
+    ));
+    let mut three = Channelizer::with_path(&gpu, ok.clone(), None, PfbPath::ThreeKernel).unwrap();
+    assert!(matches!(three.run_fused(), Err(Error::InvalidConfig(_))));
+    let mut fused = Channelizer::new(&gpu, ok.clone(), None).unwrap();
+    assert_eq!(fused.path(), PfbPath::Fused);
+    assert!(matches!(fused.run_fir(), Err(Error::InvalidConfig(_))));
     let mut ch = Channelizer::new(&gpu, ok.clone(), None).unwrap();
     assert!(matches!(ch.set_gains(&[[1.0, 0.0]; 64]), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(ch.set_gains(&[[f32::NAN, 0.0]; 128]), Err(Error::InvalidConfig(_))));

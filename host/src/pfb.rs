@@ -1,7 +1,9 @@
 //! PFB channelizer (F-engine, seed 004): configuration and validation, sample packing, PFB
 //! weights, the delay model, lost-data flags, the f64 CPU reference, and the [`Channelizer`]
-//! that runs the three-kernel GPU path (FIR, cuFFT C2C, post-processing) on a stream of
-//! chunks. Device side, formulas and layouts: `radio_kernels_gpu::pfb`.
+//! that runs the GPU path on a stream of chunks: for n <= 4096 the fused kernel
+//! (`radio_kernels_gpu::pfb::fused`: FIR, FFT and post-processing in one launch), otherwise
+//! (or when asked, [`PfbPath::ThreeKernel`]) the three-kernel path (FIR, cuFFT C2C,
+//! post-processing). Device side, formulas and layouts: `radio_kernels_gpu::pfb`.
 //!
 //! Time: stream sample 0 is the first sample of the first chunk; spectrum m's window nominally
 //! starts at sample `2 n m` (critically sampled, sec. 2.1). The delay model of each
@@ -14,13 +16,15 @@
 //! Streaming (Fig. 2): the channelizer keeps, per polarisation, a device buffer holding the
 //! samples from shortly before the next output chunk's earliest window to the newest input.
 //! Each output chunk (`heaps_per_chunk` heaps of `spectra_per_heap` spectra) is computed by
-//! the same three launches from that buffer as soon as its last window has arrived, so a
+//! the same launches from that buffer as soon as its last window has arrived, so a
 //! stream cut into any chunk size gives the same bytes as one long buffer.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
 use radio_kernels_gpu::pfb as layout;
+use radio_kernels_gpu::pfb::fused as fused_layout;
+pub use radio_kernels_gpu::pfb::fused::{FUSED_MAX_CHANNELS, FUSED_THREADS};
 pub use radio_kernels_gpu::pfb::{
     BITS, FIR_VARIANTS, MAX_CHANNELS, MAX_TAPS, MIN_CHANNELS, SAMPLE_GRANULE, SPECTRA_PER_POST_THREAD,
     THREADS, UNZIP,
@@ -542,6 +546,54 @@ impl Drop for FftPlan {
 // ---------------------------------------------------------------------------------------------
 // GPU: the channelizer
 
+/// Which kernels a [`Channelizer`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PfbPath {
+    /// One kernel (FIR, FFT and post-processing with the spectra in shared memory), for
+    /// n <= [`FUSED_MAX_CHANNELS`].
+    Fused,
+    /// FIR, cuFFT C2C and post-processing kernels (any n).
+    ThreeKernel,
+}
+
+impl PfbPath {
+    /// The default: fused where it applies.
+    pub fn for_config(config: &ChannelizerConfig) -> PfbPath {
+        if config.channels <= FUSED_MAX_CHANNELS {
+            PfbPath::Fused
+        } else {
+            PfbPath::ThreeKernel
+        }
+    }
+}
+
+/// The three-kernel path's kernels, cuFFT plan and intermediate buffers.
+struct ThreeKernel {
+    fir: CudaFunction,
+    post: CudaFunction,
+    fft: FftPlan,
+    fir_out: DeviceBuffer<[f32; 2]>,
+    fft_out: DeviceBuffer<[f32; 2]>,
+}
+
+/// The fused kernel, its twiddle table `exp(-j pi k / n)` (`k < 2n`, f64 rounded to f32) and
+/// its spectra per block.
+struct Fused {
+    kernel: CudaFunction,
+    twiddles: DeviceBuffer<[f32; 2]>,
+    spectra_per_block: u32,
+}
+
+/// The fused kernel's twiddle table for `channels`: `exp(-j pi k / n)` for `k < 2n`.
+pub fn fused_twiddles(channels: u32) -> Vec<[f32; 2]> {
+    (0..2 * channels as u64)
+        .map(|k| {
+            let (s, c) = (-std::f64::consts::PI * k as f64 / channels as f64).sin_cos();
+            [c as f32, s as f32]
+        })
+        .collect()
+}
+
 /// One output chunk, downloaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputChunk {
@@ -555,14 +607,14 @@ pub struct OutputChunk {
 }
 
 /// The F-engine of one antenna on one GPU (rustfft-style planner object: it owns the weights,
-/// gains, cuFFT plan, device buffers and the overlap between input chunks).
+/// gains, kernels (and the cuFFT plan of the three-kernel path), device buffers and the
+/// overlap between input chunks).
 pub struct Channelizer<'g> {
     gpu: &'g Gpu,
     config: ChannelizerConfig,
     models: [DelayModel; 2],
-    fir: CudaFunction,
-    post: CudaFunction,
-    fft: FftPlan,
+    three: Option<ThreeKernel>,
+    fused: Option<Fused>,
     weights: DeviceBuffer<f32>,
     gains: DeviceBuffer<[f32; 2]>,
     inputs: [DeviceBuffer<u32>; 2],
@@ -577,8 +629,6 @@ pub struct Channelizer<'g> {
     offsets: DeviceBuffer<u32>,
     fine: DeviceBuffer<f32>,
     rotation: DeviceBuffer<[f32; 4]>,
-    fir_out: DeviceBuffer<[f32; 2]>,
-    fft_out: DeviceBuffer<[f32; 2]>,
     output: DeviceBuffer<u8>,
     saturated: DeviceBuffer<u32>,
     last_schedule: Option<(i64, Schedule)>,
@@ -586,11 +636,30 @@ pub struct Channelizer<'g> {
 }
 
 impl<'g> Channelizer<'g> {
-    /// Validates `config`, loads the kernels, plans cuFFT and allocates every buffer.
+    /// Validates `config`, loads the kernels (fused for n <= [`FUSED_MAX_CHANNELS`], see
+    /// [`PfbPath::for_config`]), plans cuFFT (three-kernel path) and allocates every buffer.
     /// `weights`: `2 n T` f32 (`w[t + 2n j]`), or `None` for [`hann_sinc_weights`]. Gains
     /// start at 1 and delay models at 0.
     pub fn new(gpu: &'g Gpu, config: ChannelizerConfig, weights: Option<&[f32]>) -> Result<Channelizer<'g>> {
+        let path = PfbPath::for_config(&config);
+        Channelizer::with_path(gpu, config, weights, path)
+    }
+
+    /// As [`new`](Self::new) on the given path; [`PfbPath::Fused`] needs n <=
+    /// [`FUSED_MAX_CHANNELS`].
+    pub fn with_path(
+        gpu: &'g Gpu,
+        config: ChannelizerConfig,
+        weights: Option<&[f32]>,
+        path: PfbPath,
+    ) -> Result<Channelizer<'g>> {
         config.validate()?;
+        if path == PfbPath::Fused && config.channels > FUSED_MAX_CHANNELS {
+            return Err(Error::InvalidConfig(format!(
+                "the fused PFB path needs channels <= {FUSED_MAX_CHANNELS}, got {}",
+                config.channels
+            )));
+        }
         let n = config.channels as usize;
         let weights = match weights {
             Some(w) => {
@@ -608,30 +677,56 @@ impl<'g> Channelizer<'g> {
             }
             None => hann_sinc_weights(config.channels, config.taps),
         };
-        let fir = gpu.function(layout::fir_kernel_name(layout::fir_variant(config.taps)))?;
-        // The 16-tap FIR's batches of 16 need up to 64 KB (16-bit input). The function is
-        // shared by every channelizer of this GPU, so the limit is the most any of them needs.
-        let fir_shared = layout::fir_shared_bytes(16, THREADS, layout::fir_variant(config.taps));
-        fir.set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            fir_shared as i32,
-        )
-        .during("raising the PFB FIR's shared-memory limit")?;
-        let post = gpu.function(layout::post_kernel_name(config.output == OutputFormat::Ci4))?;
         let spectra = config.spectra_per_chunk() as usize;
-        let fft = FftPlan::new(gpu, config.channels / UNZIP, 2 * spectra as u32 * UNZIP)?;
+        let values = 2 * spectra * n;
+        let int4 = config.output == OutputFormat::Ci4;
+        let shared_limit =
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        let (three, fused) = match path {
+            PfbPath::ThreeKernel => {
+                let fir = gpu.function(layout::fir_kernel_name(layout::fir_variant(config.taps)))?;
+                // The 16-tap FIR's batches of 16 need up to 64 KB (16-bit input). The function
+                // is shared by every channelizer of this GPU, so the limit is the most any of
+                // them needs.
+                let fir_shared = layout::fir_shared_bytes(16, THREADS, layout::fir_variant(config.taps));
+                fir.set_attribute(shared_limit, fir_shared as i32)
+                    .during("raising the PFB FIR's shared-memory limit")?;
+                let three = ThreeKernel {
+                    fir,
+                    post: gpu.function(layout::post_kernel_name(int4))?,
+                    fft: FftPlan::new(gpu, config.channels / UNZIP, 2 * spectra as u32 * UNZIP)?,
+                    fir_out: gpu.alloc(values, 0)?,
+                    fft_out: gpu.alloc(values, 0)?,
+                };
+                (Some(three), None)
+            }
+            PfbPath::Fused => {
+                let kernel = gpu.function(fused_layout::fused_kernel_for(config.taps, int4))?;
+                // As above: the most any channelizer of this GPU needs.
+                kernel
+                    .set_attribute(shared_limit, fused_layout::FUSED_MAX_SHARED as i32)
+                    .during("raising the fused PFB kernel's shared-memory limit")?;
+                let fused = Fused {
+                    kernel,
+                    twiddles: gpu.upload(&fused_twiddles(config.channels))?,
+                    spectra_per_block: fused_layout::fused_spectra_per_block(
+                        config.channels,
+                        config.spectra_per_heap,
+                    ),
+                };
+                (None, Some(fused))
+            }
+        };
         // One word of padding for the pair unpacker, then whole 16-byte chunks plus 64 bytes for
         // the FIR's staged rows (`fir_row_chunks` copies up to 28 bytes past the last word).
         let words =
             ((config.capacity_samples() * config.bits as u64 / 32) as usize + 1).next_multiple_of(4) + 16;
         let alloc_input = || gpu.alloc::<u32>(words, 0);
-        let values = 2 * spectra * n;
         let mut ch = Channelizer {
             gpu,
             models: [DelayModel::default(); 2],
-            fir,
-            post,
-            fft,
+            three,
+            fused,
             weights: gpu.upload(&weights)?,
             gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * n])?,
             inputs: [alloc_input()?, alloc_input()?],
@@ -644,8 +739,6 @@ impl<'g> Channelizer<'g> {
             offsets: gpu.alloc(2 * spectra, 0)?,
             fine: gpu.alloc(2 * spectra, 0)?,
             rotation: gpu.alloc(2 * spectra, 0)?,
-            fir_out: gpu.alloc(values, 0)?,
-            fft_out: gpu.alloc(values, 0)?,
             output: gpu.alloc(config.output_bytes(), 0)?,
             saturated: gpu.alloc(2 * config.heaps_per_chunk as usize, 0)?,
             last_schedule: None,
@@ -658,6 +751,15 @@ impl<'g> Channelizer<'g> {
 
     pub fn config(&self) -> &ChannelizerConfig {
         &self.config
+    }
+
+    /// The kernels this channelizer runs.
+    pub fn path(&self) -> PfbPath {
+        if self.fused.is_some() {
+            PfbPath::Fused
+        } else {
+            PfbPath::ThreeKernel
+        }
     }
 
     /// Starts a new stream at sample 0 (delay models and gains are kept).
@@ -804,8 +906,8 @@ impl<'g> Channelizer<'g> {
         Ok(s)
     }
 
-    /// Launches FIR, FFT and post-processing for the next output chunk into the device output
-    /// (no download). Errors when its windows are not all in the kept input.
+    /// Launches the fused kernel, or FIR, FFT and post-processing, for the next output chunk
+    /// into the device output (no download). Errors when its windows are not all in the kept input.
     pub fn run(&mut self) -> Result<()> {
         let schedule = self.schedule()?;
         let window = self.config.window() as i64;
@@ -823,20 +925,77 @@ impl<'g> Channelizer<'g> {
             offsets.push((start - self.base) as u32);
         }
         if let Some(byte) = self.poison {
-            self.fir_out.poison(byte)?;
-            self.fft_out.poison(byte)?;
+            if let Some(three) = &mut self.three {
+                three.fir_out.poison(byte)?;
+                three.fft_out.poison(byte)?;
+            }
             self.output.poison(byte)?;
         }
         self.offsets.upload(&offsets)?;
         self.fine.upload(&schedule.fine.concat())?;
         self.rotation.upload(&schedule.rotation.concat())?;
+        if self.fused.is_some() {
+            return self.run_fused();
+        }
         self.run_fir()?;
         self.run_fft()?;
         self.run_post()
     }
 
+    /// The fused launch alone (for timing); clears the saturation counts first. `run` uploads
+    /// its offsets and rotations first.
+    pub fn run_fused(&mut self) -> Result<()> {
+        let Some(fused) = &self.fused else {
+            return Err(Error::InvalidConfig("run_fused needs a channelizer on PfbPath::Fused".into()));
+        };
+        let c = &self.config;
+        let spectra = c.spectra_per_chunk();
+        let g = fused.spectra_per_block;
+        self.saturated.poison(0)?;
+        let cfg = LaunchConfig {
+            // g divides the heap, so every block is whole and inside one heap.
+            grid_dim: (spectra / g, 1, 1),
+            block_dim: (FUSED_THREADS, 1, 1),
+            shared_mem_bytes: fused_layout::fused_shared_bytes(c.channels, g),
+        };
+        let mut launch = self.gpu.stream().launch_builder(&fused.kernel);
+        launch
+            .arg(self.inputs[0].raw())
+            .arg(self.inputs[1].raw())
+            .arg(self.offsets.raw())
+            .arg(self.weights.raw())
+            .arg(fused.twiddles.raw())
+            .arg(self.gains.raw())
+            .arg(self.fine.raw())
+            .arg(self.rotation.raw())
+            .arg(self.output.raw_mut())
+            .arg(self.saturated.raw_mut())
+            .arg(&c.channels)
+            .arg(&c.taps)
+            .arg(&spectra)
+            .arg(&c.spectra_per_heap)
+            .arg(&c.bits)
+            .arg(&g);
+        // SAFETY: matches `pfb_fused_t*_ci*(input0, input1, offsets, weights, twiddles, gains,
+        // fine, rotation, out, saturated, channels, taps, spectra, spectra_per_heap, bits, g)`;
+        // `run` checked every window lies in the inputs; twiddles hold 2n values, the other
+        // buffers the sizes allocated in `with_path`.
+        unsafe { launch.launch(cfg) }.during("launching the fused PFB kernel")?;
+        Ok(())
+    }
+
+    fn three_kernel(&mut self) -> Result<&mut ThreeKernel> {
+        self.three.as_mut().ok_or_else(|| {
+            Error::InvalidConfig(
+                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
+            )
+        })
+    }
+
     /// The FIR launch alone (for timing); `run` uploads its offsets first.
     pub fn run_fir(&mut self) -> Result<()> {
+        self.three_kernel()?;
+        let three = self.three.as_mut().expect("checked");
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
         let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
@@ -848,13 +1007,13 @@ impl<'g> Channelizer<'g> {
             block_dim: (width, 1, 1),
             shared_mem_bytes: layout::fir_shared_bytes(c.bits, width, layout::fir_variant(c.taps)),
         };
-        let mut launch = self.gpu.stream().launch_builder(&self.fir);
+        let mut launch = self.gpu.stream().launch_builder(&three.fir);
         launch
             .arg(self.inputs[0].raw())
             .arg(self.inputs[1].raw())
             .arg(self.offsets.raw())
             .arg(self.weights.raw())
-            .arg(self.fir_out.raw_mut())
+            .arg(three.fir_out.raw_mut())
             .arg(&c.channels)
             .arg(&c.taps)
             .arg(&spectra)
@@ -869,11 +1028,15 @@ impl<'g> Channelizer<'g> {
 
     /// The cuFFT C2C launch alone (for timing).
     pub fn run_fft(&mut self) -> Result<()> {
-        self.fft.forward(self.gpu, &mut self.fir_out, &mut self.fft_out)
+        let gpu = self.gpu;
+        let three = self.three_kernel()?;
+        three.fft.forward(gpu, &mut three.fir_out, &mut three.fft_out)
     }
 
     /// The post-processing launch alone (for timing); clears the saturation counts first.
     pub fn run_post(&mut self) -> Result<()> {
+        self.three_kernel()?;
+        let three = self.three.as_mut().expect("checked");
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
         self.saturated.poison(0)?;
@@ -883,9 +1046,9 @@ impl<'g> Channelizer<'g> {
             block_dim: (THREADS, 1, 1),
             shared_mem_bytes: layout::POST_SHARED_BYTES,
         };
-        let mut launch = self.gpu.stream().launch_builder(&self.post);
+        let mut launch = self.gpu.stream().launch_builder(&three.post);
         launch
-            .arg(self.fft_out.raw())
+            .arg(three.fft_out.raw())
             .arg(self.gains.raw())
             .arg(self.fine.raw())
             .arg(self.rotation.raw())
@@ -951,14 +1114,23 @@ impl<'g> Channelizer<'g> {
         &self.output
     }
 
-    /// Bytes each kernel reads and writes once per output chunk, (FIR, FFT, post):
-    /// the minimum traffic the bench compares achieved bandwidth with.
+    /// Bytes each kernel of the three-kernel path reads and writes once per output chunk, (FIR,
+    /// FFT, post): the minimum traffic the bench compares achieved bandwidth with. (The fused
+    /// kernel's minimum is the input once plus the output once: [`Self::fused_bytes`].)
     pub fn kernel_bytes(&self) -> (u64, u64, u64) {
         let c = &self.config;
         let spectra = c.spectra_per_chunk() as u64;
         let values = 2 * spectra * c.channels as u64; // complex per chunk, both pols
         let input = 2 * spectra * 2 * c.channels as u64 * c.bits as u64 / 8; // new samples, once
         (input + 8 * values, 16 * values, 8 * values + c.output_bytes() as u64)
+    }
+
+    /// Bytes the fused kernel must read and write once per output chunk: the new input
+    /// samples of both polarisations and the output.
+    pub fn fused_bytes(&self) -> u64 {
+        let c = &self.config;
+        let spectra = c.spectra_per_chunk() as u64;
+        2 * spectra * 2 * c.channels as u64 * c.bits as u64 / 8 + c.output_bytes() as u64
     }
 }
 
@@ -1411,5 +1583,141 @@ mod tests {
             assert!(diff.min(std::f64::consts::TAU - diff) < 1e-3, "phase {got} vs {want}");
         }
         assert!(r.lost_spectra.iter().all(|&l| !l));
+    }
+
+    /// The fused kernel's FFT, emulated pass by pass as the device runs it (slots with pads,
+    /// Stockham radix-16 passes with the last radix 2, 4 or 8, twiddles from the f64 table,
+    /// then the R2C fix-up), matches a 2n-point real f64 FFT; every pass's stores are a
+    /// permutation of the spectrum.
+    #[test]
+    fn fused_fft_passes_match_a_real_fft() {
+        use fused_layout::*;
+        let mut rng = rng();
+        for log2 in 6..=12u32 {
+            let n = 1u32 << log2;
+            let tw = fused_twiddles(n);
+            let g: Vec<f64> = (0..2 * n).map(|_| rng.random_range(-1000.0..1000.0)).collect();
+            let mut smem = vec![[f32::NAN; 2]; fused_buffer_slots(n) as usize];
+            for q in 0..n {
+                smem[fused_slot(q) as usize] = [g[2 * q as usize] as f32, g[2 * q as usize + 1] as f32];
+            }
+            let mut ns = 1;
+            while ns < n {
+                let radix = fused_radix(n, ns);
+                let mut next = smem.clone();
+                let mut written = vec![false; n as usize];
+                for j in 0..n / radix {
+                    let mut v = [[0.0f32; 2]; 16];
+                    let w = stockham_twiddles(|at| tw[at as usize], j, ns, n, radix);
+                    for r in 0..radix {
+                        v[r as usize] = smem[fused_slot(stockham_load(j, r, n, radix)) as usize];
+                        if ns > 1 {
+                            v[r as usize] = layout::cmul(v[r as usize], w[r as usize]);
+                        }
+                    }
+                    let v = dft_radix(v, radix);
+                    for r in 0..radix {
+                        let e = stockham_store(j, r, ns, radix);
+                        assert!(!written[e as usize], "n {n}, ns {ns}: element {e} written twice");
+                        written[e as usize] = true;
+                        next[fused_slot(e) as usize] = v[r as usize];
+                    }
+                }
+                smem = next;
+                ns *= radix;
+            }
+            let mut want: Vec<Complex<f64>> = g.iter().map(|&x| Complex::new(x, 0.0)).collect();
+            FftPlanner::<f64>::new().plan_fft_forward(2 * n as usize).process(&mut want);
+            let (mut err, mut norm) = (0.0, 0.0);
+            for k in 0..n {
+                let z = smem[fused_slot(k) as usize];
+                let m = smem[fused_slot((n - k) & (n - 1)) as usize];
+                let x = layout::r2c_fixup(z, m, tw[k as usize]);
+                err +=
+                    (x[0] as f64 - want[k as usize].re).powi(2) + (x[1] as f64 - want[k as usize].im).powi(2);
+                norm += want[k as usize].norm_sqr();
+            }
+            let rel = (err / norm).sqrt();
+            println!("n {n}: relative L2 error {rel:.2e}");
+            assert!(rel < 2e-6, "n {n}: relative L2 error {rel:.2e}");
+        }
+    }
+
+    /// Every shared-memory access of the fused FFT passes (8-byte loads and stores of each
+    /// warp of each round, spectra of one block side by side), the FIR's stores and the post
+    /// loads of `Z[k]` are bank-conflict free; the post loads of the mirror `Z[n - k]` cross a
+    /// pad in each half-warp phase: at most 2-way (4 wavefronts instead of 2).
+    #[test]
+    fn fused_shared_memory_accesses_are_conflict_free() {
+        use fused_layout::*;
+        use radio_kernels_gpu::bank::wavefronts;
+        for log2 in 6..=12u32 {
+            let n = 1u32 << log2;
+            let g = fused_spectra_per_block(n, 256);
+            let buffer = 8 * fused_buffer_slots(n);
+            let buffers = 2 * g;
+            let mut ns = 1;
+            while ns < n {
+                let radix = fused_radix(n, ns);
+                let per_buffer = n / radix;
+                let per_round = FUSED_THREADS / per_buffer;
+                let mut first = 0;
+                while first < buffers {
+                    for warp in 0..FUSED_THREADS / 32 {
+                        let lanes: Vec<(u32, u32)> = (0..32)
+                            .map(|l| {
+                                let tid = 32 * warp + l;
+                                (first + tid / per_buffer, tid % per_buffer)
+                            })
+                            .filter(|&(b, _)| b < buffers && b < first + per_round)
+                            .collect();
+                        if lanes.len() < 32 {
+                            // Partial warps only at the end of a round of small spectra.
+                            assert!(per_buffer < 32 || lanes.is_empty(), "n {n} ns {ns}");
+                            continue;
+                        }
+                        for r in 0..radix {
+                            let load: [u32; 32] = std::array::from_fn(|l| {
+                                let (b, j) = lanes[l];
+                                b * buffer + 8 * fused_slot(stockham_load(j, r, n, radix))
+                            });
+                            let store: [u32; 32] = std::array::from_fn(|l| {
+                                let (b, j) = lanes[l];
+                                b * buffer + 8 * fused_slot(stockham_store(j, r, ns, radix))
+                            });
+                            assert_eq!(wavefronts(&load, 8), 2, "n {n}, ns {ns}, radix {radix}: loads");
+                            assert_eq!(wavefronts(&store, 8), 2, "n {n}, ns {ns}, radix {radix}: stores");
+                        }
+                    }
+                    first += per_round;
+                }
+                ns *= radix;
+            }
+            for warp in 0..n.div_ceil(32) {
+                let z: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot((32 * warp + l as u32) % n));
+                assert_eq!(wavefronts(&z, 8), 2, "n {n}: FIR stores / post loads");
+                let m: [u32; 32] =
+                    std::array::from_fn(|l| 8 * fused_slot((n - 32 * warp - l as u32) & (n - 1)));
+                let w = wavefronts(&m, 8);
+                assert!(w <= 4, "n {n}, warp {warp}: post mirror loads take {w} wavefronts");
+            }
+        }
+    }
+
+    #[test]
+    fn fused_blocks_share_a_heap_and_fit_shared_memory() {
+        use fused_layout::*;
+        for log2 in 6..=12u32 {
+            let n = 1u32 << log2;
+            for s in [4, 8, 12, 16, 24, 256] {
+                let g = fused_spectra_per_block(n, s);
+                assert_eq!(s % g, 0);
+                assert!(fused_shared_bytes(n, g) <= FUSED_MAX_SHARED);
+                assert!(g >= 2 || n == 4096, "n {n} S {s}: g {g}");
+            }
+        }
+        assert_eq!(fused_spectra_per_block(512, 256), 4);
+        assert_eq!(fused_spectra_per_block(1024, 256), 4);
+        assert_eq!(fused_spectra_per_block(4096, 256), 1);
     }
 }

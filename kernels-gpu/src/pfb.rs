@@ -46,6 +46,8 @@
 use crate::delay_beamformer::{fma_f32, sincospi, sincospi_reduced};
 use crate::packing::saturate_symmetric;
 
+pub mod fused;
+
 /// Supported sample widths in bits.
 pub const BITS: [u32; 5] = [4, 8, 10, 12, 16];
 /// Unzip factor b of the six-step FFT (sec. 4.2).
@@ -90,10 +92,21 @@ pub const fn fir_variant(taps: u32) -> u32 {
     MAX_TAPS
 }
 
-/// Register caps (`.maxnreg`, applied by the root `build.rs`): none. The 16-tap FIR with
-/// batches of 16 takes 126-130 registers (four blocks per SM, which its 54 KB of shared
-/// memory at 10 bits allows anyway); the post kernel fits 128 (four blocks) uncapped.
-pub const REGISTER_LIMITS: [(&str, u32); 0] = [];
+/// Register caps (`.maxnreg`, applied by the root `build.rs`): the fused kernels'
+/// ([`fused::fused_max_registers`]: three or two blocks of 256 threads per SM). The three-kernel
+/// kernels are uncapped: the 16-tap FIR with batches of 16 takes 126-130 registers (four
+/// blocks per SM, which its 54 KB of shared memory at 10 bits allows anyway); the post kernel
+/// fits 128 (four blocks).
+pub const REGISTER_LIMITS: [(&str, u32); 10] = {
+    let mut limits = [("", 0); 10];
+    let mut i = 0;
+    while i < 10 {
+        let taps = FIR_VARIANTS[i % 5];
+        limits[i] = (fused::fused_kernel_name(taps, i >= 5), fused::fused_max_registers(taps));
+        i += 1;
+    }
+    limits
+};
 
 pub const fn fir_kernel_name(variant_taps: u32) -> &'static str {
     match variant_taps {

@@ -312,8 +312,8 @@ fn fused_matches_the_reference_for_every_tap_count_at_64_1024_and_4096_channels(
     }
 }
 
-/// The three-kernel path where the fused one is the default: every bit width at n = 1024,
-/// n = 4096 with 16 and 32 taps, and FIR threads running many batches.
+/// The three-kernel path (named explicitly) at sizes the fused kernel also covers: every bit
+/// width at n = 1024, n = 4096 with 16 and 32 taps, and FIR threads running many batches.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn three_kernel_path_matches_the_reference_below_4096_channels() {
@@ -471,24 +471,27 @@ fn a_chunked_stream_equals_one_long_buffer_bit_for_bit() {
         DelayModel { delay: -700.0, delay_rate: 0.005, phase: -1.0, phase_rate: 0.0, reference_sample: 5e4 },
     ];
     let gains = random_gains(&small, 40.0, &mut rng);
-    let mut outputs = Vec::new();
-    for config in [small, long] {
-        let mut ch = Channelizer::new(&gpu, config, None).unwrap();
-        ch.poison_before_runs(Some(POISON));
-        ch.set_gains(&gains).unwrap();
-        for (p, m) in models.iter().enumerate() {
-            ch.set_delay_model(p, *m).unwrap();
+    // Both paths: the default three-kernel one and the opt-in fused kernel (n <= 4096).
+    for path in [PfbPath::ThreeKernel, PfbPath::Fused] {
+        let mut outputs = Vec::new();
+        for config in [small.clone(), long.clone()] {
+            let mut ch = Channelizer::with_path(&gpu, config, None, path).unwrap();
+            ch.poison_before_runs(Some(POISON));
+            ch.set_gains(&gains).unwrap();
+            for (p, m) in models.iter().enumerate() {
+                ch.set_delay_model(p, *m).unwrap();
+            }
+            outputs.push(run_stream(&mut ch, [&samples[0], &samples[1]], [&present[0], &present[1]]));
         }
-        outputs.push(run_stream(&mut ch, [&samples[0], &samples[1]], [&present[0], &present[1]]));
+        let (chunked, whole) = (&outputs[0], &outputs[1]);
+        println!("{path:?}: {} chunks streamed, {} from one buffer", chunked.len(), whole.len());
+        assert!(whole.len() >= 10 && chunked.len() >= whole.len());
+        for (a, b) in chunked.iter().zip(whole) {
+            assert_eq!(a, b, "{path:?}: output chunk from spectrum {}", a.first_spectrum);
+        }
+        assert!(whole.iter().any(|c| c.lost_heaps.iter().any(|&l| l)), "some heaps lost");
+        assert!(whole.iter().any(|c| c.lost_heaps.iter().any(|&l| !l)), "some heaps complete");
     }
-    let (chunked, whole) = (&outputs[0], &outputs[1]);
-    println!("{} chunks streamed, {} from one buffer", chunked.len(), whole.len());
-    assert!(whole.len() >= 10 && chunked.len() >= whole.len());
-    for (a, b) in chunked.iter().zip(whole) {
-        assert_eq!(a, b, "output chunk from spectrum {}", a.first_spectrum);
-    }
-    assert!(whole.iter().any(|c| c.lost_heaps.iter().any(|&l| l)), "some heaps lost");
-    assert!(whole.iter().any(|c| c.lost_heaps.iter().any(|&l| !l)), "some heaps complete");
 }
 
 /// A 16-bit tone of amplitude `amp` at `frequency` (cycles per sample), dithered.
@@ -763,7 +766,7 @@ fn bad_input_gives_typed_errors() {
     ));
     let mut three = Channelizer::with_path(&gpu, ok.clone(), None, PfbPath::ThreeKernel).unwrap();
     assert!(matches!(three.run_fused(), Err(Error::InvalidConfig(_))));
-    let mut fused = Channelizer::new(&gpu, ok.clone(), None).unwrap();
+    let mut fused = Channelizer::with_path(&gpu, ok.clone(), None, PfbPath::Fused).unwrap();
     assert_eq!(fused.path(), PfbPath::Fused);
     assert!(matches!(fused.run_fir(), Err(Error::InvalidConfig(_))));
     let mut ch = Channelizer::new(&gpu, ok.clone(), None).unwrap();

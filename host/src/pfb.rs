@@ -557,13 +557,10 @@ pub enum PfbPath {
 }
 
 impl PfbPath {
-    /// The default: fused where it applies.
-    pub fn for_config(config: &ChannelizerConfig) -> PfbPath {
-        if config.channels <= FUSED_MAX_CHANNELS {
-            PfbPath::Fused
-        } else {
-            PfbPath::ThreeKernel
-        }
+    /// The default: the three-kernel path. The fused kernel (opt-in through
+    /// [`Channelizer::with_path`]) is still slower on the H200 (BENCHMARKS.md).
+    pub fn for_config(_config: &ChannelizerConfig) -> PfbPath {
+        PfbPath::ThreeKernel
     }
 }
 

@@ -320,18 +320,18 @@ pub fn cmul_conj(a: C32, b: C32) -> C32 {
 }
 
 #[inline(always)]
-fn cadd(a: C32, b: C32) -> C32 {
+pub(crate) fn cadd(a: C32, b: C32) -> C32 {
     [a[0] + b[0], a[1] + b[1]]
 }
 
 #[inline(always)]
-fn csub(a: C32, b: C32) -> C32 {
+pub(crate) fn csub(a: C32, b: C32) -> C32 {
     [a[0] - b[0], a[1] - b[1]]
 }
 
 /// `-j x`.
 #[inline(always)]
-fn mul_neg_j(x: C32) -> C32 {
+pub(crate) fn mul_neg_j(x: C32) -> C32 {
     [x[1], -x[0]]
 }
 

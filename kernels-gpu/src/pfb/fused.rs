@@ -29,7 +29,7 @@
 //! Layouts of input, offsets, weights, gains, fine delays, rotations, output and counts are
 //! those of the three-kernel path ([`super`]).
 
-use super::{fir_variant, output_index, C32};
+use super::{cadd, csub, fir_variant, mul_neg_j, output_index, C32};
 
 /// Threads per fused block. 256 (two blocks per SM, so one block's FIR overlaps
 /// another's FFT): on the H200 the first version, blocks of 512 threads with twice the
@@ -183,22 +183,6 @@ pub const fn fused_max_registers(variant_taps: u32) -> u32 {
 // Small DFTs in registers (forward, natural order), on the first R entries of `v`.
 
 #[inline(always)]
-fn cadd(a: C32, b: C32) -> C32 {
-    [a[0] + b[0], a[1] + b[1]]
-}
-
-#[inline(always)]
-fn csub(a: C32, b: C32) -> C32 {
-    [a[0] - b[0], a[1] - b[1]]
-}
-
-/// `-j x`.
-#[inline(always)]
-fn neg_j(x: C32) -> C32 {
-    [x[1], -x[0]]
-}
-
-#[inline(always)]
 fn dft2(a: C32, b: C32) -> (C32, C32) {
     (cadd(a, b), csub(a, b))
 }
@@ -206,7 +190,7 @@ fn dft2(a: C32, b: C32) -> (C32, C32) {
 #[inline(always)]
 pub fn dft4(x: [C32; 4]) -> [C32; 4] {
     let (s02, d02) = dft2(x[0], x[2]);
-    let (s13, d13) = (cadd(x[1], x[3]), neg_j(csub(x[1], x[3])));
+    let (s13, d13) = (cadd(x[1], x[3]), mul_neg_j(csub(x[1], x[3])));
     [cadd(s02, s13), cadd(d02, d13), csub(s02, s13), csub(d02, d13)]
 }
 
@@ -231,7 +215,7 @@ const W16: [C32; 10] = [
 fn twiddle16(x: C32, m: usize) -> C32 {
     match m {
         0 => x,
-        4 => neg_j(x),
+        4 => mul_neg_j(x),
         8 => [-x[0], -x[1]],
         _ => super::cmul(x, W16[m]),
     }

@@ -441,3 +441,80 @@ mod rs_n64 {
         );
     }
 }
+
+// --- mbarrier hand-off for warp-specialised kernels (correlator `Split`; PTX ISA 9.7.13.15).
+// A shared-memory mbarrier completes a phase once `count` arrivals have come; waiters name
+// the phase by its parity (the n-th completion has parity n % 2). `arrive` releases and a
+// successful `try_wait` acquires at CTA scope, so data written before an arrival is visible
+// after the wait; with `cp_async_arrive` a phase also waits for the arriving thread's
+// earlier `cp.async` copies to land, so a copying thread never waits for its own copies.
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use mbarrier::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod mbarrier {
+    use core::arch::asm;
+
+    /// Initialises the 8-byte mbarrier at shared address `bar` (8-aligned) for `count`
+    /// arrivals per phase. One thread, followed by a block barrier before any use.
+    ///
+    /// # Safety
+    /// `bar` must be shared memory of this block, not in use as an mbarrier.
+    #[inline(always)]
+    pub unsafe fn mbarrier_init(bar: u32, count: u32) {
+        asm!("mbarrier.init.shared::cta.b64 [{b}], {n};", b = in(reg32) bar, n = in(reg32) count, options(nostack));
+    }
+
+    /// One arrival (release at CTA scope).
+    ///
+    /// # Safety
+    /// `bar` must be an initialised mbarrier whose current phase still expects an arrival.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive(bar: u32) {
+        asm!(
+            "{{ .reg .b64 state; mbarrier.arrive.shared::cta.b64 state, [{b}]; }}",
+            b = in(reg32) bar,
+            options(nostack)
+        );
+    }
+
+    /// Whether the phase of parity `parity` has completed (acquire at CTA scope when true);
+    /// the hardware may suspend the thread a while before answering false.
+    ///
+    /// # Safety
+    /// `bar` must be an initialised mbarrier.
+    #[inline(always)]
+    pub unsafe fn mbarrier_try_wait(bar: u32, parity: u32) -> bool {
+        let done: u32;
+        asm!(
+            "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {parity}; selp.u32 {d}, 1, 0, p; }}",
+            b = in(reg32) bar,
+            parity = in(reg32) parity,
+            d = out(reg32) done,
+            options(nostack)
+        );
+        done != 0
+    }
+
+    /// Waits until the phase of parity `parity` has completed.
+    ///
+    /// # Safety
+    /// As [`mbarrier_try_wait`]; the phase must eventually complete.
+    #[inline(always)]
+    pub unsafe fn mbarrier_wait(bar: u32, parity: u32) {
+        while !mbarrier_try_wait(bar, parity) {}
+    }
+
+    /// Counted arrival for this thread's `cp.async` copies: raises the pending count now and
+    /// lowers it when every copy this thread issued so far has landed, so the phase completes
+    /// only after both that and this thread's own [`mbarrier_arrive`]. (The `.noinc` form,
+    /// with the init count covering the copy arrivals instead, hung the correlator on the
+    /// H200; not investigated further.)
+    ///
+    /// # Safety
+    /// `bar` must be an initialised mbarrier whose phase still expects this thread.
+    #[inline(always)]
+    pub unsafe fn cp_async_arrive(bar: u32) {
+        asm!("cp.async.mbarrier.arrive.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack));
+    }
+}

@@ -13,6 +13,13 @@
 //! - `Wide`: one block per lower-triangle pair of 128-receiver super-tiles, two warpgroups of
 //!   64 x 128: each staged byte feeds twice the MMAs of a pair block (half the L2 traffic,
 //!   which bounded the pair kernel at N = 512).
+//! - `Split`: Wide's block, warp-specialised: a producer warpgroup (two warps copying, two
+//!   transposing the column tiles, `setmaxnreg` down to 56 registers) and two consumer
+//!   warpgroups (up to 224 registers) that only load A fragments and issue `wgmma`s. Stages
+//!   are handed over with `mbarrier`s instead of block barriers, and each consumer keeps two
+//!   sets of A registers, so stage s + 1's A loads while stage s's `wgmma`s run, the copies
+//!   and transposes run ahead (a ring of 4 staging slots, 3 K-major buffers), and the
+//!   copying warps never fence (see below).
 //!
 //! int8 `wgmma` reads B only K-major (K = time contiguous), while the input has receivers
 //! contiguous. So each stage goes: `cp.async` of the input rows into `smem[t][rho]` (the
@@ -55,7 +62,22 @@ pub enum Kind {
     /// 64 rows x 128 columns (m64n128k32), so each staged byte feeds twice the MMAs of a
     /// pair block (half the L2 traffic, which bounds the pair kernel at N = 512).
     Wide,
+    /// Wide's block and tiles, warp-specialised (one producer and two consumer warpgroups,
+    /// `mbarrier` hand-off; see the module documentation).
+    Split,
 }
+
+/// `.maxnreg` of the `Split` kernels (`build.rs`): 384 threads x 168 fill the register file,
+/// then the producer gives registers to the consumers with `setmaxnreg`.
+pub const REGISTER_LIMITS: [(&str, u32); 2] =
+    [("correlate_ci8_station_pol_wgmma_split", 168), ("correlate_ci8_pol_station_wgmma_split", 168)];
+/// `setmaxnreg` targets of the `Split` producer and consumer warpgroups.
+pub const PRODUCER_REGISTERS: u32 = 56;
+pub const CONSUMER_REGISTERS: u32 = 224;
+const _: () = assert!(128 * PRODUCER_REGISTERS + 256 * CONSUMER_REGISTERS <= 384 * REGISTER_LIMITS[0].1);
+/// `Split` producer roles: warps 0-1 copy (`cp.async`), warps 2-3 transpose column tile
+/// `warp - 2` (these two never have copies in flight when they fence).
+pub const COPY_THREADS: u32 = 64;
 
 /// What one warpgroup of a block computes, stages and transposes. Tiles are 64-receiver
 /// tiles; staging and K-major indices number the block's tiles in shared memory.
@@ -78,8 +100,15 @@ impl Kind {
     pub const fn warpgroups(self) -> u32 {
         match self {
             Kind::Pair => 1,
-            Kind::Channel => 3,
+            Kind::Channel | Kind::Split => 3,
             Kind::Wide => 2,
+        }
+    }
+    /// Leading warpgroups that compute nothing (the `Split` producer).
+    pub const fn producers(self) -> u32 {
+        match self {
+            Kind::Split => 1,
+            _ => 0,
         }
     }
     pub const fn threads(self) -> u32 {
@@ -88,14 +117,14 @@ impl Kind {
     /// Columns (B rows) per warpgroup: the wgmma N.
     pub const fn cols(self) -> u32 {
         match self {
-            Kind::Wide => 128,
+            Kind::Wide | Kind::Split => 128,
             _ => 64,
         }
     }
     /// Tiles a block stages per time step (diagonal blocks use half).
     pub const fn tiles(self) -> u32 {
         match self {
-            Kind::Wide => 4,
+            Kind::Wide | Kind::Split => 4,
             _ => 2,
         }
     }
@@ -110,8 +139,22 @@ impl Kind {
     /// The channel kernel runs one block per SM and reads DRAM, so it keeps more in flight.
     pub const fn ring(self) -> u32 {
         match self {
-            Kind::Channel => 4,
+            Kind::Channel | Kind::Split => 4,
             _ => 3,
+        }
+    }
+    /// K-major buffers (stages transposed ahead of the MMAs, plus the one they read).
+    pub const fn kmajor_buffers(self) -> u32 {
+        match self {
+            Kind::Split => 3,
+            _ => 2,
+        }
+    }
+    /// mbarriers: `staged` and `free` per ring slot, `full` and `drained` per K-major buffer.
+    pub const fn barriers(self) -> u32 {
+        match self {
+            Kind::Split => 2 * self.ring() + 2 * self.kmajor_buffers() + 1,
+            _ => 0,
         }
     }
     /// Blocks per channel of `tiles` tiles.
@@ -119,7 +162,7 @@ impl Kind {
         match self {
             Kind::Pair => triangle_blocks(tiles),
             Kind::Channel => 1,
-            Kind::Wide => triangle_blocks(tiles.div_ceil(2)),
+            Kind::Wide | Kind::Split => triangle_blocks(tiles.div_ceil(2)),
         }
     }
     /// Warpgroup `group` of block `block` (the x index).
@@ -180,20 +223,34 @@ impl Kind {
                     },
                 }
             }
+            Kind::Split => {
+                // The producer copies as Wide's first warpgroup and transposes as its second;
+                // consumer g computes as Wide's warpgroup g - 1.
+                if group == 0 {
+                    let (copier, transposer) = (Kind::Wide.plan(0, block), Kind::Wide.plan(1, block));
+                    Plan { copies: copier.copies, transposes: transposer.transposes, ..copier }
+                } else {
+                    Plan { copies: [None; 4], transposes: [None; 2], ..Kind::Wide.plan(group - 1, block) }
+                }
+            }
         }
     }
     pub const fn staging_offset(self) -> u32 {
-        2 * self.kmajor_tiles() * KMAJOR_TILE_BYTES
+        self.kmajor_buffers() * self.kmajor_tiles() * KMAJOR_TILE_BYTES
     }
     pub const fn colsum_offset(self) -> u32 {
         self.staging_offset() + self.ring() * self.tiles() * SMEM_TILE_BYTES
     }
     /// Dynamic shared memory per block, with the 1024 bytes the base may be moved up by.
     pub const fn smem_bytes(self) -> u32 {
-        1024 + self.colsum_offset() + 4 * TILE * self.kmajor_tiles()
+        1024 + self.barrier_offset() + 8 * self.barriers()
     }
-    /// Offset of K-major tile `index` of stage parity `parity` (1024-aligned; consecutive
-    /// indices are adjacent, so one descriptor spans a warpgroup's whole B).
+    pub const fn barrier_offset(self) -> u32 {
+        self.colsum_offset() + 4 * TILE * self.kmajor_tiles()
+    }
+    /// Offset of K-major tile `index` of buffer `parity` (stage s uses buffer s %
+    /// `kmajor_buffers`; 1024-aligned; consecutive indices are adjacent, so one descriptor
+    /// spans a warpgroup's whole B).
     pub const fn kmajor_tile(self, parity: u32, index: u32) -> u32 {
         (self.kmajor_tiles() * parity + index) * KMAJOR_TILE_BYTES
     }
@@ -211,6 +268,15 @@ pub const fn kmajor_offset(warp: u32, lane: u32, step: u32, reg: u32) -> u32 {
     swizzle_128b(16 * warp + g + 8 * (reg % 2), 32 * step + 16 * (reg / 2) + 4 * q)
 }
 
+/// [`kmajor_offset`] as a lane part (16-byte chunk `chunk` = 2 step + reg / 2 of row g: rows
+/// 16 warp + 8 h + g share row g's swizzle) plus [`kmajor_row_part`], an immediate.
+pub const fn kmajor_lane_part(lane: u32, chunk: u32) -> u32 {
+    swizzle_128b(lane / 4, 16 * chunk + 4 * (lane % 4))
+}
+pub const fn kmajor_row_part(warp: u32, reg: u32) -> u32 {
+    128 * (16 * warp + 8 * (reg % 2))
+}
+
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 pub use device::*;
 
@@ -223,9 +289,11 @@ mod device {
     use super::*;
     use crate::intrinsics::*;
     use crate::wgmma::{
-        accumulator_position, commit_group, descriptor_k_major_128b, fence, fence_proxy_async_shared,
-        mma_rs_m64n128k32_s32_s8, mma_rs_m64n64k32_s32_s8, wait_group,
+        accumulator_position, commit_group, cp_async_arrive, descriptor_k_major_128b, fence,
+        fence_proxy_async_shared, mbarrier_arrive, mbarrier_init, mbarrier_wait, mma_rs_m64n128k32_s32_s8,
+        mma_rs_m64n64k32_s32_s8, set_max_registers, wait_group,
     };
+    use core::arch::asm;
 
     #[derive(Clone, Copy)]
     struct Params {
@@ -319,7 +387,8 @@ mod device {
         match kind {
             0 => Kind::Pair,
             1 => Kind::Channel,
-            _ => Kind::Wide,
+            2 => Kind::Wide,
+            _ => Kind::Split,
         }
     }
 
@@ -334,6 +403,9 @@ mod device {
         stages: u32,
         mode: Output,
     ) {
+        if KIND == 3 {
+            return correlate_split(input, output, p, order, first_stage, stages, mode);
+        }
         let kind = kind_of(KIND);
         const { assert!(N as u32 == kind_of(KIND).cols() / 2) };
         let ring = kind.ring();
@@ -450,16 +522,46 @@ mod device {
             }
         });
         sync_threads();
+        store::<N>(
+            &re,
+            &im,
+            output,
+            p,
+            order,
+            channel,
+            thread,
+            plan.tile_row,
+            plan.tile_col,
+            colsum + 4 * TILE * plan.b_index,
+            mode,
+        );
+    }
 
+    /// Writes a warpgroup's accumulators (rows of tile `tile_row`, columns from tile
+    /// `tile_col` on), adding the column sums at shared address `colsum` to Im.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn store<const N: usize>(
+        re: &[i32; N],
+        im: &[i32; N],
+        output: *mut u32,
+        p: Params,
+        order: Order,
+        channel: u32,
+        thread: u32,
+        tile_row: u32,
+        tile_col: u32,
+        colsum: u32,
+        mode: Output,
+    ) {
         let baselines = baseline_index(p.stations - 1, p.stations - 1) + 1;
-        let colsum = colsum + 4 * TILE * plan.b_index;
         unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
             25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49,
             50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63] {
             if r < N {
                 let (rho_row, col) = accumulator_position(thread, r as u32);
-                let (i, pi) = receiver(order, p.pols, plan.tile_row, rho_row);
-                let (j, pj) = receiver(order, p.pols, plan.tile_col + col / TILE, col % TILE);
+                let (i, pi) = receiver(order, p.pols, tile_row, rho_row);
+                let (j, pj) = receiver(order, p.pols, tile_col + col / TILE, col % TILE);
                 if i < p.stations && j < p.stations && i >= j {
                     let real = re[r];
                     let imag = im[r].wrapping_add(ld_shared_u32(colsum + 4 * col) as i32);
@@ -481,6 +583,210 @@ mod device {
                 }
             }
         });
+    }
+
+    /// The `Split` block: Wide's work, one producer and two consumer warpgroups. Stage s
+    /// uses ring slot s % ring and K-major buffer s % kmajor_buffers; per slot the mbarriers
+    /// `staged` (the copies landed: each copying thread arrives, and its counted `cp.async`
+    /// arrival holds the phase until its copies land) and `free` (its readers are done: one
+    /// arrival per transposing and consumer warp), per buffer `full` (transposed and fenced:
+    /// one arrival per transposing thread) and `drained` (the `wgmma`s reading it retired:
+    /// one arrival per consumer warp); `summed` once for the column sums. After the start no
+    /// block barrier: the producer warps finish independently.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn correlate_split(
+        input: *const u8,
+        output: *mut u32,
+        p: Params,
+        order: Order,
+        first_stage: u32,
+        stages: u32,
+        mode: Output,
+    ) {
+        const KIND: Kind = Kind::Split;
+        const RING: u32 = KIND.ring();
+        const BUFFERS: u32 = KIND.kmajor_buffers();
+        const TRANSPOSE_WARPS: u32 = 2;
+        const CONSUMER_WARPS: u32 = 8;
+        let channel = block_idx_y();
+        let thread = thread_idx_x() % 128;
+        let (group, warp, lane) = (warp_id() / 4, warp_id() % 4, lane_id());
+        // `Kind::Split.plan` spelled out (a runtime `Plan` lands in local memory here).
+        let (row, col) = triangle_tile(block_idx_x());
+        let diagonal = row == col;
+        let row_stride = p.channels as u64 * p.stations as u64 * p.pols as u64 * 2;
+
+        let base = (dynamic_shared() + 1023) & !1023;
+        let kmajor = |buffer: u32, index: u32| base + KIND.kmajor_tile(buffer, index);
+        let staging = |slot: u32, index: u32| base + KIND.staging_tile(slot, index);
+        let colsum = base + KIND.colsum_offset();
+        let bars = base + KIND.barrier_offset();
+        let staged = |slot: u32| bars + 8 * slot;
+        let free = |slot: u32| bars + 8 * (RING + slot);
+        let full = |buffer: u32| bars + 8 * (2 * RING + buffer);
+        let drained = |buffer: u32| bars + 8 * (2 * RING + BUFFERS + buffer);
+        // The column sums are in shared memory (one arrival per transposing thread).
+        let summed = bars + 8 * (2 * RING + 2 * BUFFERS);
+        if thread_idx_x() == 0 {
+            for slot in 0..RING {
+                mbarrier_init(staged(slot), COPY_THREADS);
+                mbarrier_init(free(slot), TRANSPOSE_WARPS + CONSUMER_WARPS);
+            }
+            for buffer in 0..BUFFERS {
+                mbarrier_init(full(buffer), 32 * TRANSPOSE_WARPS);
+                mbarrier_init(drained(buffer), CONSUMER_WARPS);
+            }
+            mbarrier_init(summed, 32 * TRANSPOSE_WARPS);
+        }
+        sync_threads();
+
+        if group == 0 {
+            set_max_registers::<PRODUCER_REGISTERS, false>();
+            if warp < 2 {
+                // Copying warps: 64 threads, each the copies of threads `thread` and
+                // `thread + 64` of a 128-thread tile-stage.
+                let tiles = [2 * row, 2 * row + 1, 2 * col, 2 * col + 1];
+                let copies: [[Source; 2]; 4] = core::array::from_fn(|c| {
+                    [
+                        source(p, order, tiles[c], channel, thread, c as u32),
+                        source(p, order, tiles[c], channel, thread + 64, c as u32),
+                    ]
+                });
+                for s in 0..stages {
+                    let slot = s % RING;
+                    if s >= RING {
+                        mbarrier_wait(free(slot), (s / RING + 1) & 1);
+                    }
+                    unroll!(c in [0, 1, 2, 3] {
+                        // A diagonal block stages its two tiles once.
+                        if c < 2 || !diagonal {
+                            unroll!(h in [0, 1] {
+                                let source = copies[c][h];
+                                copy_stage(input, row_stride, source, thread + 64 * h as u32, first_stage + s,
+                                    staging(slot, source.index));
+                            });
+                        }
+                    });
+                    // The phase completes once every copying thread arrived and its copies
+                    // landed. (With `.noinc` arrivals alone and a count of 64 instead, the
+                    // kernel hung on the H200.)
+                    cp_async_arrive(staged(slot));
+                    mbarrier_arrive(staged(slot));
+                }
+                cp_async_wait_all();
+            } else {
+                // Transposing warps: warp 2 + t makes column tile t K-major, 16 receivers
+                // (`pos`) at a time, and sums its Im over time.
+                let t = warp - 2;
+                let from = if diagonal { t } else { 2 + t };
+                let mut col_sum = [[0i32; 2]; 4];
+                // Lane parts of the addresses (the rest are immediates): kept in 8 and 1
+                // registers, recomputed per stage so they are not hoisted as 64 + 16 sums.
+                let lane_chunks: [u32; 8] = core::array::from_fn(|c| kmajor_lane_part(lane, c as u32));
+                let lane_rows = ldmatrix_a_offset(lane, 0, 0);
+                for s in 0..stages {
+                    let (slot, buffer) = (s % RING, s % BUFFERS);
+                    mbarrier_wait(staged(slot), (s / RING) & 1);
+                    if s >= BUFFERS {
+                        mbarrier_wait(drained(buffer), (s / BUFFERS + 1) & 1);
+                    }
+                    let col_stage = opaque(staging(slot, from) + lane_rows);
+                    let kbuf = kmajor(buffer, t);
+                    let at = lane_chunks.map(|c| opaque(kbuf + c));
+                    unroll!(pos in [0, 1, 2, 3] {
+                        unroll!(step in [0, 1, 2, 3] {
+                            // ldmatrix_a_offset(lane, 16 pos, step), split.
+                            let f = ldmatrix_x4_trans(col_stage + 16 * SMEM_ROW_BYTES * step as u32 + 32 * pos as u32);
+                            unroll!(reg in [0, 1, 2, 3] {
+                                st_shared_u32(at[2 * step + reg / 2] + kmajor_row_part(pos as u32, reg as u32), f[reg]);
+                            });
+                            col_sum[pos][0] = dp4a(f[2], 0x0100_0100, dp4a(f[0], 0x0100_0100, col_sum[pos][0]));
+                            col_sum[pos][1] = dp4a(f[3], 0x0100_0100, dp4a(f[1], 0x0100_0100, col_sum[pos][1]));
+                        });
+                    });
+                    fence_proxy_async_shared();
+                    mbarrier_arrive(full(buffer));
+                    sync_warp();
+                    if lane == 0 {
+                        mbarrier_arrive(free(slot));
+                    }
+                }
+                let (g, q) = (lane / 4, lane % 4);
+                unroll!(pos in [0, 1, 2, 3] {
+                    unroll!(k in [0, 1] {
+                        let mut s = col_sum[pos][k] as u32;
+                        s = s.wrapping_add(shfl_xor(s, 1));
+                        s = s.wrapping_add(shfl_xor(s, 2));
+                        if q == 0 {
+                            st_shared_u32(colsum + 4 * (TILE * t + 16 * pos as u32 + g + 8 * k as u32), s);
+                        }
+                    });
+                });
+                mbarrier_arrive(summed);
+            }
+            // No block barrier from here on: the consumers wait for `summed` only.
+        } else {
+            set_max_registers::<CONSUMER_REGISTERS, true>();
+            let mut re = [0i32; 64];
+            let mut im = [0i32; 64];
+            // Stage s: wait for its buffers, load A, release the slot, issue, retire, release
+            // the K-major buffer. Each consumer drains its wgmmas every stage (the other
+            // consumer's keep the tensor pipe busy meanwhile): ptxas serialises every wgmma
+            // when A is double-buffered across a pending group (C7513) or when the retiring
+            // wait sits at the top of the next iteration (C7515 in one of the two kernels).
+            for s in 0..stages {
+                let (slot, buffer) = (s % RING, s % BUFFERS);
+                mbarrier_wait(full(buffer), (s / BUFFERS) & 1);
+                mbarrier_wait(staged(slot), (s / RING) & 1);
+                let row_stage = staging(slot, group - 1);
+                let mut a = [[0u32; 4]; 4];
+                let mut a_swapped = [[0u32; 4]; 4];
+                unroll!(step in [0, 1, 2, 3] {
+                    a[step] = ldmatrix_x4_trans(row_stage + ldmatrix_a_offset(lane, 16 * warp, step as u32));
+                    a_swapped[step] = a[step].map(|w| prmt(w, w, 0x2301) ^ 0xff00_ff00);
+                });
+                sync_warp();
+                if lane == 0 {
+                    mbarrier_arrive(free(slot));
+                }
+                fence();
+                let kbuf = kmajor(buffer, 0);
+                unroll!(step in [0, 1, 2, 3] {
+                    let b = descriptor_k_major_128b(kbuf + 32 * step as u32);
+                    mma::<64>(&mut re, a[step], b);
+                    mma::<64>(&mut im, a_swapped[step], b);
+                });
+                commit_group();
+                wait_group::<0>();
+                if lane == 0 {
+                    mbarrier_arrive(drained(buffer));
+                }
+            }
+            wait_group::<0>();
+            mbarrier_wait(summed, 0);
+            store::<64>(
+                &re,
+                &im,
+                output,
+                p,
+                order,
+                channel,
+                thread,
+                2 * row + group - 1,
+                2 * col,
+                colsum,
+                mode,
+            );
+        }
+    }
+
+    /// `x`, opaque to the optimiser (computed where it stands, never hoisted or folded).
+    #[inline(always)]
+    fn opaque(mut x: u32) -> u32 {
+        // SAFETY: a register move.
+        unsafe { asm!("mov.b32 {0}, {0};", inout(reg32) x, options(nostack, nomem)) };
+        x
     }
 
     macro_rules! wgmma_correlator_kernel {
@@ -528,6 +834,8 @@ mod device {
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel, Order::PolStation, 1, 32);
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_wide, Order::StationPol, 2, 64);
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_wide, Order::PolStation, 2, 64);
+    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_split, Order::StationPol, 3, 64);
+    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_split, Order::PolStation, 3, 64);
 }
 
 #[cfg(test)]
@@ -567,6 +875,26 @@ mod tests {
     }
 
     #[test]
+    fn kmajor_offset_splits_into_lane_and_immediate_parts() {
+        for warp in 0..4 {
+            for lane in 0..32 {
+                for step in 0..TIME_TILE / 16 {
+                    for reg in 0..4 {
+                        assert_eq!(
+                            kmajor_offset(warp, lane, step, reg),
+                            kmajor_lane_part(lane, 2 * step + reg / 2) + kmajor_row_part(warp, reg)
+                        );
+                        assert_eq!(
+                            ldmatrix_a_offset(lane, 16 * warp, step),
+                            ldmatrix_a_offset(lane, 0, 0) + 16 * SMEM_ROW_BYTES * step + 32 * warp
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn kmajor_stores_are_conflict_free_and_cover_the_tile() {
         let mut hit = std::vec![0u32; KMAJOR_TILE_BYTES as usize / 4];
         for warp in 0..4 {
@@ -588,7 +916,9 @@ mod tests {
     /// written twice.
     #[test]
     fn plans_cover_the_lower_triangle_once_from_staged_tiles() {
-        for (kind, counts) in [(Kind::Pair, 1..=7), (Kind::Channel, 2..=2), (Kind::Wide, 1..=9)] {
+        for (kind, counts) in
+            [(Kind::Pair, 1..=7), (Kind::Channel, 2..=2), (Kind::Wide, 1..=9), (Kind::Split, 1..=9)]
+        {
             for tiles in counts {
                 let mut computed = std::collections::BTreeMap::new();
                 for block in 0..kind.blocks(tiles) {
@@ -607,7 +937,7 @@ mod tests {
                             assert!(kmajor[to as usize].replace(from).is_none(), "{kind:?} K-major {to}");
                         }
                     }
-                    for group in 0..kind.warpgroups() {
+                    for group in kind.producers()..kind.warpgroups() {
                         let plan = kind.plan(group, block);
                         assert_eq!(staged[plan.row_index as usize], Some(plan.tile_row), "{kind:?} rows");
                         for k in 0..kind.cols() / TILE {
@@ -639,14 +969,16 @@ mod tests {
         assert!(3 * Kind::Pair.smem_bytes() <= 227 * 1024);
         assert!(Kind::Channel.smem_bytes() <= 227 * 1024);
         assert!(Kind::Wide.smem_bytes() <= 227 * 1024);
-        for kind in [Kind::Pair, Kind::Channel, Kind::Wide] {
+        assert!(Kind::Split.smem_bytes() <= 227 * 1024);
+        for kind in [Kind::Pair, Kind::Channel, Kind::Wide, Kind::Split] {
             // K-major tiles stay 1024-aligned (swizzle atoms); staging rows 16-aligned.
             assert_eq!(KMAJOR_TILE_BYTES % 1024, 0);
             assert_eq!(kind.staging_offset() % 16, 0);
             assert_eq!(kind.colsum_offset() % 16, 0);
             // The regions are disjoint and inside the allocation.
             let mut regions = std::vec::Vec::new();
-            for parity in 0..2 {
+            assert_eq!(kind.barrier_offset() % 8, 0);
+            for parity in 0..kind.kmajor_buffers() {
                 for index in 0..kind.kmajor_tiles() {
                     let at = kind.kmajor_tile(parity, index);
                     assert_eq!(at % 1024, 0);
@@ -659,7 +991,10 @@ mod tests {
                     regions.push((at, at + SMEM_TILE_BYTES));
                 }
             }
-            regions.push((kind.colsum_offset(), kind.smem_bytes() - 1024));
+            regions.push((kind.colsum_offset(), kind.barrier_offset()));
+            if kind.barriers() > 0 {
+                regions.push((kind.barrier_offset(), kind.smem_bytes() - 1024));
+            }
             regions.sort();
             assert!(regions.windows(2).all(|w| w[0].1 <= w[1].0), "{kind:?}: {regions:?}");
             assert!(regions.iter().all(|r| r.0 < r.1));

@@ -441,3 +441,62 @@ mod rs_n64 {
         );
     }
 }
+
+// mbarrier (PTX ISA 9.7.13.15), for warp-specialised kernels whose producer and consumer
+// warpgroups hand ring stages over without block-wide barriers: a stage's "full" barrier
+// counts the producer threads' arrivals (each after its own writes and
+// `fence_proxy_async_shared`), its "empty" barrier the consumer threads' (after the wgmma
+// group that read it was waited for). Phases alternate parity; a waiter names the parity of
+// the phase it waits to see completed (0 for a barrier's first phase).
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use mbarrier::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod mbarrier {
+    use core::arch::asm;
+
+    /// `mbarrier.init.shared::cta.b64`: an 8-byte aligned barrier expecting `count` arrivals
+    /// per phase. One thread initialises; a block barrier must follow before any other use.
+    ///
+    /// # Safety
+    /// `address` must be an 8-byte aligned shared-window address of this block.
+    #[inline(always)]
+    pub unsafe fn mbarrier_init(address: u32, count: u32) {
+        asm!("mbarrier.init.shared::cta.b64 [{0}], {1};", in(reg32) address, in(reg32) count, options(nostack));
+    }
+
+    /// `mbarrier.arrive.release.cta.shared::cta.b64`: this thread's arrival; its earlier
+    /// memory accesses happen before the waiters that see the phase complete.
+    ///
+    /// # Safety
+    /// `address` must be an initialised barrier of this block.
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive(address: u32) {
+        asm!("mbarrier.arrive.release.cta.shared::cta.b64 _, [{0}];", in(reg32) address, options(nostack));
+    }
+
+    /// `mbarrier.try_wait.parity.acquire.cta`: whether the phase of parity `parity` has
+    /// completed (the hardware may suspend the thread a while before answering false).
+    ///
+    /// # Safety
+    /// As [`mbarrier_arrive`].
+    #[inline(always)]
+    pub unsafe fn mbarrier_try_wait_parity(address: u32, parity: u32) -> bool {
+        let done: u32;
+        asm!(
+            "{{ .reg .pred p; mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [{a}], {ph}; selp.u32 {d}, 1, 0, p; }}",
+            a = in(reg32) address, ph = in(reg32) parity, d = out(reg32) done,
+            options(nostack),
+        );
+        done != 0
+    }
+
+    /// Waits until the phase of parity `parity` has completed.
+    ///
+    /// # Safety
+    /// As [`mbarrier_arrive`].
+    #[inline(always)]
+    pub unsafe fn mbarrier_wait_parity(address: u32, parity: u32) {
+        while !mbarrier_try_wait_parity(address, parity) {}
+    }
+}

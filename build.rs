@@ -128,10 +128,12 @@ const REGISTER_LIMITS: [(&str, u32); 3] =
 /// overrides or adds caps for experiments.
 fn limit_registers(ptx: &str) -> String {
     let mut limits: Vec<(String, u32)> = REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)).collect();
-    limits.extend(radio_kernels_gpu::pfb::REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)));
-    limits.extend(
-        radio_kernels_gpu::correlator::hopper::REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)),
-    );
+    let family_limits: [&[(&str, u32)]; 3] = [
+        &radio_kernels_gpu::pfb::REGISTER_LIMITS,
+        &radio_kernels_gpu::correlator::hopper::REGISTER_LIMITS,
+        &radio_kernels_gpu::frb_beamformer::resample::hopper::REGISTER_LIMITS,
+    ];
+    limits.extend(family_limits.iter().flat_map(|list| list.iter()).map(|(k, n)| (k.to_string(), *n)));
     // Baseband beamformer: each kernel's largest block must fit one SM's registers.
     for (_, warps, name) in radio_kernels_gpu::baseband_beamformer::KERNELS {
         limits.push((name.to_string(), radio_kernels_gpu::baseband_beamformer::max_registers(warps)));

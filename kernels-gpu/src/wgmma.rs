@@ -442,7 +442,8 @@ mod rs_n64 {
     }
 }
 
-// --- mbarrier hand-off for warp-specialised kernels (correlator `Split`; PTX ISA 9.7.13.15).
+// --- mbarrier hand-off for warp-specialised kernels (correlator `Split`, the fused
+// resampling kernel; PTX ISA 9.7.13.15).
 // A shared-memory mbarrier completes a phase once `count` arrivals have come; waiters name
 // the phase by its parity (the n-th completion has parity n % 2). `arrive` releases and a
 // successful `try_wait` acquires at CTA scope, so data written before an arrival is visible

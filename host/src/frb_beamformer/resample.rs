@@ -23,7 +23,7 @@ use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
-    hopper_fused_smem_bytes, hopper_smem_bytes, HOPPER_BK, HOPPER_BM, HOPPER_BN, HOPPER_THREADS,
+    hopper_smem_bytes, ws_fused_smem_bytes, HOPPER_BK, HOPPER_BM, HOPPER_BN, HOPPER_THREADS, WS_THREADS,
 };
 pub use radio_kernels_gpu::frb_beamformer::resample::{
     fused_smem_bytes, GemmShape, GEMM, U_THREADS, WEIGHT_WARPS,
@@ -180,12 +180,11 @@ impl GemmLaunch {
     fn new(
         gpu: &Gpu,
         sm80: &'static str,
-        sm90a: &'static str,
+        (sm90a, sm90a_threads, sm90a_smem): (&'static str, u32, u32),
         sm80_smem: u32,
-        sm90a_smem: u32,
     ) -> Result<Self> {
         let (function, tile, threads, smem) = if gpu.wgmma_enabled() {
-            (gpu.hopper_function(sm90a)?, (HOPPER_BM, HOPPER_BN), HOPPER_THREADS, sm90a_smem)
+            (gpu.hopper_function(sm90a)?, (HOPPER_BM, HOPPER_BN), sm90a_threads, sm90a_smem)
         } else {
             (gpu.function(sm80)?, (GEMM.bm(), GEMM.bn()), GEMM.threads(), sm80_smem)
         };
@@ -222,13 +221,8 @@ pub struct Resampler<'g> {
 impl<'g> Resampler<'g> {
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<Resampler<'g>> {
         config.validate()?;
-        let gemm = GemmLaunch::new(
-            gpu,
-            GEMM.name,
-            "frb_resample_gemm_sm90a",
-            GEMM.smem_bytes(),
-            hopper_smem_bytes(),
-        )?;
+        let hopper = ("frb_resample_gemm_sm90a", HOPPER_THREADS, hopper_smem_bytes());
+        let gemm = GemmLaunch::new(gpu, GEMM.name, hopper, GEMM.smem_bytes())?;
         let weights_kernel = gpu.function("frb_resample_weights")?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
         Ok(Resampler { gpu, config, gemm, weights_kernel, weights, beams_set: false })
@@ -337,13 +331,8 @@ pub struct FusedResampler<'g> {
 impl<'g> FusedResampler<'g> {
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let gemm = GemmLaunch::new(
-            gpu,
-            "frb_resample_fused",
-            "frb_resample_fused_sm90a",
-            fused_smem_bytes(config.m, config.n),
-            hopper_fused_smem_bytes(config.n),
-        )?;
+        let hopper = ("frb_resample_fused_ws_sm90a", WS_THREADS, ws_fused_smem_bytes(config.n));
+        let gemm = GemmLaunch::new(gpu, "frb_resample_fused", hopper, fused_smem_bytes(config.m, config.n))?;
         let u_kernel = gpu.function("frb_resample_u")?;
         let per_beam = config.positions_len();
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
@@ -398,7 +387,7 @@ impl<'g> FusedResampler<'g> {
             .arg(&c.m)
             .arg(&c.n);
         let config = self.gemm.config(&c);
-        // SAFETY: arguments match `frb_resample_fused` and `frb_resample_fused_sm90a`; I, U^M, U^N and J hold F T 4MN,
+        // SAFETY: arguments match `frb_resample_fused` and `frb_resample_fused_ws_sm90a`; I, U^M, U^N and J hold F T 4MN,
         // F 2M B, F 2N B (f32) and F T B values of a validated configuration; rows of I are
         // 4MN halves (a multiple of the k-step) and U's chunks 16 bytes, so every 16-byte copy
         // is aligned; the shared-memory limit was raised to this size in `new`.

@@ -16,10 +16,14 @@
 //! - `Split`: Wide's block, warp-specialised: a producer warpgroup (two warps copying, two
 //!   transposing the column tiles, `setmaxnreg` down to 56 registers) and two consumer
 //!   warpgroups (up to 224 registers) that only load A fragments and issue `wgmma`s. Stages
-//!   are handed over with `mbarrier`s instead of block barriers, and each consumer keeps two
-//!   sets of A registers, so stage s + 1's A loads while stage s's `wgmma`s run, the copies
-//!   and transposes run ahead (a ring of 4 staging slots, 3 K-major buffers), and the
+//!   are handed over with `mbarrier`s instead of block barriers, so the copies and transposes
+//!   run ahead (a ring of 4 staging slots, 3 K-major buffers) while each consumer loads A,
+//!   issues and retires its stage (the other consumer's `wgmma`s fill the gaps), and the
 //!   copying warps never fence (see below).
+//! - `ChannelSplit`: `Split`'s recipe for a channel of exactly two tiles (the default there;
+//!   `Channel` stays selectable): one block per channel, consumer 1 computes pair (0, 0) with
+//!   m64n64, consumer 2 pairs (1, 0) and (1, 1) with m64n128, and the ring has 8 slots of the
+//!   two tiles (the input comes from DRAM, read once).
 //!
 //! int8 `wgmma` reads B only K-major (K = time contiguous), while the input has receivers
 //! contiguous. So each stage goes: `cp.async` of the input rows into `smem[t][rho]` (the
@@ -604,9 +608,9 @@ mod device {
     /// uses ring slot s % ring and K-major buffer s % kmajor_buffers; per slot the mbarriers
     /// `staged` (the copies landed: each copying thread arrives, and its counted `cp.async`
     /// arrival holds the phase until its copies land) and `free` (its readers are done: one
-    /// arrival per transposing and consumer warp), per buffer `full` (transposed and fenced:
-    /// one arrival per transposing thread) and `drained` (the `wgmma`s reading it retired:
-    /// one arrival per consumer warp); `summed` once for the column sums. After the start no
+    /// arrival per transposing warp and per consumer thread), per buffer `full` (transposed
+    /// and fenced: one arrival per transposing thread) and `drained` (the `wgmma`s reading it
+    /// retired: one arrival per consumer warp); `summed` once for the column sums. After the start no
     /// block barrier: the producer warps finish independently.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
@@ -827,8 +831,10 @@ mod device {
                     a[step] = ldmatrix_x4_trans(row_stage + ldmatrix_a_offset(c.lane, 16 * c.warp, step as u32));
                     a_swapped[step] = a[step].map(|w| prmt(w, w, 0x2301) ^ 0xff00_ff00);
                 });
-                // Every thread releases the slot after its own loads (no reliance on
-                // `bar.warp.sync` ordering the other lanes' reads before lane 0's arrival).
+                // Every thread releases the slot after its own loads. (Lane 0 arriving for
+                // its warp after `bar.warp.sync` is also ordered under the PTX memory model,
+                // but compute-sanitizer racecheck then reported these loads as hazards
+                // against the slot's refill; it does not model that ordering.)
                 mbarrier_arrive(c.free + 8 * slot);
                 fence();
                 let kbuf = c.kmajor + c.buffer_bytes * buffer;

@@ -16,10 +16,14 @@
 //! - `Split`: Wide's block, warp-specialised: a producer warpgroup (two warps copying, two
 //!   transposing the column tiles, `setmaxnreg` down to 56 registers) and two consumer
 //!   warpgroups (up to 224 registers) that only load A fragments and issue `wgmma`s. Stages
-//!   are handed over with `mbarrier`s instead of block barriers, and each consumer keeps two
-//!   sets of A registers, so stage s + 1's A loads while stage s's `wgmma`s run, the copies
-//!   and transposes run ahead (a ring of 4 staging slots, 3 K-major buffers), and the
+//!   are handed over with `mbarrier`s instead of block barriers, so the copies and transposes
+//!   run ahead (a ring of 4 staging slots, 3 K-major buffers) while each consumer loads A,
+//!   issues and retires its stage (the other consumer's `wgmma`s fill the gaps), and the
 //!   copying warps never fence (see below).
+//! - `ChannelSplit`: `Split`'s recipe for a channel of exactly two tiles (the default there;
+//!   `Channel` stays selectable): one block per channel, consumer 1 computes pair (0, 0) with
+//!   m64n64, consumer 2 pairs (1, 0) and (1, 1) with m64n128, and the ring has 8 slots of the
+//!   two tiles (the input comes from DRAM, read once).
 //!
 //! int8 `wgmma` reads B only K-major (K = time contiguous), while the input has receivers
 //! contiguous. So each stage goes: `cp.async` of the input rows into `smem[t][rho]` (the
@@ -65,12 +69,20 @@ pub enum Kind {
     /// Wide's block and tiles, warp-specialised (one producer and two consumer warpgroups,
     /// `mbarrier` hand-off; see the module documentation).
     Split,
+    /// `Split`'s recipe for a channel of exactly two tiles (one block per channel): the
+    /// consumers compute pair (0, 0) with m64n64 and pairs (1, 0), (1, 1) with m64n128, and
+    /// the ring has 8 slots of the two tiles (the input comes from DRAM, read once).
+    ChannelSplit,
 }
 
 /// `.maxnreg` of the `Split` kernels (`build.rs`): 384 threads x 168 fill the register file,
 /// then the producer gives registers to the consumers with `setmaxnreg`.
-pub const REGISTER_LIMITS: [(&str, u32); 2] =
-    [("correlate_ci8_station_pol_wgmma_split", 168), ("correlate_ci8_pol_station_wgmma_split", 168)];
+pub const REGISTER_LIMITS: [(&str, u32); 4] = [
+    ("correlate_ci8_station_pol_wgmma_split", 168),
+    ("correlate_ci8_pol_station_wgmma_split", 168),
+    ("correlate_ci8_station_pol_wgmma_channel_split", 168),
+    ("correlate_ci8_pol_station_wgmma_channel_split", 168),
+];
 /// `setmaxnreg` targets of the `Split` producer and consumer warpgroups.
 pub const PRODUCER_REGISTERS: u32 = 56;
 pub const CONSUMER_REGISTERS: u32 = 224;
@@ -100,24 +112,24 @@ impl Kind {
     pub const fn warpgroups(self) -> u32 {
         match self {
             Kind::Pair => 1,
-            Kind::Channel | Kind::Split => 3,
+            Kind::Channel | Kind::Split | Kind::ChannelSplit => 3,
             Kind::Wide => 2,
         }
     }
     /// Leading warpgroups that compute nothing (the `Split` producer).
     pub const fn producers(self) -> u32 {
         match self {
-            Kind::Split => 1,
+            Kind::Split | Kind::ChannelSplit => 1,
             _ => 0,
         }
     }
     pub const fn threads(self) -> u32 {
         128 * self.warpgroups()
     }
-    /// Columns (B rows) per warpgroup: the wgmma N.
+    /// Columns (B rows) per warpgroup: the wgmma N (`ChannelSplit`: of its wider consumer).
     pub const fn cols(self) -> u32 {
         match self {
-            Kind::Wide | Kind::Split => 128,
+            Kind::Wide | Kind::Split | Kind::ChannelSplit => 128,
             _ => 64,
         }
     }
@@ -139,6 +151,7 @@ impl Kind {
     /// The channel kernel runs one block per SM and reads DRAM, so it keeps more in flight.
     pub const fn ring(self) -> u32 {
         match self {
+            Kind::ChannelSplit => 8,
             Kind::Channel | Kind::Split => 4,
             _ => 3,
         }
@@ -146,14 +159,14 @@ impl Kind {
     /// K-major buffers (stages transposed ahead of the MMAs, plus the one they read).
     pub const fn kmajor_buffers(self) -> u32 {
         match self {
-            Kind::Split => 3,
+            Kind::Split | Kind::ChannelSplit => 3,
             _ => 2,
         }
     }
     /// mbarriers: `staged` and `free` per ring slot, `full` and `drained` per K-major buffer.
     pub const fn barriers(self) -> u32 {
         match self {
-            Kind::Split => 2 * self.ring() + 2 * self.kmajor_buffers() + 1,
+            Kind::Split | Kind::ChannelSplit => 2 * self.ring() + 2 * self.kmajor_buffers() + 1,
             _ => 0,
         }
     }
@@ -161,7 +174,7 @@ impl Kind {
     pub const fn blocks(self, tiles: u32) -> u32 {
         match self {
             Kind::Pair => triangle_blocks(tiles),
-            Kind::Channel => 1,
+            Kind::Channel | Kind::ChannelSplit => 1,
             Kind::Wide | Kind::Split => triangle_blocks(tiles.div_ceil(2)),
         }
     }
@@ -233,6 +246,8 @@ impl Kind {
                     Plan { copies: [None; 4], transposes: [None; 2], ..Kind::Wide.plan(group - 1, block) }
                 }
             }
+            // Split's diagonal block 0 (consumer 1 uses only the first of its two column tiles).
+            Kind::ChannelSplit => Kind::Split.plan(group, 0),
         }
     }
     pub const fn staging_offset(self) -> u32 {
@@ -388,7 +403,8 @@ mod device {
             0 => Kind::Pair,
             1 => Kind::Channel,
             2 => Kind::Wide,
-            _ => Kind::Split,
+            3 => Kind::Split,
+            _ => Kind::ChannelSplit,
         }
     }
 
@@ -404,7 +420,10 @@ mod device {
         mode: Output,
     ) {
         if KIND == 3 {
-            return correlate_split(input, output, p, order, first_stage, stages, mode);
+            return correlate_split::<false>(input, output, p, order, first_stage, stages, mode);
+        }
+        if KIND == 4 {
+            return correlate_split::<true>(input, output, p, order, first_stage, stages, mode);
         }
         let kind = kind_of(KIND);
         const { assert!(N as u32 == kind_of(KIND).cols() / 2) };
@@ -589,13 +608,13 @@ mod device {
     /// uses ring slot s % ring and K-major buffer s % kmajor_buffers; per slot the mbarriers
     /// `staged` (the copies landed: each copying thread arrives, and its counted `cp.async`
     /// arrival holds the phase until its copies land) and `free` (its readers are done: one
-    /// arrival per transposing and consumer warp), per buffer `full` (transposed and fenced:
-    /// one arrival per transposing thread) and `drained` (the `wgmma`s reading it retired:
-    /// one arrival per consumer warp); `summed` once for the column sums. After the start no
+    /// arrival per transposing warp and per consumer thread), per buffer `full` (transposed
+    /// and fenced: one arrival per transposing thread) and `drained` (the `wgmma`s reading it
+    /// retired: one arrival per consumer warp); `summed` once for the column sums. After the start no
     /// block barrier: the producer warps finish independently.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn correlate_split(
+    unsafe fn correlate_split<const CHANNEL: bool>(
         input: *const u8,
         output: *mut u32,
         p: Params,
@@ -604,36 +623,38 @@ mod device {
         stages: u32,
         mode: Output,
     ) {
-        const KIND: Kind = Kind::Split;
-        const RING: u32 = KIND.ring();
-        const BUFFERS: u32 = KIND.kmajor_buffers();
+        let kind = if CHANNEL { Kind::ChannelSplit } else { Kind::Split };
+        let ring = kind.ring();
+        let buffers = kind.kmajor_buffers();
         const TRANSPOSE_WARPS: u32 = 2;
         const CONSUMER_WARPS: u32 = 8;
         let channel = block_idx_y();
         let thread = thread_idx_x() % 128;
         let (group, warp, lane) = (warp_id() / 4, warp_id() % 4, lane_id());
-        // `Kind::Split.plan` spelled out (a runtime `Plan` lands in local memory here).
-        let (row, col) = triangle_tile(block_idx_x());
+        // `Kind::Split.plan` spelled out (a runtime `Plan` lands in local memory here); the
+        // channel block is Split's diagonal block 0.
+        let (row, col) = if CHANNEL { (0, 0) } else { triangle_tile(block_idx_x()) };
         let diagonal = row == col;
         let row_stride = p.channels as u64 * p.stations as u64 * p.pols as u64 * 2;
 
         let base = (dynamic_shared() + 1023) & !1023;
-        let kmajor = |buffer: u32, index: u32| base + KIND.kmajor_tile(buffer, index);
-        let staging = |slot: u32, index: u32| base + KIND.staging_tile(slot, index);
-        let colsum = base + KIND.colsum_offset();
-        let bars = base + KIND.barrier_offset();
+        let kmajor = |buffer: u32, index: u32| base + kind.kmajor_tile(buffer, index);
+        let staging = |slot: u32, index: u32| base + kind.staging_tile(slot, index);
+        let colsum = base + kind.colsum_offset();
+        let bars = base + kind.barrier_offset();
         let staged = |slot: u32| bars + 8 * slot;
-        let free = |slot: u32| bars + 8 * (RING + slot);
-        let full = |buffer: u32| bars + 8 * (2 * RING + buffer);
-        let drained = |buffer: u32| bars + 8 * (2 * RING + BUFFERS + buffer);
+        let free = |slot: u32| bars + 8 * (ring + slot);
+        let full = |buffer: u32| bars + 8 * (2 * ring + buffer);
+        let drained = |buffer: u32| bars + 8 * (2 * ring + buffers + buffer);
         // The column sums are in shared memory (one arrival per transposing thread).
-        let summed = bars + 8 * (2 * RING + 2 * BUFFERS);
+        let summed = bars + 8 * (2 * ring + 2 * buffers);
         if thread_idx_x() == 0 {
-            for slot in 0..RING {
+            for slot in 0..ring {
                 mbarrier_init(staged(slot), COPY_THREADS);
-                mbarrier_init(free(slot), TRANSPOSE_WARPS + CONSUMER_WARPS);
+                // Every consumer thread arrives after its own A loads (see below).
+                mbarrier_init(free(slot), TRANSPOSE_WARPS + 32 * CONSUMER_WARPS);
             }
-            for buffer in 0..BUFFERS {
+            for buffer in 0..buffers {
                 mbarrier_init(full(buffer), 32 * TRANSPOSE_WARPS);
                 mbarrier_init(drained(buffer), CONSUMER_WARPS);
             }
@@ -654,9 +675,9 @@ mod device {
                     ]
                 });
                 for s in 0..stages {
-                    let slot = s % RING;
-                    if s >= RING {
-                        mbarrier_wait(free(slot), (s / RING + 1) & 1);
+                    let slot = s % ring;
+                    if s >= ring {
+                        mbarrier_wait(free(slot), (s / ring + 1) & 1);
                     }
                     unroll!(c in [0, 1, 2, 3] {
                         // A diagonal block stages its two tiles once.
@@ -686,10 +707,10 @@ mod device {
                 let lane_chunks: [u32; 8] = core::array::from_fn(|c| kmajor_lane_part(lane, c as u32));
                 let lane_rows = ldmatrix_a_offset(lane, 0, 0);
                 for s in 0..stages {
-                    let (slot, buffer) = (s % RING, s % BUFFERS);
-                    mbarrier_wait(staged(slot), (s / RING) & 1);
-                    if s >= BUFFERS {
-                        mbarrier_wait(drained(buffer), (s / BUFFERS + 1) & 1);
+                    let (slot, buffer) = (s % ring, s % buffers);
+                    mbarrier_wait(staged(slot), (s / ring) & 1);
+                    if s >= buffers {
+                        mbarrier_wait(drained(buffer), (s / buffers + 1) & 1);
                     }
                     let col_stage = opaque(staging(slot, from) + lane_rows);
                     let kbuf = kmajor(buffer, t);
@@ -728,56 +749,109 @@ mod device {
             // No block barrier from here on: the consumers wait for `summed` only.
         } else {
             set_max_registers::<CONSUMER_REGISTERS, true>();
-            let mut re = [0i32; 64];
-            let mut im = [0i32; 64];
-            // Stage s: wait for its buffers, load A, release the slot, issue, retire, release
-            // the K-major buffer. Each consumer drains its wgmmas every stage (the other
-            // consumer's keep the tensor pipe busy meanwhile): ptxas serialises every wgmma
-            // when A is double-buffered across a pending group (C7513) or when the retiring
-            // wait sits at the top of the next iteration (C7515 in one of the two kernels).
-            for s in 0..stages {
-                let (slot, buffer) = (s % RING, s % BUFFERS);
-                mbarrier_wait(full(buffer), (s / BUFFERS) & 1);
-                mbarrier_wait(staged(slot), (s / RING) & 1);
-                let row_stage = staging(slot, group - 1);
+            let consumer = Consumer {
+                ring,
+                buffers,
+                stages,
+                lane,
+                warp,
+                staged: staged(0),
+                free: free(0),
+                full: full(0),
+                drained: drained(0),
+                summed,
+                row_stage: staging(0, group - 1),
+                slot_bytes: kind.staging_tile(1, 0) - kind.staging_tile(0, 0),
+                kmajor: kmajor(0, 0),
+                buffer_bytes: kind.kmajor_tile(1, 0) - kind.kmajor_tile(0, 0),
+            };
+            if CHANNEL && group == 1 {
+                // Pair (0, 0) only: B is column tile 0.
+                let (re, im) = consumer.run::<32>();
+                store::<32>(&re, &im, output, p, order, channel, thread, 0, 0, colsum, mode);
+            } else {
+                let (re, im) = consumer.run::<64>();
+                store::<64>(
+                    &re,
+                    &im,
+                    output,
+                    p,
+                    order,
+                    channel,
+                    thread,
+                    2 * row + group - 1,
+                    2 * col,
+                    colsum,
+                    mode,
+                );
+            }
+        }
+    }
+
+    /// A consumer warpgroup's view of the `Split` block's shared memory: mbarriers and
+    /// regions of slot / buffer 0, and the strides to the next.
+    #[derive(Clone, Copy)]
+    struct Consumer {
+        ring: u32,
+        buffers: u32,
+        stages: u32,
+        lane: u32,
+        warp: u32,
+        staged: u32,
+        free: u32,
+        full: u32,
+        drained: u32,
+        summed: u32,
+        row_stage: u32,
+        slot_bytes: u32,
+        kmajor: u32,
+        buffer_bytes: u32,
+    }
+
+    impl Consumer {
+        /// Stage s: wait for its buffers, load A, release the slot, issue, retire, release
+        /// the K-major buffer; returns the accumulators once the column sums are stored. Each
+        /// consumer drains its wgmmas every stage (the other consumer's keep the tensor pipe
+        /// busy meanwhile): ptxas serialises every wgmma when A is double-buffered across a
+        /// pending group (C7513) or when the retiring wait sits at the top of the next
+        /// iteration (C7515 in one of the two kernels).
+        #[inline(always)]
+        unsafe fn run<const N: usize>(self) -> ([i32; N], [i32; N]) {
+            let c = self;
+            let mut re = [0i32; N];
+            let mut im = [0i32; N];
+            for s in 0..c.stages {
+                let (slot, buffer) = (s % c.ring, s % c.buffers);
+                mbarrier_wait(c.full + 8 * buffer, (s / c.buffers) & 1);
+                mbarrier_wait(c.staged + 8 * slot, (s / c.ring) & 1);
+                let row_stage = c.row_stage + c.slot_bytes * slot;
                 let mut a = [[0u32; 4]; 4];
                 let mut a_swapped = [[0u32; 4]; 4];
                 unroll!(step in [0, 1, 2, 3] {
-                    a[step] = ldmatrix_x4_trans(row_stage + ldmatrix_a_offset(lane, 16 * warp, step as u32));
+                    a[step] = ldmatrix_x4_trans(row_stage + ldmatrix_a_offset(c.lane, 16 * c.warp, step as u32));
                     a_swapped[step] = a[step].map(|w| prmt(w, w, 0x2301) ^ 0xff00_ff00);
                 });
-                sync_warp();
-                if lane == 0 {
-                    mbarrier_arrive(free(slot));
-                }
+                // Every thread releases the slot after its own loads. (Lane 0 arriving for
+                // its warp after `bar.warp.sync` is also ordered under the PTX memory model,
+                // but compute-sanitizer racecheck then reported these loads as hazards
+                // against the slot's refill; it does not model that ordering.)
+                mbarrier_arrive(c.free + 8 * slot);
                 fence();
-                let kbuf = kmajor(buffer, 0);
+                let kbuf = c.kmajor + c.buffer_bytes * buffer;
                 unroll!(step in [0, 1, 2, 3] {
                     let b = descriptor_k_major_128b(kbuf + 32 * step as u32);
-                    mma::<64>(&mut re, a[step], b);
-                    mma::<64>(&mut im, a_swapped[step], b);
+                    mma::<N>(&mut re, a[step], b);
+                    mma::<N>(&mut im, a_swapped[step], b);
                 });
                 commit_group();
                 wait_group::<0>();
-                if lane == 0 {
-                    mbarrier_arrive(drained(buffer));
+                if c.lane == 0 {
+                    mbarrier_arrive(c.drained + 8 * buffer);
                 }
             }
             wait_group::<0>();
-            mbarrier_wait(summed, 0);
-            store::<64>(
-                &re,
-                &im,
-                output,
-                p,
-                order,
-                channel,
-                thread,
-                2 * row + group - 1,
-                2 * col,
-                colsum,
-                mode,
-            );
+            mbarrier_wait(c.summed, 0);
+            (re, im)
         }
     }
 
@@ -836,6 +910,8 @@ mod device {
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_wide, Order::PolStation, 2, 64);
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_split, Order::StationPol, 3, 64);
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_split, Order::PolStation, 3, 64);
+    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel_split, Order::StationPol, 4, 64);
+    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel_split, Order::PolStation, 4, 64);
 }
 
 #[cfg(test)]
@@ -916,9 +992,13 @@ mod tests {
     /// written twice.
     #[test]
     fn plans_cover_the_lower_triangle_once_from_staged_tiles() {
-        for (kind, counts) in
-            [(Kind::Pair, 1..=7), (Kind::Channel, 2..=2), (Kind::Wide, 1..=9), (Kind::Split, 1..=9)]
-        {
+        for (kind, counts) in [
+            (Kind::Pair, 1..=7),
+            (Kind::Channel, 2..=2),
+            (Kind::Wide, 1..=9),
+            (Kind::Split, 1..=9),
+            (Kind::ChannelSplit, 2..=2),
+        ] {
             for tiles in counts {
                 let mut computed = std::collections::BTreeMap::new();
                 for block in 0..kind.blocks(tiles) {
@@ -970,7 +1050,8 @@ mod tests {
         assert!(Kind::Channel.smem_bytes() <= 227 * 1024);
         assert!(Kind::Wide.smem_bytes() <= 227 * 1024);
         assert!(Kind::Split.smem_bytes() <= 227 * 1024);
-        for kind in [Kind::Pair, Kind::Channel, Kind::Wide, Kind::Split] {
+        assert!(Kind::ChannelSplit.smem_bytes() <= 227 * 1024);
+        for kind in [Kind::Pair, Kind::Channel, Kind::Wide, Kind::Split, Kind::ChannelSplit] {
             // K-major tiles stay 1024-aligned (swizzle atoms); staging rows 16-aligned.
             assert_eq!(KMAJOR_TILE_BYTES % 1024, 0);
             assert_eq!(kind.staging_offset() % 16, 0);

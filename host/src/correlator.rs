@@ -200,9 +200,9 @@ impl<'g> Correlator<'g> {
     /// Validates `config` and looks up its kernel: on Hopper (`Gpu::wgmma_enabled()`), int8
     /// with 16-byte aligned rows (stations x pols, or stations for `[t][c][p][s]`, a multiple
     /// of 8) runs an sm_90a `wgmma` kernel (`hopper::Kind` by size: `Pair` for one 64-receiver
-    /// tile, `ChannelBalanced` for two, `Split` above); everything else runs the sm_80 kernels. The
+    /// tile, `ChannelSplit` for two, `Split` above); everything else runs the sm_80 kernels. The
     /// environment variable `RADIO_KERNELS_CORRELATOR_KIND=pair`, `=wide` or `=split` forces
-    /// one `wgmma` kind for every size, `=channel`, `=channel_split` or `=channel_balanced` one for channels of two
+    /// one `wgmma` kind for every size, `=channel` or `=channel_split` one for channels of two
     /// tiles: a test and benchmark hook, for comparisons.
     pub fn new(gpu: &'g Gpu, config: CorrelatorConfig) -> Result<Correlator<'g>> {
         config.validate()?;
@@ -216,7 +216,7 @@ impl<'g> Correlator<'g> {
         if gpu.wgmma_enabled() && config.format == Format::Ci8 && aligned {
             // One block per channel of two tiles (the input read once), 128-receiver
             // super-tiles above that. `RADIO_KERNELS_CORRELATOR_KIND=pair|wide|split` forces
-            // one kind for every size, `=channel|channel_split|channel_balanced` for two tiles (comparisons in
+            // one kind for every size, `=channel|channel_split` for two tiles (comparisons in
             // benchmarks and tests).
             let forced = std::env::var("RADIO_KERNELS_CORRELATOR_KIND").ok();
             let kind = match (forced.as_deref(), layout::station_tiles(config.stations, config.pols)) {
@@ -225,9 +225,8 @@ impl<'g> Correlator<'g> {
                 (Some("split"), _) => hopper::Kind::Split,
                 (Some("channel"), 2) => hopper::Kind::Channel,
                 (Some("channel_split"), 2) => hopper::Kind::ChannelSplit,
-                (Some("channel_balanced"), 2) => hopper::Kind::ChannelBalanced,
                 (_, 1) => hopper::Kind::Pair,
-                (_, 2) => hopper::Kind::ChannelBalanced,
+                (_, 2) => hopper::Kind::ChannelSplit,
                 _ => hopper::Kind::Split,
             };
             let name = match (config.order, kind) {
@@ -244,12 +243,6 @@ impl<'g> Correlator<'g> {
                 }
                 (Order::PolStation, hopper::Kind::ChannelSplit) => {
                     "correlate_ci8_pol_station_wgmma_channel_split"
-                }
-                (Order::StationPol, hopper::Kind::ChannelBalanced) => {
-                    "correlate_ci8_station_pol_wgmma_channel_balanced"
-                }
-                (Order::PolStation, hopper::Kind::ChannelBalanced) => {
-                    "correlate_ci8_pol_station_wgmma_channel_balanced"
                 }
             };
             let kernel = gpu.hopper_function(name)?;

@@ -73,32 +73,20 @@ pub enum Kind {
     /// consumers compute pair (0, 0) with m64n64 and pairs (1, 0), (1, 1) with m64n128, and
     /// the ring has 8 slots of the two tiles (the input comes from DRAM, read once).
     ChannelSplit,
-    /// `ChannelSplit` balanced: three consumer warpgroups, one m64n64 pair each (0, 0),
-    /// (1, 0), (1, 1), so no consumer does two thirds of the MMAs (512 threads).
-    ChannelBalanced,
 }
 
 /// `.maxnreg` of the `Split` kernels (`build.rs`): 384 threads x 168 fill the register file,
 /// then the producer gives registers to the consumers with `setmaxnreg`.
-pub const REGISTER_LIMITS: [(&str, u32); 6] = [
+pub const REGISTER_LIMITS: [(&str, u32); 4] = [
     ("correlate_ci8_station_pol_wgmma_split", 168),
     ("correlate_ci8_pol_station_wgmma_split", 168),
     ("correlate_ci8_station_pol_wgmma_channel_split", 168),
     ("correlate_ci8_pol_station_wgmma_channel_split", 168),
-    ("correlate_ci8_station_pol_wgmma_channel_balanced", 128),
-    ("correlate_ci8_pol_station_wgmma_channel_balanced", 128),
 ];
 /// `setmaxnreg` targets of the `Split` producer and consumer warpgroups.
 pub const PRODUCER_REGISTERS: u32 = 56;
 pub const CONSUMER_REGISTERS: u32 = 224;
 const _: () = assert!(128 * PRODUCER_REGISTERS + 256 * CONSUMER_REGISTERS <= 384 * REGISTER_LIMITS[0].1);
-/// `ChannelBalanced` (512 threads x 128 = the 64K register file): the producer's 72 spare
-/// registers per thread go to the three consumers (24 each). An m64n64 consumer holds 64
-/// accumulators and 32 A registers.
-pub const BALANCED_CONSUMER_REGISTERS: u32 = 152;
-const _: () =
-    assert!(128 * PRODUCER_REGISTERS + 384 * BALANCED_CONSUMER_REGISTERS <= 512 * REGISTER_LIMITS[4].1);
-const _: () = assert!(512 * REGISTER_LIMITS[4].1 <= 65536);
 /// `Split` producer roles: warps 0-1 copy (`cp.async`), warps 2-3 transpose column tile
 /// `warp - 2` (these two never have copies in flight when they fence).
 pub const COPY_THREADS: u32 = 64;
@@ -125,14 +113,13 @@ impl Kind {
         match self {
             Kind::Pair => 1,
             Kind::Channel | Kind::Split | Kind::ChannelSplit => 3,
-            Kind::ChannelBalanced => 4,
             Kind::Wide => 2,
         }
     }
     /// Leading warpgroups that compute nothing (the `Split` producer).
     pub const fn producers(self) -> u32 {
         match self {
-            Kind::Split | Kind::ChannelSplit | Kind::ChannelBalanced => 1,
+            Kind::Split | Kind::ChannelSplit => 1,
             _ => 0,
         }
     }
@@ -164,7 +151,7 @@ impl Kind {
     /// The channel kernel runs one block per SM and reads DRAM, so it keeps more in flight.
     pub const fn ring(self) -> u32 {
         match self {
-            Kind::ChannelSplit | Kind::ChannelBalanced => 8,
+            Kind::ChannelSplit => 8,
             Kind::Channel | Kind::Split => 4,
             _ => 3,
         }
@@ -172,16 +159,14 @@ impl Kind {
     /// K-major buffers (stages transposed ahead of the MMAs, plus the one they read).
     pub const fn kmajor_buffers(self) -> u32 {
         match self {
-            Kind::Split | Kind::ChannelSplit | Kind::ChannelBalanced => 3,
+            Kind::Split | Kind::ChannelSplit => 3,
             _ => 2,
         }
     }
     /// mbarriers: `staged` and `free` per ring slot, `full` and `drained` per K-major buffer.
     pub const fn barriers(self) -> u32 {
         match self {
-            Kind::Split | Kind::ChannelSplit | Kind::ChannelBalanced => {
-                2 * self.ring() + 2 * self.kmajor_buffers() + 1
-            }
+            Kind::Split | Kind::ChannelSplit => 2 * self.ring() + 2 * self.kmajor_buffers() + 1,
             _ => 0,
         }
     }
@@ -189,7 +174,7 @@ impl Kind {
     pub const fn blocks(self, tiles: u32) -> u32 {
         match self {
             Kind::Pair => triangle_blocks(tiles),
-            Kind::Channel | Kind::ChannelSplit | Kind::ChannelBalanced => 1,
+            Kind::Channel | Kind::ChannelSplit => 1,
             Kind::Wide | Kind::Split => triangle_blocks(tiles.div_ceil(2)),
         }
     }
@@ -263,14 +248,6 @@ impl Kind {
             }
             // Split's diagonal block 0 (consumer 1 uses only the first of its two column tiles).
             Kind::ChannelSplit => Kind::Split.plan(group, 0),
-            // ChannelSplit's producer; consumer g computes pair g - 1 as `Channel`'s warpgroup.
-            Kind::ChannelBalanced => {
-                if group == 0 {
-                    Kind::ChannelSplit.plan(0, 0)
-                } else {
-                    Plan { copies: [None; 4], transposes: [None; 2], ..Kind::Channel.plan(group - 1, 0) }
-                }
-            }
         }
     }
     pub const fn staging_offset(self) -> u32 {
@@ -427,8 +404,7 @@ mod device {
             1 => Kind::Channel,
             2 => Kind::Wide,
             3 => Kind::Split,
-            4 => Kind::ChannelSplit,
-            _ => Kind::ChannelBalanced,
+            _ => Kind::ChannelSplit,
         }
     }
 
@@ -443,8 +419,11 @@ mod device {
         stages: u32,
         mode: Output,
     ) {
-        if KIND >= 3 {
-            return correlate_split::<KIND>(input, output, p, order, first_stage, stages, mode);
+        if KIND == 3 {
+            return correlate_split::<false>(input, output, p, order, first_stage, stages, mode);
+        }
+        if KIND == 4 {
+            return correlate_split::<true>(input, output, p, order, first_stage, stages, mode);
         }
         let kind = kind_of(KIND);
         const { assert!(N as u32 == kind_of(KIND).cols() / 2) };
@@ -635,7 +614,7 @@ mod device {
     /// block barrier: the producer warps finish independently.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn correlate_split<const KIND: u32>(
+    unsafe fn correlate_split<const CHANNEL: bool>(
         input: *const u8,
         output: *mut u32,
         p: Params,
@@ -644,19 +623,17 @@ mod device {
         stages: u32,
         mode: Output,
     ) {
-        let kind = kind_of(KIND);
-        let channel_block = KIND != 3;
-        let balanced = KIND == 5;
+        let kind = if CHANNEL { Kind::ChannelSplit } else { Kind::Split };
         let ring = kind.ring();
         let buffers = kind.kmajor_buffers();
         const TRANSPOSE_WARPS: u32 = 2;
-        let consumer_warps = 4 * (kind.warpgroups() - 1);
+        const CONSUMER_WARPS: u32 = 8;
         let channel = block_idx_y();
         let thread = thread_idx_x() % 128;
         let (group, warp, lane) = (warp_id() / 4, warp_id() % 4, lane_id());
         // `Kind::Split.plan` spelled out (a runtime `Plan` lands in local memory here); the
         // channel block is Split's diagonal block 0.
-        let (row, col) = if channel_block { (0, 0) } else { triangle_tile(block_idx_x()) };
+        let (row, col) = if CHANNEL { (0, 0) } else { triangle_tile(block_idx_x()) };
         let diagonal = row == col;
         let row_stride = p.channels as u64 * p.stations as u64 * p.pols as u64 * 2;
 
@@ -675,11 +652,11 @@ mod device {
             for slot in 0..ring {
                 mbarrier_init(staged(slot), COPY_THREADS);
                 // Every consumer thread arrives after its own A loads (see below).
-                mbarrier_init(free(slot), TRANSPOSE_WARPS + 32 * consumer_warps);
+                mbarrier_init(free(slot), TRANSPOSE_WARPS + 32 * CONSUMER_WARPS);
             }
             for buffer in 0..buffers {
                 mbarrier_init(full(buffer), 32 * TRANSPOSE_WARPS);
-                mbarrier_init(drained(buffer), consumer_warps);
+                mbarrier_init(drained(buffer), CONSUMER_WARPS);
             }
             mbarrier_init(summed, 32 * TRANSPOSE_WARPS);
         }
@@ -770,32 +747,6 @@ mod device {
                 mbarrier_arrive(summed);
             }
             // No block barrier from here on: the consumers wait for `summed` only.
-        } else if balanced {
-            set_max_registers::<BALANCED_CONSUMER_REGISTERS, true>();
-            // Consumer g computes pair g - 1 of (0, 0), (1, 0), (1, 1) with m64n64.
-            let (r, c) = match group {
-                1 => (0, 0),
-                2 => (1, 0),
-                _ => (1, 1),
-            };
-            let consumer = Consumer {
-                ring,
-                buffers,
-                stages,
-                lane,
-                warp,
-                staged: staged(0),
-                free: free(0),
-                full: full(0),
-                drained: drained(0),
-                summed,
-                row_stage: staging(0, r),
-                slot_bytes: kind.staging_tile(1, 0) - kind.staging_tile(0, 0),
-                kmajor: kmajor(0, c),
-                buffer_bytes: kind.kmajor_tile(1, 0) - kind.kmajor_tile(0, 0),
-            };
-            let (re, im) = consumer.run::<32>();
-            store::<32>(&re, &im, output, p, order, channel, thread, r, c, colsum + 4 * TILE * c, mode);
         } else {
             set_max_registers::<CONSUMER_REGISTERS, true>();
             let consumer = Consumer {
@@ -814,7 +765,7 @@ mod device {
                 kmajor: kmajor(0, 0),
                 buffer_bytes: kind.kmajor_tile(1, 0) - kind.kmajor_tile(0, 0),
             };
-            if channel_block && group == 1 {
+            if CHANNEL && group == 1 {
                 // Pair (0, 0) only: B is column tile 0.
                 let (re, im) = consumer.run::<32>();
                 store::<32>(&re, &im, output, p, order, channel, thread, 0, 0, colsum, mode);
@@ -961,8 +912,6 @@ mod device {
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_split, Order::PolStation, 3, 64);
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel_split, Order::StationPol, 4, 64);
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel_split, Order::PolStation, 4, 64);
-    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel_balanced, Order::StationPol, 5, 32);
-    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel_balanced, Order::PolStation, 5, 32);
 }
 
 #[cfg(test)]
@@ -1049,7 +998,6 @@ mod tests {
             (Kind::Wide, 1..=9),
             (Kind::Split, 1..=9),
             (Kind::ChannelSplit, 2..=2),
-            (Kind::ChannelBalanced, 2..=2),
         ] {
             for tiles in counts {
                 let mut computed = std::collections::BTreeMap::new();
@@ -1103,10 +1051,7 @@ mod tests {
         assert!(Kind::Wide.smem_bytes() <= 227 * 1024);
         assert!(Kind::Split.smem_bytes() <= 227 * 1024);
         assert!(Kind::ChannelSplit.smem_bytes() <= 227 * 1024);
-        assert!(Kind::ChannelBalanced.smem_bytes() <= 227 * 1024);
-        for kind in
-            [Kind::Pair, Kind::Channel, Kind::Wide, Kind::Split, Kind::ChannelSplit, Kind::ChannelBalanced]
-        {
+        for kind in [Kind::Pair, Kind::Channel, Kind::Wide, Kind::Split, Kind::ChannelSplit] {
             // K-major tiles stay 1024-aligned (swizzle atoms); staging rows 16-aligned.
             assert_eq!(KMAJOR_TILE_BYTES % 1024, 0);
             assert_eq!(kind.staging_offset() % 16, 0);

@@ -770,16 +770,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn copies_cover_each_stage_once_without_conflicts() {
+    /// `copies(rows)` copies by `threads` threads through `chunk(thread, j)` cover a stage of
+    /// `rows` x 128 bytes once, each warp's 16-byte stores conflict-free, and every later copy
+    /// of a thread is its first plus whole rows (the form the kernel computes).
+    fn check_copies(threads: u32, copies: impl Fn(u32) -> u32, chunk: impl Fn(u32, u32) -> (u32, u32)) {
         for rows in [HOPPER_BM, HOPPER_BN] {
             let mut seen = [0u32; (HOPPER_BN * 8) as usize];
-            for j in 0..hopper_copies(rows) {
-                for warp in 0..HOPPER_THREADS / 32 {
+            for j in 0..copies(rows) {
+                for warp in 0..threads / 32 {
                     let at: [u32; 32] = core::array::from_fn(|l| {
-                        let (r, c) = hopper_copy_chunk(32 * warp + l as u32, j);
-                        // The kernel's form: thread's first chunk plus whole 32-row steps.
-                        let (r0, _) = hopper_copy_chunk(32 * warp + l as u32, 0);
+                        let (r, c) = chunk(32 * warp + l as u32, j);
+                        let (r0, _) = chunk(32 * warp + l as u32, 0);
                         assert_eq!(swizzle_128b(r, 16 * c), swizzle_128b(r0, 16 * c) + (r - r0) * 128);
                         swizzle_128b(r, 16 * c)
                     });
@@ -794,26 +795,13 @@ mod tests {
     }
 
     #[test]
+    fn copies_cover_each_stage_once_without_conflicts() {
+        check_copies(HOPPER_THREADS, hopper_copies, hopper_copy_chunk);
+    }
+
+    #[test]
     fn producer_copies_cover_each_stage_once_without_conflicts() {
-        for rows in [HOPPER_BM, HOPPER_BN] {
-            let mut seen = [0u32; (HOPPER_BN * 8) as usize];
-            for j in 0..rows * 8 / WS_PRODUCER_THREADS {
-                for warp in 0..WS_PRODUCER_THREADS / 32 {
-                    let at: [u32; 32] = core::array::from_fn(|l| {
-                        let (r, c) = ws_copy_chunk(32 * warp + l as u32, j);
-                        // The kernel's form: thread's first chunk plus whole 16-row steps.
-                        let (r0, _) = ws_copy_chunk(32 * warp + l as u32, 0);
-                        assert_eq!(swizzle_128b(r, 16 * c), swizzle_128b(r0, 16 * c) + (r - r0) * 128);
-                        swizzle_128b(r, 16 * c)
-                    });
-                    assert!(is_conflict_free(&at, 16), "rows {rows} copy {j} warp {warp}");
-                    for a in at {
-                        seen[(a / 16) as usize] += 1;
-                    }
-                }
-            }
-            assert!(seen[..(rows * 8) as usize].iter().all(|&n| n == 1), "rows {rows}");
-        }
+        check_copies(WS_PRODUCER_THREADS, |rows| rows * 8 / WS_PRODUCER_THREADS, ws_copy_chunk);
     }
 
     #[test]

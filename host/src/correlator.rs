@@ -78,9 +78,7 @@ impl CorrelatorConfig {
     }
     /// Position of V[channel][b(i, j)][pi][pj] (i >= j) in the output.
     pub fn output_index(&self, channel: u32, i: u32, j: u32, pi: u32, pj: u32) -> usize {
-        (((channel as u64 * self.baselines() + layout::baseline_index(i, j)) * self.pols as u64 + pi as u64)
-            * self.pols as u64
-            + pj as u64) as usize
+        layout::visibility_index(channel, self.baselines(), self.pols, i, j, pi, pj) as usize
     }
     /// Useful operations of one launch: 8 per complex multiply-accumulate over the lower
     /// triangle including autos, `8 N (N + 1) / 2 P^2 C T`.

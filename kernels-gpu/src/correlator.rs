@@ -131,6 +131,54 @@ pub enum Output {
     Add64 = 2,
 }
 
+impl Output {
+    /// The kernels' `mode` argument (anything above 1 is `Add64`).
+    pub const fn from_mode(mode: u32) -> Output {
+        match mode {
+            0 => Output::Store32,
+            1 => Output::Add32,
+            _ => Output::Add64,
+        }
+    }
+}
+
+/// Index of visibility (i, pi; j, pj) of `channel` in the output layout `[c][b(i,j)][pi][pj]`
+/// (complex elements), `baselines` = N (N + 1) / 2.
+pub const fn visibility_index(
+    channel: u32,
+    baselines: u64,
+    pols: u32,
+    i: u32,
+    j: u32,
+    pi: u32,
+    pj: u32,
+) -> u64 {
+    ((channel as u64 * baselines + baseline_index(i, j)) * pols as u64 + pi as u64) * pols as u64 + pj as u64
+}
+
+/// Writes the complex visibility `(real, imag)` at complex element `index` of `output` as
+/// `mode` says: an int32 store, or exact atomic adds into complex int32 or int64.
+///
+/// # Safety
+/// `output` must hold element `index` in the layout `mode` implies (8 or 16 bytes each).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub unsafe fn write_visibility(output: *mut u32, index: u64, real: i32, imag: i32, mode: Output) {
+    use crate::intrinsics::{red_add_u32, red_add_u64, st_global_v2};
+    match mode {
+        Output::Store32 => st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32]),
+        Output::Add32 => {
+            red_add_u32(output.add(2 * index as usize), real as u32);
+            red_add_u32(output.add(2 * index as usize + 1), imag as u32);
+        }
+        Output::Add64 => {
+            let at = (output as *mut u64).add(2 * index as usize);
+            red_add_u64(at, real as i64 as u64);
+            red_add_u64(at.add(1), imag as i64 as u64);
+        }
+    }
+}
+
 /// Stations per tile for `pols` polarisations (1 or 2).
 pub const fn stations_per_tile(pols: u32) -> u32 {
     TILE / pols
@@ -582,24 +630,8 @@ mod device {
                             if i < p.stations && j < p.stations && i >= j {
                                 let real = re[mt][nt][r];
                                 let imag = im[mt][nt][r].wrapping_add(sums[r % 2]);
-                                let index = ((channel as u64 * baselines + baseline_index(i, j)) * p.pols as u64
-                                    + pi as u64)
-                                    * p.pols as u64
-                                    + pj as u64;
-                                match mode {
-                                    Output::Store32 => {
-                                        st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32])
-                                    }
-                                    Output::Add32 => {
-                                        red_add_u32(output.add(2 * index as usize), real as u32);
-                                        red_add_u32(output.add(2 * index as usize + 1), imag as u32);
-                                    }
-                                    Output::Add64 => {
-                                        let at = (output as *mut u64).add(2 * index as usize);
-                                        red_add_u64(at, real as i64 as u64);
-                                        red_add_u64(at.add(1), imag as i64 as u64);
-                                    }
-                                }
+                                let index = visibility_index(channel, baselines, p.pols, i, j, pi, pj);
+                                write_visibility(output, index, real, imag, mode);
                             }
                         });
                     }
@@ -633,11 +665,7 @@ mod device {
                 const RV: usize =
                     vectors_per_thread(if $bytes == 2 { Format::Ci8 } else { Format::Ci4 }, SHAPE.threads())
                         as usize;
-                let mode = match mode {
-                    0 => Output::Store32,
-                    1 => Output::Add32,
-                    _ => Output::Add64,
-                };
+                let mode = Output::from_mode(mode);
                 correlate::<$bytes, RV, $async, { SHAPE.m_tiles as usize }, { SHAPE.n_tiles as usize }>(
                     input, output, p, $order, mode,
                 );

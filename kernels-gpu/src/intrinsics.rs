@@ -523,6 +523,23 @@ pub fn cp_async_wait_group<const N: u32>() {
     unsafe { asm!("cp.async.wait_group {n};", n = const N, options(nostack)) };
 }
 
+/// [`cp_async_wait_group`] with a run-time count: waits until at most `pending` of this
+/// thread's copy groups are in flight (`pending` is a constant after inlining, so this is one
+/// instruction; above 6 it waits for all, which is always safe).
+#[inline(always)]
+pub fn cp_async_wait_pending(pending: u32) {
+    match pending {
+        0 => cp_async_wait_group::<0>(),
+        1 => cp_async_wait_group::<1>(),
+        2 => cp_async_wait_group::<2>(),
+        3 => cp_async_wait_group::<3>(),
+        4 => cp_async_wait_group::<4>(),
+        5 => cp_async_wait_group::<5>(),
+        6 => cp_async_wait_group::<6>(),
+        _ => cp_async_wait_all(),
+    }
+}
+
 /// `red.global.add.u32`: atomic add without return (two's complement, so exact for signed
 /// integers modulo 2^32).
 ///

@@ -482,21 +482,6 @@ mod device {
         [f32::from_bits(re), f32::from_bits(im)]
     }
 
-    /// Waits until at most `pending` of this thread's copy groups are in flight
-    /// (`pending` is a constant after inlining).
-    #[inline(always)]
-    fn cp_async_wait_pending(pending: usize) {
-        match pending {
-            0 => cp_async_wait_group::<0>(),
-            1 => cp_async_wait_group::<1>(),
-            2 => cp_async_wait_group::<2>(),
-            3 => cp_async_wait_group::<3>(),
-            4 => cp_async_wait_group::<4>(),
-            5 => cp_async_wait_group::<5>(),
-            _ => cp_async_wait_group::<6>(),
-        }
-    }
-
     /// FIR body with `TV` compiled taps (the first `TV - taps` slots have zero weights),
     /// batches of `B` spectra and a ring of `S` batches of staged rows.
     /// Thread: column pair q (`g[2q], g[2q+1]`), a run of `per_thread` spectra of one
@@ -652,7 +637,7 @@ mod device {
         let mut k = 0;
         let mut slot = 0;
         while k < batches {
-            cp_async_wait_pending(S - 2);
+            cp_async_wait_pending(S as u32 - 2);
             sync_threads();
             let free = if slot == 0 { S as u32 - 1 } else { slot - 1 };
             let ahead = stage(k + S as u32 - 1, free);

@@ -298,8 +298,8 @@ pub use device::*;
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 mod device {
     use super::super::{
-        baseline_index, ldmatrix_a_offset, receiver, smem_offset, vector_position, Format, Order, Output,
-        SMEM_ROW_BYTES,
+        baseline_index, ldmatrix_a_offset, receiver, smem_offset, vector_position, visibility_index,
+        write_visibility, Format, Order, Output, SMEM_ROW_BYTES,
     };
     use super::*;
     use crate::intrinsics::*;
@@ -372,18 +372,6 @@ mod device {
                 cp_async_16(first + rows * SMEM_ROW_BYTES, src, if source.inside { 16 } else { 0 });
             }
         });
-    }
-
-    /// `cp.async.wait_group` for a ring of `ring` stages: stage s has landed once at most
-    /// `ring - 2` later groups are pending.
-    #[inline(always)]
-    fn wait_for_stage(ring: u32) {
-        match ring {
-            2 => cp_async_wait_group::<0>(),
-            3 => cp_async_wait_group::<1>(),
-            4 => cp_async_wait_group::<2>(),
-            _ => cp_async_wait_group::<3>(),
-        }
     }
 
     /// One k32 step of a warpgroup's 64 x `2 N` accumulator (N = 32 or 64 registers). (A
@@ -466,8 +454,8 @@ mod device {
         let late_refill = KIND == 0;
         for s in 0..stages {
             let slot = s % ring;
-            wait_for_stage(ring);
-            // Stage s is visible; every thread is done with the slot refilled next.
+            cp_async_wait_pending(ring - 2); // stage s landed: at most ring - 2 later groups pending
+                                             // Stage s is visible; every thread is done with the slot refilled next.
             sync_threads();
             let refill = || {
                 if s + ring - 1 < stages {
@@ -584,21 +572,8 @@ mod device {
                 if i < p.stations && j < p.stations && i >= j {
                     let real = re[r];
                     let imag = im[r].wrapping_add(ld_shared_u32(colsum + 4 * col) as i32);
-                    let index = ((channel as u64 * baselines + baseline_index(i, j)) * p.pols as u64 + pi as u64)
-                        * p.pols as u64
-                        + pj as u64;
-                    match mode {
-                        Output::Store32 => st_global_v2(output.add(2 * index as usize), [real as u32, imag as u32]),
-                        Output::Add32 => {
-                            red_add_u32(output.add(2 * index as usize), real as u32);
-                            red_add_u32(output.add(2 * index as usize + 1), imag as u32);
-                        }
-                        Output::Add64 => {
-                            let at = (output as *mut u64).add(2 * index as usize);
-                            red_add_u64(at, real as i64 as u64);
-                            red_add_u64(at.add(1), imag as i64 as u64);
-                        }
-                    }
+                    let index = visibility_index(channel, baselines, p.pols, i, j, pi, pj);
+                    write_visibility(output, index, real, imag, mode);
                 }
             }
         });
@@ -884,11 +859,7 @@ mod device {
             ) {
                 let first_stage = block_idx_z() * slice_stages;
                 let stages = (times / TIME_TILE - first_stage).min(slice_stages);
-                let mode = match mode {
-                    0 => Output::Store32,
-                    1 => Output::Add32,
-                    _ => Output::Add64,
-                };
+                let mode = Output::from_mode(mode);
                 correlate::<$kind, $n>(
                     input,
                     output,

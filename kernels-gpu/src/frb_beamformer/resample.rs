@@ -191,34 +191,6 @@ mod device {
     use crate::intrinsics::*;
     use crate::mma::mma_m16n8k16_f16_f32;
 
-    /// `cp.async.wait_group (S - 2)`: stage `step + 1` has landed once at most `S - 2` of the
-    /// groups committed after it are pending.
-    #[inline(always)]
-    fn wait_ring<const S: u32>() {
-        match S {
-            2 => cp_async_wait_group::<0>(),
-            3 => cp_async_wait_group::<1>(),
-            4 => cp_async_wait_group::<2>(),
-            5 => cp_async_wait_group::<3>(),
-            6 => cp_async_wait_group::<4>(),
-            _ => cp_async_wait_all(),
-        }
-    }
-
-    /// `cp.async.wait_group (S - 1)`: the fused prologue's U group, committed before the
-    /// `S - 1` groups of the first A stages, has landed.
-    #[inline(always)]
-    fn wait_u<const S: u32>() {
-        match S {
-            2 => cp_async_wait_group::<1>(),
-            3 => cp_async_wait_group::<2>(),
-            4 => cp_async_wait_group::<3>(),
-            5 => cp_async_wait_group::<4>(),
-            6 => cp_async_wait_group::<5>(),
-            _ => cp_async_wait_all(),
-        }
-    }
-
     /// `J = I W` for channel `blockIdx.z` with the tiling given by the const parameters (see
     /// [`GemmShape`]). Grid: x = tbar tiles (fastest, so the blocks sharing a W tile are
     /// resident together and W is read from DRAM once), y = beam tiles, z = channels;
@@ -378,7 +350,7 @@ mod device {
                 }
             });
             // U's group has landed once at most the S - 1 A groups are pending.
-            wait_u::<S>();
+            cp_async_wait_pending(S - 1); // the U group, committed before the first S - 1 A stages
             sync_threads();
             unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
                 if (s as u32) + 1 < S && (s as u32) < steps {
@@ -395,7 +367,7 @@ mod device {
                 }
             });
         }
-        wait_ring::<S>();
+        cp_async_wait_pending(S - 2); // stage `step + 1` has landed
         sync_threads();
 
         // The k loop, written out for warps using `$mts` m-tiles (0: idle, no fragments and
@@ -429,7 +401,7 @@ mod device {
                                 cp_async_commit();
                             }
                             if ks as u32 + 2 == ks_per_stage {
-                                wait_ring::<S>();
+                                cp_async_wait_pending(S - 2); // stage `step + 1` has landed
                                 sync_threads();
                                 read = if read + 1 == S { 0 } else { read + 1 };
                                 write = if write + 1 == S { 0 } else { write + 1 };

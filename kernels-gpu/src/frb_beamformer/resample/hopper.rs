@@ -142,29 +142,6 @@ mod device {
         swizzle_128b, wait_group,
     };
 
-    /// `cp.async.wait_group (D - 1)`, `D` stages copied ahead: stage `step` has landed.
-    #[inline(always)]
-    fn wait_stage(d: u32) {
-        match d {
-            1 => cp_async_wait_group::<0>(),
-            2 => cp_async_wait_group::<1>(),
-            3 => cp_async_wait_group::<2>(),
-            _ => cp_async_wait_all(),
-        }
-    }
-
-    /// `cp.async.wait_group D`: the fused prologue's U^N group, committed before the `D`
-    /// groups of the first A stages, has landed.
-    #[inline(always)]
-    fn wait_u(d: u32) {
-        match d {
-            1 => cp_async_wait_group::<1>(),
-            2 => cp_async_wait_group::<2>(),
-            3 => cp_async_wait_group::<3>(),
-            _ => cp_async_wait_all(),
-        }
-    }
-
     /// See the module comment. Grid: x = tbar tiles, y = beam tiles, z = channels;
     /// [`HOPPER_THREADS`] threads. `k` = 4MN, a multiple of [`HOPPER_BK`]; `(m, n)` the grid
     /// (fused path only). `LATE`: the second barrier per stage, copies `S - 1` ahead; `HALF`:
@@ -297,7 +274,7 @@ mod device {
         });
         if FUSED {
             // Each thread forms B rows only from its own beam's U^N: its own copies suffice.
-            wait_u(d);
+            cp_async_wait_pending(d); // the U^N group, committed before the first d A stages
             unroll!(s in [0, 1, 2, 3] {
                 if (s as u32) < d && (s as u32) < steps {
                     form_b(s as u32, s as u32);
@@ -323,7 +300,7 @@ mod device {
                 let mut step = 0;
                 let mut slot = 0;
                 while step < steps {
-                    wait_stage(d);
+                    cp_async_wait_pending(d - 1); // stage `step` has landed
                     fence_proxy_async_shared();
                     sync_threads();
                     fence();
@@ -586,7 +563,7 @@ mod device {
                 }
             });
             if FUSED {
-                wait_u(D);
+                cp_async_wait_pending(D); // the U^N group, committed before the first D A stages
             }
             let (mut step, mut slot, mut next_slot) = (0, 0, D);
             while step < steps {
@@ -603,7 +580,7 @@ mod device {
                     form_b(step, slot);
                 }
                 // Stage `step`'s copies (D groups ago) have landed.
-                wait_stage(D + 1);
+                cp_async_wait_pending(D); // stage `step` has landed
                 fence_proxy_async_shared();
                 mbarrier_arrive(full(slot));
                 slot = if slot + 1 == S { 0 } else { slot + 1 };

@@ -51,12 +51,6 @@ pub const fn hopper_stage_bytes() -> u32 {
     (HOPPER_BM + HOPPER_BN) * 2 * HOPPER_BK
 }
 
-/// Stages copied ahead of the one the tensor cores read, with one barrier per stage (the W
-/// kernel's second barrier makes it `stages - 1`).
-pub const fn prefetch(stages: u32) -> u32 {
-    stages - 2
-}
-
 /// Dynamic shared memory of the W-path kernel.
 pub const fn hopper_smem_bytes() -> u32 {
     HOPPER_STAGES * hopper_stage_bytes() + HOPPER_ALIGN_SLACK
@@ -142,35 +136,21 @@ mod device {
         swizzle_128b, wait_group,
     };
 
-    /// See the module comment. Grid: x = tbar tiles, y = beam tiles, z = channels;
-    /// [`HOPPER_THREADS`] threads. `k` = 4MN, a multiple of [`HOPPER_BK`]; `(m, n)` the grid
-    /// (fused path only). `LATE`: the second barrier per stage, copies `S - 1` ahead; `HALF`:
-    /// tiles of at most 64 rows split by beams; `STAGED`: J through shared memory. `FUSED`:
-    /// B formed by all 256 threads between barriers, the first fused kernel, which
-    /// [`gemm_ws`] replaced (BENCHMARKS.md); it has no entry point now, but taking the
-    /// branch out changes ptxas's register assignment of the W kernel, so it stays until
-    /// that kernel is next verified on a GPU.
+    /// The W-path GEMM (module comment). Grid: x = tbar tiles, y = beam tiles, z = channels;
+    /// [`HOPPER_THREADS`] threads. `k` = 4MN, a multiple of [`HOPPER_BK`]. Copies run `S - 1`
+    /// stages ahead (a second barrier per stage frees the slot), tiles of at most 64 rows are
+    /// split by beams, and J goes through shared memory.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm<
-        const S: u32,
-        const FUSED: bool,
-        const LATE: bool,
-        const HALF: bool,
-        const STAGED: bool,
-    >(
+    unsafe fn gemm<const S: u32>(
         intensity: *const u16,
         weights: *const u16,
-        u_m: *const f32,
-        u_n: *const f32,
         out: *mut u16,
         times: u32,
         beams: u32,
         k: u32,
-        (m, n): (u32, u32),
     ) {
         const { assert!(S >= 3) };
-        let d = if LATE { S - 1 } else { prefetch(S) };
+        let d = S - 1;
         let stage_bytes = hopper_stage_bytes();
         let tid = thread_idx_x();
         let (warpgroup, t) = (tid / 128, tid % 128);
@@ -212,80 +192,20 @@ mod device {
             });
         };
 
-        // Fused: U^N of the tile after the ring; thread t's beam is col0 + t (zero past the
-        // last beam, so those B rows are 0 as the W path's zero-fill).
-        let un_s = smem + S * stage_bytes;
-        let beam = col0 + tid;
-        let beam_inside = beam < beams;
-        let um_g = u_m.wrapping_add(channel as usize * 2 * m as usize * beams as usize);
-        let form_b = |step: u32, slot: u32| {
-            let rho = step * HOPPER_BK;
-            // A divisor the compiler knows is non-zero: a panic path between the wgmmas and
-            // their wait would make ptxas wait there (C7517).
-            let two_n = (2 * n).max(2);
-            let (mut p, mut q) = (rho / two_n, rho % two_n);
-            let base = smem + slot * stage_bytes + hopper_b_offset();
-            unroll!(c in [0, 1, 2, 3, 4, 5, 6, 7] {
-                let um = if beam_inside {
-                    *um_g.add(4 * ((p / 4) as usize * beams as usize + beam as usize) + (p % 4) as usize)
-                } else {
-                    0.0
-                };
-                let lo = ld_shared_v4(un_s + super::super::fused_u_offset(q, tid, HOPPER_BN));
-                let hi = ld_shared_v4(un_s + super::super::fused_u_offset(q + 4, tid, HOPPER_BN));
-                let un = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(f32::from_bits);
-                // The W kernel's product and rounding: U^M_p U^N_q in f32, then f16 (rn).
-                let w = [0, 1, 2, 3].map(|i| f32x2_to_f16x2(um * un[2 * i], um * un[2 * i + 1]));
-                st_shared_v4(base + swizzle_128b(tid, 16 * c as u32), w);
-                q += 8;
-                if q == two_n {
-                    q = 0;
-                    p += 1;
-                }
-            });
-        };
-
         let steps = k / HOPPER_BK;
-        if FUSED {
-            let un_g = u_n.add(channel as usize * 2 * n as usize * beams as usize);
-            let mut x = 0;
-            while x < 2 * n {
-                let at =
-                    if beam_inside { 4 * ((x / 4) as usize * beams as usize + beam as usize) } else { 0 };
-                cp_async_16(
-                    un_s + super::super::fused_u_offset(x, tid, HOPPER_BN),
-                    un_g.add(at) as *const u8,
-                    if beam_inside { 16 } else { 0 },
-                );
-                x += 4;
-            }
-            cp_async_commit();
-        }
         unroll!(s in [0, 1, 2, 3] {
             if (s as u32) < d {
                 if (s as u32) < steps {
                     copy_a(s as u32, s as u32);
-                    if !FUSED {
-                        copy_b(s as u32, s as u32);
-                    }
+                    copy_b(s as u32, s as u32);
                 }
                 cp_async_commit();
             }
         });
-        if FUSED {
-            // Each thread forms B rows only from its own beam's U^N: its own copies suffice.
-            cp_async_wait_pending(d); // the U^N group, committed before the first d A stages
-            unroll!(s in [0, 1, 2, 3] {
-                if (s as u32) < d && (s as u32) < steps {
-                    form_b(s as u32, s as u32);
-                }
-            });
-        }
-
         // A tile whose rows all lie in its first 64 (full CHORD's last, 21 rows): both
         // warpgroups take those rows, each with half of the beams (m64n128), instead of the
         // second computing rows past the edge. Block-uniform, so the wgmmas stay unserialised.
-        let half = HALF && times - row0 <= 64;
+        let half = times - row0 <= 64;
         let (a_off, b_off) = if half {
             (0, hopper_b_offset() + warpgroup * 128 * 2 * HOPPER_BK)
         } else {
@@ -314,28 +234,19 @@ mod device {
                         );
                     });
                     commit_group();
-                    if LATE {
-                        // The slot of step - 1 is free once every warpgroup has waited for
-                        // that step's group: copies run D = S - 1 stages ahead.
-                        wait_group::<1>();
-                        sync_threads();
-                    }
+                    // The slot of step - 1 is free once every warpgroup has waited for that
+                    // step's group: copies run D = S - 1 stages ahead.
+                    wait_group::<1>();
+                    sync_threads();
                     // Stage step + D into the slot read by a group every warpgroup has
                     // waited for before the last barrier, while this step's wgmmas run.
                     let next = step + d;
                     let next_slot = if slot + d >= S { slot + d - S } else { slot + d };
                     if next < steps {
                         copy_a(next, next_slot);
-                        if FUSED {
-                            form_b(next, next_slot);
-                        } else {
-                            copy_b(next, next_slot);
-                        }
+                        copy_b(next, next_slot);
                     }
                     cp_async_commit();
-                    if !LATE {
-                        wait_group::<1>();
-                    }
                     slot = if slot + 1 == S { 0 } else { slot + 1 };
                     step += 1;
                 }
@@ -345,32 +256,13 @@ mod device {
         }
 
         let j = out.add(channel as usize * times as usize * beams as usize);
-        // J's f16 pair (col, col + 1) of tile row `row`.
-        let put = |row: u32, col: u32, pair: u32| {
-            if STAGED {
-                st_shared_u32(smem + staged_offset(row, col), pair);
-                return;
-            }
-            let (row, col) = (row0 + row, col0 + col);
-            if row < times && col < beams {
-                let at = row as usize * beams as usize + col as usize;
-                if beams % 2 == 0 {
-                    *(j.add(at) as *mut u32) = pair;
-                } else {
-                    *j.add(at) = pair as u16;
-                    if col + 1 < beams {
-                        *j.add(at + 1) = (pair >> 16) as u16;
-                    }
-                }
-            }
-        };
+        // J's f16 pair (col, col + 1) of tile row `row`, staged in shared memory.
+        let put = |row: u32, col: u32, pair: u32| st_shared_u32(smem + staged_offset(row, col), pair);
         if half {
             let mut acc = [0.0f32; 64];
             main_loop!(acc, mma_m64n128k16_f32_f16);
-            if STAGED {
-                // The ring is free for staging J once every warpgroup's wgmmas are done.
-                sync_threads();
-            }
+            // The ring is free for staging J once every warpgroup's wgmmas are done.
+            sync_threads();
             crate::for_each_accumulator_128!(|reg: u32| {
                 if reg < 64 && reg % 2 == 0 {
                     let (row, col) = crate::wgmma::accumulator_position(t, reg);
@@ -381,9 +273,7 @@ mod device {
         } else {
             let mut acc = [0.0f32; 128];
             main_loop!(acc, mma_m64n256k16_f32_f16);
-            if STAGED {
-                sync_threads();
-            }
+            sync_threads();
             crate::for_each_accumulator_128!(|reg: u32| {
                 if reg % 2 == 0 {
                     let (row, col) = crate::wgmma::accumulator_position(t, reg);
@@ -392,43 +282,40 @@ mod device {
                 }
             });
         }
-        if STAGED {
-            // Whole 16-byte chunks of J rows: a warp stores 512 contiguous bytes of one row.
-            sync_threads();
-            let c = tid % 32;
-            let col = col0 + 8 * c;
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                let r = tid / 32 + 8 * i as u32;
-                let row = row0 + r;
-                if row < times && col < beams {
-                    let v = ld_shared_v4(smem + staged_offset(r, 8 * c));
-                    let at = row as usize * beams as usize + col as usize;
-                    if beams % 8 == 0 {
-                        st_global_v4(j.add(at) as *mut u32, v);
-                    } else {
-                        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                            if col + (e as u32) < beams {
-                                *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
-                            }
-                        });
-                    }
+        // Whole 16-byte chunks of J rows: a warp stores 512 contiguous bytes of one row.
+        sync_threads();
+        let c = tid % 32;
+        let col = col0 + 8 * c;
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            let r = tid / 32 + 8 * i as u32;
+            let row = row0 + r;
+            if row < times && col < beams {
+                let v = ld_shared_v4(smem + staged_offset(r, 8 * c));
+                let at = row as usize * beams as usize + col as usize;
+                if beams % 8 == 0 {
+                    st_global_v4(j.add(at) as *mut u32, v);
+                } else {
+                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        if col + (e as u32) < beams {
+                            *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
+                        }
+                    });
                 }
-            });
-        }
+            }
+        });
     }
 
-    /// Warp-specialised form of [`gemm`] ([`WS_THREADS`] threads; the entry point is the fused
-    /// form, `FUSED = false` the W-path form that was slower on the H200): warpgroup 0 produces
-    /// stage `s` into slot `s % S` (I by `cp.async`, B by `cp.async` of W or, `FUSED`, formed
-    /// from U as in [`gemm`]), then fences and arrives on the slot's full barrier; warpgroups
+    /// The fused GEMM, warp-specialised ([`WS_THREADS`] threads; its W-path form was slower
+    /// than [`gemm`] on the H200, BENCHMARKS.md): warpgroup 0 produces stage `s` into slot
+    /// `s % S` (I by `cp.async`, B formed from U^M and U^N with the W kernel's product and
+    /// rounding), then fences and arrives on the slot's full barrier; warpgroups
     /// 1 and 2 wait on it, issue their wgmmas and, once the next group is in flight and this
     /// one done, arrive on the slot's empty barrier, which the producer waits on before
     /// reusing the slot. J is staged through the ring as in the W-path kernel.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_ws<const S: u32, const D: u32, const FUSED: bool>(
+    unsafe fn gemm_ws<const S: u32, const D: u32>(
         intensity: *const u16,
-        weights: *const u16,
         u_m: *const f32,
         u_n: *const f32,
         out: *mut u16,
@@ -451,7 +338,7 @@ mod device {
         let (row0, col0) = (HOPPER_BM * block_idx_x(), HOPPER_BN * block_idx_y());
         let smem = (dynamic_shared() + 1023) & !1023;
         let un_s = smem + S * stage_bytes;
-        let bars = un_s + if FUSED { 4 * HOPPER_BN * 2 * n } else { 0 };
+        let bars = un_s + 4 * HOPPER_BN * 2 * n;
         let full = |s: u32| bars + 8 * s;
         let empty = |s: u32| bars + 8 * (S + s);
         if tid == 0 {
@@ -468,13 +355,10 @@ mod device {
         if role < P {
             set_max_registers::<WS_PRODUCER_REGISTERS, false>();
             let a = intensity.add(channel as usize * times as usize * k as usize);
-            let b = weights.wrapping_add(channel as usize * beams as usize * k as usize);
             let (r, c) = (tid / 8, tid % 8);
             let dst = swizzle_128b(r, 16 * c);
             let rows_a = times.saturating_sub(row0 + r);
-            let rows_b = beams.saturating_sub(col0 + r);
             let src_a = a.wrapping_add((row0 + r) as usize * k as usize + 8 * c as usize);
-            let src_b = b.wrapping_add((col0 + r) as usize * k as usize + 8 * c as usize);
             let row_stride = producers / 8;
             let row_step = row_stride as usize * k as usize;
             let copy = |step: u32, slot: u32| {
@@ -488,16 +372,6 @@ mod device {
                         cp_async_16(base + row_stride * j as u32 * 128, src as *const u8, if inside { 16 } else { 0 });
                     }
                 });
-                if !FUSED {
-                    let base = base + hopper_b_offset();
-                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                        if (j as u32) < 16 / P {
-                            let inside = row_stride * (j as u32) < rows_b;
-                            let src = if inside { src_b.wrapping_add(j * row_step + k0) } else { intensity };
-                            cp_async_16(base + row_stride * j as u32 * 128, src as *const u8, if inside { 16 } else { 0 });
-                        }
-                    });
-                }
             };
             // Fused: thread t forms B rows t and t + 128 (beams col0 + ..) from U^N it copied
             // itself, zero past the last beam; U^M is read there from the last beam, as the
@@ -535,25 +409,23 @@ mod device {
                     }
                 });
             };
-            if FUSED {
-                let un_g = u_n.add(channel as usize * 2 * n as usize * beams as usize);
-                unroll!(h in [0, 1] {
-                    let row = tid + 128 * h as u32;
-                    let beam = col0 + row;
-                    let beam_inside = beam < beams;
-                    let mut x = if (h as u32) < 2 / P { 0 } else { 2 * n };
-                    while x < 2 * n {
-                        let at = if beam_inside { 4 * ((x / 4) as usize * beams as usize + beam as usize) } else { 0 };
-                        cp_async_16(
-                            un_s + super::super::fused_u_offset(x, row, HOPPER_BN),
-                            un_g.add(at) as *const u8,
-                            if beam_inside { 16 } else { 0 },
-                        );
-                        x += 4;
-                    }
-                });
-                cp_async_commit();
-            }
+            let un_g = u_n.add(channel as usize * 2 * n as usize * beams as usize);
+            unroll!(h in [0, 1] {
+                let row = tid + 128 * h as u32;
+                let beam = col0 + row;
+                let beam_inside = beam < beams;
+                let mut x = if (h as u32) < 2 / P { 0 } else { 2 * n };
+                while x < 2 * n {
+                    let at = if beam_inside { 4 * ((x / 4) as usize * beams as usize + beam as usize) } else { 0 };
+                    cp_async_16(
+                        un_s + super::super::fused_u_offset(x, row, HOPPER_BN),
+                        un_g.add(at) as *const u8,
+                        if beam_inside { 16 } else { 0 },
+                    );
+                    x += 4;
+                }
+            });
+            cp_async_commit();
             unroll!(s in [0, 1, 2, 3] {
                 if (s as u32) < D {
                     if (s as u32) < steps {
@@ -562,9 +434,7 @@ mod device {
                     cp_async_commit();
                 }
             });
-            if FUSED {
-                cp_async_wait_pending(D); // the U^N group, committed before the first D A stages
-            }
+            cp_async_wait_pending(D); // the U^N group, committed before the first D A stages
             let (mut step, mut slot, mut next_slot) = (0, 0, D);
             while step < steps {
                 let next = step + D;
@@ -576,9 +446,7 @@ mod device {
                     copy(next, next_slot);
                 }
                 cp_async_commit();
-                if FUSED {
-                    form_b(step, slot);
-                }
+                form_b(step, slot);
                 // Stage `step`'s copies (D groups ago) have landed.
                 cp_async_wait_pending(D); // stage `step` has landed
                 fence_proxy_async_shared();
@@ -693,17 +561,7 @@ mod device {
         m: u32,
         n: u32,
     ) {
-        gemm_ws::<WS_STAGES, WS_LEAD, true>(
-            intensity,
-            core::ptr::null(),
-            u_m,
-            u_n,
-            out,
-            times,
-            beams,
-            4 * m * n,
-            (m, n),
-        )
+        gemm_ws::<WS_STAGES, WS_LEAD>(intensity, u_m, u_n, out, times, beams, 4 * m * n, (m, n))
     }
 
     /// `J = I W` on sm_90a: [`HOPPER_THREADS`] threads, [`hopper_smem_bytes`] of dynamic shared
@@ -717,18 +575,7 @@ mod device {
         beams: u32,
         k: u32,
     ) {
-        let none = core::ptr::null();
-        gemm::<HOPPER_STAGES, false, true, true, true>(
-            intensity,
-            weights,
-            none,
-            none,
-            out,
-            times,
-            beams,
-            k,
-            (1, 1),
-        )
+        gemm::<HOPPER_STAGES>(intensity, weights, out, times, beams, k)
     }
 }
 
@@ -865,7 +712,7 @@ mod tests {
         assert_eq!(hopper_a_offset(1) % 1024, 0);
         assert_eq!(hopper_b_offset() % 1024, 0);
         assert!(hopper_smem_bytes() <= 227 * 1024);
-        assert!(prefetch(HOPPER_STAGES) >= 1);
+        const { assert!(HOPPER_STAGES >= 3, "the W kernel copies S - 1 >= 2 stages ahead") };
         assert_eq!(hopper_copies(HOPPER_BM), 4);
         assert_eq!(hopper_copies(HOPPER_BN), 8);
     }

@@ -1,5 +1,6 @@
-//! `cargo bench --bench ceilings`: this GPU's device-copy bandwidth and mma.sync throughput
-//! per shape, the ceilings every other benchmark reports its fraction of.
+//! `cargo bench --bench ceilings`: this GPU's device-copy bandwidth, mma.sync throughput per
+//! shape and, on Hopper, wgmma throughput: the ceilings every other benchmark reports its
+//! fraction of.
 //!
 //! Timed with CUDA events around each launch; each figure is the median of `REPS` launches
 //! after a warm-up, sized to run about 20 ms so launch overhead is negligible. The copy moves
@@ -40,6 +41,12 @@ const SHAPES: [Shape; 7] = [
         kernel: "ceiling_mma_sp_m16n8k16_f16",
         ops_per_mma: 2 * 16 * 8 * 16,
     },
+];
+
+/// wgmma shapes (sm_90a module, operands in shared memory): label, kernel, 2 m n k.
+const WGMMA_SHAPES: [(&str, &str, u64); 2] = [
+    ("s8 m64n256k32", "ceiling_wgmma_m64n256k32_s8", 2 * 64 * 256 * 32),
+    ("f16 m64n256k16 f32-acc", "ceiling_wgmma_m64n256k16_f16_f32", 2 * 64 * 256 * 16),
 ];
 
 fn launch_mma(gpu: &Gpu, kernel: &'static str, iterations: u32, out: &mut DeviceBuffer<u32>) {
@@ -104,6 +111,18 @@ fn main() {
     group.finish();
     // Every launch above wrote `out`; reading it back surfaces any asynchronous error.
     out.download().expect("ceiling kernels ran");
+
+    // wgmma throughput (Hopper only): the ceilings of the project's wgmma kernels.
+    for (label, kernel, ops) in WGMMA_SHAPES {
+        if let Some((tops, ms)) = summary::wgmma_ceiling(&gpu, kernel, ops, REPS).expect("wgmma ceiling") {
+            ceilings.push(Ceiling {
+                name: format!("wgmma {label}"),
+                unit: "TOPS",
+                value: tops,
+                median_ms: ms,
+            });
+        }
+    }
 
     let path = write_ceilings(&gpu, &ceilings);
     println!("\nCeilings on {} ({} SMs), medians of {REPS} launches:", gpu.name(), gpu.sm_count());

@@ -9,7 +9,7 @@ use crate::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
 use crate::frb_beamformer::resample::{ResampleConfig, Resampler};
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
-use crate::{launch_1d, DeviceBuffer, DriverContext, Gpu, PushKernelArg, Result};
+use crate::{launch_1d, CudaFunction, DeviceBuffer, DriverContext, Gpu, PushKernelArg, Result};
 use half::f16;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -120,6 +120,78 @@ pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u3
     Ok(())
 }
 
+/// Dynamic shared memory of a `ceiling_wgmma_*` block (kernels-gpu `ceilings/hopper.rs`
+/// `SHARED_BYTES`: a 64 x 128-byte A tile, a 256 x 128-byte B tile, 1024 bytes of alignment).
+const WGMMA_CEILING_SHARED: u32 = 1024 + 64 * 128 + 256 * 128;
+/// Threads of a `ceiling_wgmma_*` block: one warpgroup.
+const WGMMA_CEILING_THREADS: u32 = 128;
+/// wgmmas per iteration of the `ceiling_wgmma_*` kernels (`ROUNDS` commit groups of 8).
+const WGMMA_CEILING_OPS_PER_ITERATION: u64 = 4 * 8;
+
+/// A wgmma ceiling kernel of the sm_90a module (`None` where the GPU has none) and its grid:
+/// as many one-warpgroup blocks as fit on every SM at once.
+fn wgmma_ceiling_grid(gpu: &Gpu, kernel: &'static str) -> Result<Option<(CudaFunction, u32)>> {
+    if !gpu.wgmma_enabled() {
+        return Ok(None);
+    }
+    let function = gpu.hopper_function(kernel)?;
+    let per_sm = function
+        .occupancy_max_active_blocks_per_multiprocessor(
+            WGMMA_CEILING_THREADS,
+            WGMMA_CEILING_SHARED as usize,
+            None,
+        )
+        .during("querying a wgmma ceiling's occupancy")?;
+    Ok(Some((function, per_sm.max(1) * gpu.sm_count())))
+}
+
+/// One launch of `ceiling_wgmma_*` kernel `function` on `blocks` blocks: `iterations`
+/// iterations per warpgroup, one word per thread into `out`.
+fn launch_wgmma_ceiling(
+    gpu: &Gpu,
+    function: &CudaFunction,
+    blocks: u32,
+    iterations: u32,
+    out: &mut DeviceBuffer<u32>,
+) -> Result<()> {
+    if out.len() < (blocks * WGMMA_CEILING_THREADS) as usize {
+        return Err(crate::Error::ShapeMismatch {
+            what: "wgmma ceiling output (a word per thread)",
+            expected: (blocks * WGMMA_CEILING_THREADS) as usize,
+            actual: out.len(),
+        });
+    }
+    let mut launch = gpu.stream().launch_builder(function);
+    launch.arg(&iterations).arg(out.raw_mut());
+    // SAFETY: matches `ceiling_wgmma_*(iterations, out)`: one warpgroup per block, its shared
+    // memory given, `out` holding a word per thread.
+    unsafe { launch.launch(launch_1d(blocks, WGMMA_CEILING_THREADS, WGMMA_CEILING_SHARED)) }
+        .during("launching a wgmma ceiling kernel")?;
+    Ok(())
+}
+
+/// A wgmma ceiling (sm_90a module, operands in shared memory): (TOPS, median ms) over `reps`
+/// launches of about 20 ms, or `None` where the GPU has no wgmma module. `ops_per_wgmma` is
+/// 2 m n k of the kernel's shape.
+pub fn wgmma_ceiling(
+    gpu: &Gpu,
+    kernel: &'static str,
+    ops_per_wgmma: u64,
+    reps: usize,
+) -> Result<Option<(f64, f64)>> {
+    let Some((function, blocks)) = wgmma_ceiling_grid(gpu, kernel)? else {
+        return Ok(None);
+    };
+    let mut out = gpu.alloc::<u32>((blocks * WGMMA_CEILING_THREADS) as usize, 0)?;
+    let probe = 64u32;
+    let probe_ms = median_ms(gpu, 3, || launch_wgmma_ceiling(gpu, &function, blocks, probe, &mut out))?;
+    let iterations = ((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20);
+    let ms = median_ms(gpu, reps, || launch_wgmma_ceiling(gpu, &function, blocks, iterations, &mut out))?;
+    out.download()?;
+    let ops = blocks as f64 * iterations as f64 * (WGMMA_CEILING_OPS_PER_ITERATION * ops_per_wgmma) as f64;
+    Ok(Some((ops / ms / 1e9, ms)))
+}
+
 /// Iterations that make one launch of `kernel` take about 20 ms (probed with 64).
 pub fn mma_iterations(gpu: &Gpu, kernel: &'static str, out: &mut DeviceBuffer<u32>) -> Result<u32> {
     let probe = 64u32;
@@ -166,6 +238,27 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
         ms,
         result: format!("{f16_peak:.0} TOPS"),
     });
+    // On Hopper the correlator and the resampler run wgmma kernels: their matching ceilings.
+    let mut wgmma_peak = |kernel, label: &str, ops| -> Result<Option<f64>> {
+        let peak = wgmma_ceiling(gpu, kernel, ops, REPS)?;
+        if let Some((tops, ms)) = peak {
+            push(Row { name: format!("ceiling: wgmma {label} (SS)"), ms, result: format!("{tops:.0} TOPS") });
+        }
+        Ok(peak.map(|(tops, _)| tops))
+    };
+    let (s8_matching, s8_name) =
+        match wgmma_peak("ceiling_wgmma_m64n256k32_s8", "s8 m64n256k32", 2 * 64 * 256 * 32)? {
+            Some(tops) => (tops, "wgmma s8"),
+            None => (s8, "s8"),
+        };
+    let (f16_matching, f16_name) = match wgmma_peak(
+        "ceiling_wgmma_m64n256k16_f16_f32",
+        "f16 m64n256k16, f32 acc.",
+        2 * 64 * 256 * 16,
+    )? {
+        Some(tops) => (tops, "wgmma f16"),
+        None => (f16_peak, "f16"),
+    };
 
     // Correlator: N=512 dual-pol, C=16, the largest exact int8 T.
     let config = CorrelatorConfig {
@@ -185,7 +278,10 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     push(Row {
         name: "correlator N=512 P=2 C=16 T=65472 int8".into(),
         ms,
-        result: format!("{tops:.0} TOPS, {:.1}% of s8 (TCC on an H200: 508)", 100.0 * tops / s8),
+        result: format!(
+            "{tops:.0} TOPS, {:.1}% of {s8_name} (TCC on an H200: 508)",
+            100.0 * tops / s8_matching
+        ),
     });
     drop((correlator, input, out));
 
@@ -311,9 +407,9 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
         name: "FRB beamformer 2, full CHORD, 5760 beams".into(),
         ms,
         result: format!(
-            "{:.2}% of real time, {tflops:.0} TFLOP/s, {:.1}% of f16 (cuBLAS: 9.2-10.2 ms)",
+            "{:.2}% of real time, {tflops:.0} TFLOP/s, {:.1}% of {f16_name} (cuBLAS: 9.2-10.2 ms)",
             ms / 10.0,
-            100.0 * tflops / f16_peak
+            100.0 * tflops / f16_matching
         ),
     });
     Ok(rows)

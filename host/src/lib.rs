@@ -11,4 +11,4 @@ pub mod runtime;
 pub mod selftest;
 
 pub use error::{DriverContext, Error, Result};
-pub use runtime::{launch_1d, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg, Stream, Timer};
+pub use runtime::{launch_1d, CudaFunction, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg, Stream, Timer};

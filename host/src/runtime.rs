@@ -2,13 +2,13 @@
 //! streams and a CUDA-event timer.
 use crate::error::{DriverContext, Error, Result};
 use bytemuck::Pod;
-use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use cudarc::driver::{LaunchConfig, PushKernelArg};
+pub use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 
 /// A stream of work on one GPU (cudarc's stream; launches go through
 /// `stream.launch_builder(&function)`).

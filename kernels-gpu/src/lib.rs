@@ -26,6 +26,9 @@ pub mod mma;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod ceilings;
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+#[path = "ceilings/hopper.rs"]
+mod ceilings_hopper;
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod selftest;
 

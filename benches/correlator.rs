@@ -3,7 +3,8 @@
 //! (from `ceilings.json`; run the ceilings bench first), and the streaming pipeline's
 //! end-to-end rate including host-to-device transfers. On Hopper the int8 cases run the
 //! sm_90a `wgmma` kernel; the rows marked `sm_80` run the `mma.sync` kernel (the path Ampere
-//! GPUs take) on the same GPU for comparison.
+//! GPUs take) on the same GPU for comparison. `RADIO_KERNELS_BENCH_ONLY=<row label>` (e.g.
+//! `N=64 P=2 C=1024 int8 [t][c][s][p]`) times that row alone, without the streaming rows.
 mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
@@ -13,6 +14,25 @@ use std::time::Instant;
 
 const REPS: usize = 7;
 const T: u32 = 65472; // the largest multiple of 64 with exact int32 sums for int8
+
+const STREAMED: [CorrelatorConfig; 2] = [
+    CorrelatorConfig {
+        stations: 512,
+        pols: 2,
+        channels: 16,
+        times: 8192,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    },
+    CorrelatorConfig {
+        stations: 2048,
+        pols: 2,
+        channels: 4,
+        times: 8192,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    },
+];
 
 fn main() {
     let Some(gpu) = common::open_gpu("correlator bench") else {
@@ -46,7 +66,12 @@ fn main() {
             false,
         ),
     ];
+    // `RADIO_KERNELS_BENCH_ONLY=label`: only that row, no streaming (quick comparisons).
+    let only = std::env::var("RADIO_KERNELS_BENCH_ONLY").ok();
     for (label, config, wgmma) in cases {
+        if only.as_deref().is_some_and(|only| label != only) {
+            continue;
+        }
         if !wgmma && !hopper {
             continue; // the main rows already ran the sm_80 kernel
         }
@@ -77,24 +102,8 @@ fn main() {
     // first submit to the last kernel's end, next to the kernel alone and the pinned upload
     // alone. The pipeline is as fast as the slower of the two when the overlap works.
     let chunks = 8;
-    for chunk in [
-        CorrelatorConfig {
-            stations: 512,
-            pols: 2,
-            channels: 16,
-            times: 8192,
-            format: Format::Ci8,
-            order: Order::StationPol,
-        },
-        CorrelatorConfig {
-            stations: 2048,
-            pols: 2,
-            channels: 4,
-            times: 8192,
-            format: Format::Ci8,
-            order: Order::StationPol,
-        },
-    ] {
+    let streamed = if only.is_some() { &[][..] } else { &STREAMED[..] };
+    for &chunk in streamed {
         let correlator = Correlator::new(&gpu, chunk).expect("valid configuration");
         let mut integration = correlator.integration().expect("pinned buffers");
         let mut state = 0x2545_f491_4f6c_dd1du64;

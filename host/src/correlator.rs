@@ -243,15 +243,7 @@ impl<'g> Correlator<'g> {
                     "correlate_ci8_pol_station_wgmma_channel_split"
                 }
             };
-            // Experiment hook: `RADIO_KERNELS_CORRELATOR_VARIANT=n` runs the Split or
-            // ChannelSplit variant `_vn`.
-            let variant = std::env::var("RADIO_KERNELS_CORRELATOR_VARIANT").ok();
-            let kernel = match (kind, variant) {
-                (hopper::Kind::ChannelSplit | hopper::Kind::Split, Some(v)) => {
-                    gpu.hopper_function(Box::leak(format!("{name}_v{v}").into_boxed_str()))?
-                }
-                _ => gpu.hopper_function(name)?,
-            };
+            let kernel = gpu.hopper_function(name)?;
             return Correlator::with_kernel(gpu, config, kernel, aligned, Some(kind));
         }
         // Aligned int8 rows take the cp.async kernel (fewer registers, more warps per SM).

@@ -76,18 +76,12 @@ pub enum Kind {
 }
 
 /// `.maxnreg` of the `Split` kernels (`build.rs`): 384 threads x 168 fill the register file,
-/// then the producer gives registers to the consumers with `setmaxnreg`. (`_v0`: main's
-/// `Split` and `ChannelSplit` before the pipelined transposes, kept for the comparison in
-/// BENCHMARKS.md, `RADIO_KERNELS_CORRELATOR_VARIANT=0`.)
-pub const REGISTER_LIMITS: [(&str, u32); 8] = [
+/// then the producer gives registers to the consumers with `setmaxnreg`.
+pub const REGISTER_LIMITS: [(&str, u32); 4] = [
     ("correlate_ci8_station_pol_wgmma_split", 168),
     ("correlate_ci8_pol_station_wgmma_split", 168),
     ("correlate_ci8_station_pol_wgmma_channel_split", 168),
     ("correlate_ci8_pol_station_wgmma_channel_split", 168),
-    ("correlate_ci8_station_pol_wgmma_split_v0", 168),
-    ("correlate_ci8_pol_station_wgmma_split_v0", 168),
-    ("correlate_ci8_station_pol_wgmma_channel_split_v0", 168),
-    ("correlate_ci8_pol_station_wgmma_channel_split_v0", 168),
 ];
 /// `setmaxnreg` targets of the `Split` producer and consumer warpgroups: the consumers use
 /// 192 registers, but at 200 or 208 ptxas serialised their wgmmas (C7520); the producer's
@@ -406,7 +400,7 @@ mod device {
 
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn correlate<const KIND: u32, const N: usize, const V: u32>(
+    unsafe fn correlate<const KIND: u32, const N: usize>(
         input: *const u8,
         output: *mut u32,
         p: Params,
@@ -416,10 +410,10 @@ mod device {
         mode: Output,
     ) {
         if KIND == 3 {
-            return correlate_split::<false, V>(input, output, p, order, first_stage, stages, mode);
+            return correlate_split::<false>(input, output, p, order, first_stage, stages, mode);
         }
         if KIND == 4 {
-            return correlate_split::<true, V>(input, output, p, order, first_stage, stages, mode);
+            return correlate_split::<true>(input, output, p, order, first_stage, stages, mode);
         }
         let kind = kind_of(KIND);
         const { assert!(N as u32 == kind_of(KIND).cols() / 2) };
@@ -597,7 +591,7 @@ mod device {
     /// block barrier: the producer warps finish independently.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    unsafe fn correlate_split<const CHANNEL: bool, const V: u32>(
+    unsafe fn correlate_split<const CHANNEL: bool>(
         input: *const u8,
         output: *mut u32,
         p: Params,
@@ -645,14 +639,8 @@ mod device {
         }
         sync_threads();
 
-        // V = 1: pipelined transposes; V = 0: main's producer before them (`_v0`).
-        let pipelined = V == 1;
         if group == 0 {
-            if pipelined {
-                set_max_registers::<PRODUCER_REGISTERS, false>();
-            } else {
-                set_max_registers::<56, false>();
-            }
+            set_max_registers::<PRODUCER_REGISTERS, false>();
             if warp < 2 {
                 // Copying warps: 64 threads, each the copies of threads `thread` and
                 // `thread + 64` of a 128-thread tile-stage.
@@ -704,43 +692,29 @@ mod device {
                     let col_stage = opaque(staging(slot, from) + lane_rows);
                     let kbuf = kmajor(buffer, t);
                     let at = lane_chunks.map(|c| opaque(kbuf + c));
-                    if pipelined {
-                        // A unit's four loads (`ldmatrix_a_offset(lane, 16 pos, step)`, split)
-                        // go out before its stores, and the next unit's before those. Loading
-                        // and storing one fragment at a time (`_v0`), the transposing warps
-                        // waited on each load for half their cycles (ncu) and bounded the block.
-                        let load = |pos: u32| -> [[u32; 4]; 4] {
-                            core::array::from_fn(|step| {
-                                ldmatrix_x4_trans(col_stage + 16 * SMEM_ROW_BYTES * step as u32 + 32 * pos)
-                            })
-                        };
-                        let mut next = load(0);
-                        unroll!(pos in [0, 1, 2, 3] {
-                            let f = next;
-                            if pos < 3 {
-                                next = load(pos as u32 + 1);
-                            }
-                            unroll!(step in [0, 1, 2, 3] {
-                                unroll!(reg in [0, 1, 2, 3] {
-                                    st_shared_u32(at[2 * step + reg / 2] + kmajor_row_part(pos as u32, reg as u32), f[step][reg]);
-                                });
-                                col_sum[pos][0] = dp4a(f[step][2], 0x0100_0100, dp4a(f[step][0], 0x0100_0100, col_sum[pos][0]));
-                                col_sum[pos][1] = dp4a(f[step][3], 0x0100_0100, dp4a(f[step][1], 0x0100_0100, col_sum[pos][1]));
+                    // A unit's four loads (`ldmatrix_a_offset(lane, 16 pos, step)`, split) go
+                    // out before its stores, and the next unit's before those. Loading and
+                    // storing one fragment at a time, the transposing warps waited on each
+                    // load for half their cycles (ncu) and bounded the block.
+                    let load = |pos: u32| -> [[u32; 4]; 4] {
+                        core::array::from_fn(|step| {
+                            ldmatrix_x4_trans(col_stage + 16 * SMEM_ROW_BYTES * step as u32 + 32 * pos)
+                        })
+                    };
+                    let mut next = load(0);
+                    unroll!(pos in [0, 1, 2, 3] {
+                        let f = next;
+                        if pos < 3 {
+                            next = load(pos as u32 + 1);
+                        }
+                        unroll!(step in [0, 1, 2, 3] {
+                            unroll!(reg in [0, 1, 2, 3] {
+                                st_shared_u32(at[2 * step + reg / 2] + kmajor_row_part(pos as u32, reg as u32), f[step][reg]);
                             });
+                            col_sum[pos][0] = dp4a(f[step][2], 0x0100_0100, dp4a(f[step][0], 0x0100_0100, col_sum[pos][0]));
+                            col_sum[pos][1] = dp4a(f[step][3], 0x0100_0100, dp4a(f[step][1], 0x0100_0100, col_sum[pos][1]));
                         });
-                    } else {
-                        unroll!(pos in [0, 1, 2, 3] {
-                            unroll!(step in [0, 1, 2, 3] {
-                                // ldmatrix_a_offset(lane, 16 pos, step), split.
-                                let f = ldmatrix_x4_trans(col_stage + 16 * SMEM_ROW_BYTES * step as u32 + 32 * pos as u32);
-                                unroll!(reg in [0, 1, 2, 3] {
-                                    st_shared_u32(at[2 * step + reg / 2] + kmajor_row_part(pos as u32, reg as u32), f[reg]);
-                                });
-                                col_sum[pos][0] = dp4a(f[2], 0x0100_0100, dp4a(f[0], 0x0100_0100, col_sum[pos][0]));
-                                col_sum[pos][1] = dp4a(f[3], 0x0100_0100, dp4a(f[1], 0x0100_0100, col_sum[pos][1]));
-                            });
-                        });
-                    }
+                    });
                     fence_proxy_async_shared();
                     mbarrier_arrive(full(buffer));
                     sync_warp();
@@ -763,11 +737,7 @@ mod device {
             }
             // No block barrier from here on: the consumers wait for `summed` only.
         } else {
-            if pipelined {
-                set_max_registers::<CONSUMER_REGISTERS, true>();
-            } else {
-                set_max_registers::<224, true>();
-            }
+            set_max_registers::<CONSUMER_REGISTERS, true>();
             let consumer = Consumer {
                 ring,
                 buffers,
@@ -884,9 +854,6 @@ mod device {
 
     macro_rules! wgmma_correlator_kernel {
         ($name:ident, $order:expr, $kind:expr, $n:expr) => {
-            wgmma_correlator_kernel!($name, $order, $kind, $n, 1);
-        };
-        ($name:ident, $order:expr, $kind:expr, $n:expr, $v:expr) => {
             /// Same arguments and output as the sm_80 `correlate_ci8_*_async` kernels (int8,
             /// rows 16-byte aligned; `aligned` is ignored). Block (k, c, z): triangle tile
             /// pair k (the pair kernels) or all three (the channel kernels, k = 0) of channel
@@ -907,7 +874,7 @@ mod device {
                 let first_stage = block_idx_z() * slice_stages;
                 let stages = (times / TIME_TILE - first_stage).min(slice_stages);
                 let mode = Output::from_mode(mode);
-                correlate::<$kind, $n, $v>(
+                correlate::<$kind, $n>(
                     input,
                     output,
                     Params { stations, pols, channels },
@@ -930,11 +897,6 @@ mod device {
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_split, Order::PolStation, 3, 64);
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel_split, Order::StationPol, 4, 64);
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel_split, Order::PolStation, 4, 64);
-    // Experiment: main's producer (56 registers, unpipelined transposes) for comparison.
-    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_split_v0, Order::StationPol, 3, 64, 0);
-    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_split_v0, Order::PolStation, 3, 64, 0);
-    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel_split_v0, Order::StationPol, 4, 64, 0);
-    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel_split_v0, Order::PolStation, 4, 64, 0);
 }
 
 #[cfg(test)]

@@ -786,9 +786,9 @@ impl FrbConfig {
 /// FFTs (each within [`FFT_REL_L2_BOUND`] = `8u`), so its relative L2 error is at most
 /// about `18u`; `|Et|^2` doubles relative errors (`36u`), and the f16 squares and sums add
 /// rounding that grows with the number of terms (`2 T_ds` up to T_ds = 96, `2 T_inner`
-/// above). Measured (H200): 6e-4 to 7e-4 at T_ds <= 3 and 9e-3 for an f16 sum of 384 terms
-/// (T_ds = 192, which now takes the per-phase kernel), so the bound holds with room at the
-/// T_ds that use the f16 sum.
+/// above). Measured (H200): 6e-4 to 7e-4 at T_ds <= 3, 4.0e-3 at T_ds = 96 (the largest
+/// f16 sum, 192 terms), 3e-4 to 4e-4 for the per-phase kernel at T_ds = 120-192; an f16 sum
+/// of 384 terms (T_ds = 192, which takes the per-phase kernel) measured 9.4e-3.
 pub const FRB_REL_L2_BOUND: f64 = 1.0 / 64.0;
 
 /// The first FRB kernel for one configuration and dish map on one GPU, holding the map,

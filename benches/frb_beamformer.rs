@@ -134,7 +134,7 @@ const TABLE_3: [(u32, f64, u32, f64); 5] = [
 
 fn first_kernel(gpu: &radio_kernels::Gpu) {
     let mut rng = StdRng::seed_from_u64(11);
-    println!("\nfirst FRB kernel (straightforward version) on {}, medians of 5", gpu.name());
+    println!("\nfirst FRB kernel on {}, medians of 5", gpu.name());
     println!(
         "{:>14} {:>5} {:>6} {:>4} {:>10} {:>10} {:>12}",
         "(D, M, N)", "F", "T", "T_ds", "time ms", "real time", "seed (A40)"

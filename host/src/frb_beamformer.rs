@@ -641,13 +641,16 @@ impl<'g> ShortFft<'g> {
 //
 // The kernel behind [`FrbBeamformer`] is the straightforward version
 // (`radio_kernels_gpu::frb_beamformer::frb_beamform`): blocks of (channel, chunk of whole
-// output samples), T_inner samples per phase, gridding through shared memory, both 1-d
-// FFTs with the tensor-core short FFT, |Et|^2 summed in f32.
+// output samples, [`frb_output_samples_per_block`]), T_inner samples per phase, gridding
+// through shared memory with W E formed in f16x2, both 1-d FFTs with the tensor-core short
+// FFT, |Et|^2 summed in f16x2: over the whole output sample for T_ds <= 96
+// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32.
 // The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
 // layouts and bank-conflict checks are in place) are not written yet.
 //
 // f16 range (sec. 4.14). W E is rounded to f16, the FFT stages hold f16 (`|G| <= N max|W E|`,
-// `|Et| <= D max|W E|`), and I is stored as f16 (at most 65504; the sum is f32). So I is
+// `|Et| <= D max|W E|`), and I is summed (for T_ds <= 96 entirely, else per phase) and stored
+// as f16 (at most 65504; partial sums are at most the total). So I is
 // finite for every input when `2 T_ds (D w_max 8 sqrt 2)^2 <= 65504`, i.e.
 // `w_max <= 256 / (sqrt(2 T_ds) 8 sqrt(2) D)`: for full CHORD (D = 512, T_ds = 40) that is
 // `|W| <= 4.9e-3`. For noise-like E (rms sigma per component, about 2-3 for 4-bit data) the
@@ -779,10 +782,13 @@ impl FrbConfig {
 }
 
 /// Relative L2 bound of the first FRB kernel's I against [`frb_intensity_reference`]:
-/// `2^-6`. Et passes one f16 rounding of `W E` (`u = 2^-11`) and two short FFTs (each within
-/// [`FFT_REL_L2_BOUND`] = `8u`), so its relative L2 error is at most `17u`; I is a sum of
-/// `|Et|^2`, which doubles relative errors, plus the f16 rounding of the output:
-/// `35u < 2^-6`. Measured errors are about a tenth of it.
+/// `2^-6`. Et passes the f16 product `W E` (two roundings, `2u`, `u = 2^-11`) and two short
+/// FFTs (each within [`FFT_REL_L2_BOUND`] = `8u`), so its relative L2 error is at most
+/// about `18u`; `|Et|^2` doubles relative errors (`36u`), and the f16 squares and sums add
+/// rounding that grows with the number of terms (`2 T_ds` up to T_ds = 96, `2 T_inner`
+/// above). Measured (H200): 6e-4 to 7e-4 at T_ds <= 3, 4.0e-3 at T_ds = 96 (the largest
+/// f16 sum, 192 terms), 3e-4 to 4e-4 for the per-phase kernel at T_ds = 120-192; an f16 sum
+/// of 384 terms (T_ds = 192, which takes the per-phase kernel) measured 9.4e-3.
 pub const FRB_REL_L2_BOUND: f64 = 1.0 / 64.0;
 
 /// The first FRB kernel for one configuration and dish map on one GPU, holding the map,
@@ -821,7 +827,7 @@ impl<'g> FrbBeamformer<'g> {
             });
         }
         let case = config.case()?;
-        let name = frb_beamform_kernel(&case).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        let name = frb_beamform_kernel(&case, config.t_ds).ok_or(Error::MissingKernel("frb_beamform_*"))?;
         let kernel = gpu.function(name)?;
         let shared_bytes = frb_beamform_shared_bytes(&case);
         kernel
@@ -833,11 +839,11 @@ impl<'g> FrbBeamformer<'g> {
                 during: "raising the FRB kernel's shared-memory limit",
                 source,
             })?;
-        // Split time into chunks of whole output samples so that channels x chunks gives
-        // about 8 blocks per SM (F alone is 256 blocks for full CHORD).
         let out_times = config.out_times();
-        let chunks = (8 * gpu.sm_count()).div_ceil(config.freqs).clamp(1, out_times);
-        let tbar_per_block = out_times.div_ceil(chunks);
+        let resident = kernel
+            .occupancy_max_active_blocks_per_multiprocessor(FRB_THREADS, shared_bytes as usize, None)
+            .map_err(|source| Error::Driver { during: "querying the FRB kernel's occupancy", source })?;
+        let tbar_per_block = frb_output_samples_per_block(&config, resident.max(1) * gpu.sm_count());
         let blocks = config.freqs * out_times.div_ceil(tbar_per_block);
         let points: Vec<u32> = grid.iter().map(|&(m, n)| m * config.n + n).collect();
         Ok(FrbBeamformer {
@@ -891,6 +897,23 @@ impl<'g> FrbBeamformer<'g> {
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
     }
+}
+
+/// Output samples per block of the first FRB kernel (blocks are channels times equal chunks
+/// of whole output samples), for `slots` resident blocks on the GPU: chunks of at most 480
+/// input samples, and at least five waves of blocks. Measured on the H200 (BENCHMARKS.md):
+/// shorter blocks were faster down to 160 samples at full CHORD (4 output samples, 3072
+/// blocks, 5.8 waves; 2.04 ms against 2.18 ms with 24 output samples, one wave), and flat
+/// between 300 and 600 samples at HIRAX; 1920 samples per block lost 4% at the pathfinder.
+pub fn frb_output_samples_per_block(config: &FrbConfig, slots: u32) -> u32 {
+    let out_times = config.out_times().max(1);
+    let waves = |per_block: u32| {
+        config.freqs as u64 * out_times.div_ceil(per_block) as u64 >= 5 * slots.max(1) as u64
+    };
+    let by_samples = (480 / config.t_ds.max(1)).clamp(1, out_times);
+    let longest = (1..=by_samples).rev().find(|&k| waves(k)).unwrap_or(1);
+    // Equal chunks: the same number of chunks, as short as they can be.
+    out_times.div_ceil(out_times.div_ceil(longest))
 }
 
 /// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted
@@ -1200,6 +1223,28 @@ mod tests {
                         assert!((got - sum).abs() <= 1e-9 * sum.max(1.0), "T_ds={t_ds}");
                     }
                 }
+            }
+        }
+    }
+
+    /// The split at seed Table 3's configurations on 132 SMs: 4 output samples per block at
+    /// full CHORD (4 resident blocks: 528 slots, 3072 blocks), 12 at the pathfinder, 19 and
+    /// 16 at HIRAX (at most 480 input samples per block); every split is in range, and short
+    /// launches still get several blocks per channel.
+    #[test]
+    fn output_samples_per_block_follow_the_measured_rule() {
+        let table_3 = |dishes, m, n, freqs, times, t_ds| FrbConfig { dishes, m, n, freqs, times, t_ds };
+        assert_eq!(frb_output_samples_per_block(&table_3(512, 24, 24, 256, 1920, 40), 528), 4);
+        assert_eq!(frb_output_samples_per_block(&table_3(64, 8, 12, 2048, 1920, 40), 528), 12);
+        assert_eq!(frb_output_samples_per_block(&table_3(256, 16, 16, 1024, 3200, 25), 528), 19);
+        assert_eq!(frb_output_samples_per_block(&table_3(256, 16, 20, 1024, 2000, 25), 528), 16);
+        let small = table_3(64, 8, 12, 3, 144, 1);
+        assert_eq!(frb_output_samples_per_block(&small, 528), 1);
+        for slots in [1, 7, 132, 396, 528, 100_000] {
+            for t_ds in [1, 3, 40, 144, 1000] {
+                let c = FrbConfig { times: 144 * 1000, t_ds, ..small };
+                let k = frb_output_samples_per_block(&c, slots);
+                assert!(k >= 1 && k <= c.out_times(), "{c:?} {slots}");
             }
         }
     }

@@ -26,9 +26,11 @@
 //! matrix product, eight FFTs per warp, no twiddle), which is faster on Hopper.
 //!
 //! Part B (the first FRB kernel, seed sec. 4): a straightforward, correct-first kernel
-//! (`frb_beamform`: gridding through shared memory from 4-byte E loads, both FFTs with
-//! `short_fft` from shared memory with padded, conflict-free `G` rows
-//! ([`frb_g_row_words`]), several FFTs in flight per warp, f32 intensity sums), and for the
+//! (`frb_beamform`: gridding through shared memory from 4-byte E loads with `W E` formed in
+//! f16x2 ([`ci4_biased_f16x2`]), both FFTs with the short FFT from shared memory with
+//! padded, conflict-free `G` rows ([`frb_g_row_words`]), several FFTs in flight per warp,
+//! `|Et|^2` summed in f16x2, over T_ds or per phase and then in f32
+//! ([`FRB_F16_SUM_MAX_T_DS`])), and for the
 //! seed's design, not written yet: the cases of Table
 //! 2 ([`FRB_CASES`]), their derived constants, the shared-memory layouts of sec. 4.5
 //! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9 and the `Gsh[]`
@@ -498,6 +500,27 @@ pub fn e_to_f_shuffle<P: Fn(u32, u32, u32) -> u32>(e: [u32; 4], prmt: P) -> [u32
     })
 }
 
+/// The four ci4 samples of an E word (byte j: real part in the low nibble) as f16x2 words
+/// `(1032 + Re, 1032 + Im)`, exactly, with no int-to-float conversion: the biased nibbles
+/// `v ^ 8 = v + 8` become the low mantissa bits of 1024 (f16 `0x6400`). Two masks, two
+/// `prmt`s to pair (re, im) bytes, one `prmt` per sample to put them under the `0x64` bytes.
+/// `prmt` is the device instruction or its host model `packing::byte_perm`.
+#[inline(always)]
+pub fn ci4_biased_f16x2<P: Fn(u32, u32, u32) -> u32>(word: u32, prmt: P) -> [u32; 4] {
+    let re = (word & 0x0f0f_0f0f) ^ 0x0808_0808;
+    let im = ((word >> 4) & 0x0f0f_0f0f) ^ 0x0808_0808;
+    let pairs = [prmt(re, im, 0x5140), prmt(re, im, 0x7362)];
+    [
+        prmt(pairs[0], 0x6464_6464, 0x4140),
+        prmt(pairs[0], 0x6464_6464, 0x4342),
+        prmt(pairs[1], 0x6464_6464, 0x4140),
+        prmt(pairs[1], 0x6464_6464, 0x4342),
+    ]
+}
+
+/// The f16 bits of -1032, which [`ci4_biased_f16x2`]'s halves carry as a bias.
+pub const CI4_F16_BIAS: u32 = 0xe408;
+
 /// One `Freg2[]` slot: see [`FrbCase::freg2_element`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Freg2Element {
@@ -523,15 +546,31 @@ pub const fn frb_case(dishes: u32, m: u32, n: u32) -> Option<FrbCase> {
 /// Threads per block of the straightforward FRB kernel ([`frb_beamform_kernel`]).
 pub const FRB_THREADS: u32 = 256;
 
-/// The straightforward first FRB kernel for a case: its entry point, and its dynamic shared
-/// memory (the gridded field `X[pol][m][n]` and `G[pol][m][q]`, complex f16 words).
-pub const fn frb_beamform_kernel(case: &FrbCase) -> Option<&'static str> {
-    Some(match (case.dishes, case.m, case.n) {
-        (64, 8, 8) => "frb_beamform_d64_m8_n8",
-        (64, 8, 12) => "frb_beamform_d64_m8_n12",
-        (256, 16, 16) => "frb_beamform_d256_m16_n16",
-        (256, 16, 20) => "frb_beamform_d256_m16_n20",
-        (512, 24, 24) => "frb_beamform_d512_m24_n24",
+/// Largest T_ds for which the first FRB kernel sums `|Et|^2` in f16 over the whole output
+/// sample (`2 T_ds` terms; the `*_f16sum` entry points, 64 registers: four blocks of 8 warps
+/// per SM). Above it, the f16 partial sums of each phase (at most `2 T_inner` terms) are
+/// added in f32 (the plain entry points, 80 registers at full CHORD: three blocks per SM).
+/// An f16 running sum of many similar positive terms rounds each new term to the sum's
+/// ulp, so its error grows with the count: measured on random data (H200), relative L2 errors
+/// of I of 6e-3 at T_ds = 144 and 9e-3 at 192 against 7e-4 at T_ds <= 3, inside the host's
+/// bound of 2^-6 there but with no bound for every T_ds.
+pub const FRB_F16_SUM_MAX_T_DS: u32 = 96;
+
+/// The first FRB kernel's entry point for a case and T_ds (see [`FRB_F16_SUM_MAX_T_DS`]);
+/// its dynamic shared memory is [`frb_beamform_shared_bytes`].
+pub const fn frb_beamform_kernel(case: &FrbCase, t_ds: u32) -> Option<&'static str> {
+    let f16_sum = t_ds <= FRB_F16_SUM_MAX_T_DS;
+    Some(match (case.dishes, case.m, case.n, f16_sum) {
+        (64, 8, 8, false) => "frb_beamform_d64_m8_n8",
+        (64, 8, 12, false) => "frb_beamform_d64_m8_n12",
+        (256, 16, 16, false) => "frb_beamform_d256_m16_n16",
+        (256, 16, 20, false) => "frb_beamform_d256_m16_n20",
+        (512, 24, 24, false) => "frb_beamform_d512_m24_n24",
+        (64, 8, 8, true) => "frb_beamform_d64_m8_n8_f16sum",
+        (64, 8, 12, true) => "frb_beamform_d64_m8_n12_f16sum",
+        (256, 16, 16, true) => "frb_beamform_d256_m16_n16_f16sum",
+        (256, 16, 20, true) => "frb_beamform_d256_m16_n20_f16sum",
+        (512, 24, 24, true) => "frb_beamform_d512_m24_n24_f16sum",
         _ => return None,
     })
 }
@@ -616,6 +655,10 @@ mod device {
         pub g3: [u32; 3],
         /// Universal sparse metadata (eq. 173).
         pub e: u32,
+        /// Word 3 of the dense G3 (equal to word 0): a register of its own, so that the
+        /// m16n8k16's four A registers are distinct and ptxas needs no copies to make them
+        /// consecutive (see [`short_fft_g3w`]).
+        pub g3w3: u32,
     }
 
     impl FftGammas {
@@ -633,6 +676,7 @@ mod device {
                 g2: [w[G2_WORD], w[G2_WORD + 1], hneg2(w[G2_WORD + 1])],
                 g3: [w[G3_WORD], w[G3_WORD + 1], w[G3_WORD + 2]],
                 e: universal_sparse_metadata(lane),
+                g3w3: w[G3_WORD + 3],
             }
         }
     }
@@ -641,13 +685,22 @@ mod device {
     /// `[Re, Im]` in that of eq. 26. Warp-collective.
     #[inline(always)]
     pub fn short_fft<const N: u32>(x: u32, g: &FftGammas) -> [u32; 2] {
+        short_fft_g3w::<N>(x, g, false)
+    }
+
+    /// [`short_fft`]; with `g3w` (a constant after inlining) the dense third MMA takes its fourth A register from
+    /// `g.g3w3` instead of repeating `g.g3[0]` (same value, no register copies).
+    #[inline(always)]
+    pub fn short_fft_g3w<const N: u32>(x: u32, g: &FftGammas, g3w: bool) -> [u32; 2] {
         let z = mma_m16n8k8_f16(g.g1, x, [0, 0]);
         // Eq. 29 elementwise: Re W = Re G Re Z - Im G Im Z, Im W = Re G Im Z + Im G Re Z.
         let w = [hfma2(g.g2[2], z[1], hmul2(g.g2[0], z[0])), hfma2(g.g2[1], z[0], hmul2(g.g2[0], z[1]))];
         match sparse_selector(N) {
             Some(1) => mma_sp_m16n8k16_f16::<1>([g.g3[0], g.g3[1]], w, [0, 0], g.e),
             Some(_) => mma_sp_m16n8k16_f16::<2>([g.g3[0], g.g3[1]], w, [0, 0], g.e),
-            None => mma_m16n8k16_f16([g.g3[0], g.g3[1], g.g3[2], g.g3[0]], w, [0, 0]),
+            None => {
+                mma_m16n8k16_f16([g.g3[0], g.g3[1], g.g3[2], if g3w { g.g3w3 } else { g.g3[0] }], w, [0, 0])
+            }
         }
     }
 
@@ -826,14 +879,20 @@ mod device {
     /// over their time samples in phases of `TB` (the case's `T_inner`): thread t grids the
     /// four (pol, dish) pairs `4 t .. 4 t + 4` (one 4-byte E load per sample, all `TB` samples
     /// of the phase loaded before any is gridded: one global latency per phase), weighted
-    /// (f32 complex product, one f16 rounding), into `X[tau][pol][m][n]` in shared memory
+    /// (f16x2 complex product from biased nibbles: no int-to-float conversions, which run at
+    /// a sixteenth of the FMA rate), into `X[tau][pol][m][n]` in shared memory
     /// (grid points without a dish stay zero); the warps run the first short FFT along n
     /// (`2^(5-r_N)` rows per call, `U` independent calls in flight) into `G[tau][pol][m][q]`
     /// (rows of `GS` words, [`frb_g_row_words`]: conflict-free loads below), then the second
     /// along m (`2^(5-r_M)` columns per call, both polarisations by the same lanes, all
-    /// `CALLS` calls unrolled so that the f32 sums `acc[ci]` are registers, not select
-    /// chains) and accumulate `|Et|^2`, written as f16 every `t_ds` samples to
-    /// `I[f][tbar][p][q]`. `grid[d] = m N + n`, weights `[f][pol][m][n]`, E `[tau][f][pol][d]`.
+    /// `CALLS` calls unrolled so that the sums `hacc[ci]`, `acc[ci]` are registers, not
+    /// select chains) and accumulate `|Et|^2` with two f16x2 FMAs per FFT (in place of four
+    /// f16 -> f32 conversions and four f32 ops): with `F16_SUM` over the whole output sample
+    /// (64 registers at full CHORD: four blocks per SM), else per phase, each phase's f16 sums
+    /// then added in f32. Written as f16 every `t_ds` samples to `I[f][tbar][p][q]`. Both FFTs
+    /// take the dense G3's fourth word from its own register (`short_fft_g3w`), which saves
+    /// ptxas two register copies per FFT. `grid[d] = m N + n`, weights `[f][pol][m][n]`, E
+    /// `[tau][f][pol][d]`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn frb_beamform<
@@ -844,6 +903,7 @@ mod device {
         const CALLS: usize,
         const GS: u32,
         const U: usize,
+        const F16_SUM: bool,
     >(
         e: *const u8,
         weights: *const u32,
@@ -880,13 +940,15 @@ mod device {
         // 4 * 256), their X slots and weights.
         let quad = 4 * tid < 2 * D;
         let mut slot = [0u32; 4];
-        let mut w = [(0f32, 0f32); 4];
+        // `(Re W, Im W)` and `(-Im W, Re W)` as f16x2.
+        let mut wh = [[0u32; 2]; 4];
         if quad {
             unroll!(j in [0, 1, 2, 3] {
                 let k = 4 * tid + j as u32;
                 let (pol, point) = (k / D, *grid.add((k % D) as usize));
                 slot[j] = x_base + 4 * (pol * M * N + point);
-                w[j] = f16x2_to_f32x2(*weights.add(((f * 2 + pol) * M * N + point) as usize));
+                let wv = *weights.add(((f * 2 + pol) * M * N + point) as usize);
+                wh[j] = [wv, prmt(wv, 0, 0x1032) ^ 0x8000];
             });
         }
         let gn = FftGammas::load(gammas_n);
@@ -894,6 +956,7 @@ mod device {
         let calls1 = TB * 2 * M / ffts_per_warp(N);
         let calls2 = 2 * N / ffts_per_warp(M);
         let mut acc = [[0f32; 2]; 6];
+        let mut hacc = [0u32; 6];
         let (mut tbar, mut count) = (first_tbar, 0u32);
         let mut tau0 = tau_begin;
         while tau0 < tau_end {
@@ -909,12 +972,9 @@ mod device {
                 });
                 unroll!(t in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if t < TB as usize && (t as u32) < live {
+                        let biased = ci4_biased_f16x2(words[t], prmt);
                         unroll!(j in [0, 1, 2, 3] {
-                            let byte = (words[t] >> (8 * j)) as u8;
-                            let (re, im) = crate::packing::unpack_ci4(byte);
-                            let (er, ei) = (re as f32, im as f32);
-                            let (wr, wi) = w[j];
-                            let value = f32x2_to_f16x2(wr * er - wi * ei, wr * ei + wi * er);
+                            let value = weighted_ci4(biased[j], wh[j]);
                             st_shared_u32(slot[j] + 4 * t as u32 * 2 * M * N, value);
                         });
                     }
@@ -937,7 +997,7 @@ mod device {
                 });
                 let input = converged(input);
                 let mut y = [[0u32; 2]; U];
-                unroll_pairs::<U>(|j| y[j] = short_fft::<N>(input[j], &gn));
+                unroll_pairs::<U>(|j| y[j] = short_fft_g3w::<N>(input[j], &gn, true));
                 let y = converged_pairs(y);
                 unroll_pairs::<U>(|j| {
                     let cj = call + warps * j as u32;
@@ -961,10 +1021,9 @@ mod device {
                         unroll!(pol in [0, 1] {
                             let row = (t * 2 + pol as u32) * M + (M / 4) * c + d;
                             let input = if d < M / 4 { ld_shared_u32(g_base + 4 * (row * GS + q)) } else { 0 };
-                            let y = short_fft::<M>(converged([input])[0], &gm);
-                            let (re, im) = (f16x2_to_f32x2(y[0]), f16x2_to_f32x2(y[1]));
-                            acc[ci][0] += re.0 * re.0 + im.0 * im.0;
-                            acc[ci][1] += re.1 * re.1 + im.1 * im.1;
+                            let y = short_fft_g3w::<M>(converged([input])[0], &gm, true);
+                            // |Et|^2 of p even and p odd in one f16x2 (b <-> v0).
+                            hacc[ci] = hfma2(y[1], y[1], hfma2(y[0], y[0], hacc[ci]));
                         });
                     }
                 });
@@ -977,21 +1036,58 @@ mod device {
                             let q = call * ffts_per_warp(M) + s_out;
                             let p = 8 * u + v;
                             let base = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
-                            let h = f32x2_to_f16x2(acc[ci][0], acc[ci][1]);
+                            let h = if F16_SUM {
+                                hacc[ci]
+                            } else {
+                                let (lo, hi) = f16x2_to_f32x2(hacc[ci]);
+                                f32x2_to_f16x2(acc[ci][0] + lo, acc[ci][1] + hi)
+                            };
                             *out.add(base as usize) = h as u16;
                             *out.add((base + 2 * N) as usize) = (h >> 16) as u16;
                         }
                         acc[ci] = [0.0, 0.0];
+                        hacc[ci] = 0;
                     });
                     count = 0;
                     tbar += 1;
                 }
                 t += 1;
             }
+            if !F16_SUM {
+                // At most 2 T_inner terms per f16 partial sum.
+                unroll!(ci in [0, 1, 2, 3, 4, 5] {
+                    if ci < CALLS {
+                        let (lo, hi) = f16x2_to_f32x2(hacc[ci]);
+                        acc[ci] = [acc[ci][0] + lo, acc[ci][1] + hi];
+                        hacc[ci] = 0;
+                    }
+                });
+            }
             // The next phase overwrites X and G.
             sync_threads();
             tau0 += TB;
         }
+    }
+
+    /// `W E` as f16x2 (re low) from `biased` = f16 `(1032 + Re E, 1032 + Im E)` (exact) and
+    /// `w` = `[(Re W, Im W), (-Im W, Re W)]`: one exact add, then `Im E (-Im W, Re W)` and
+    /// `Re E (Re W, Im W)` plus it on the broadcast halves (two f16 roundings, no f32).
+    #[inline(always)]
+    fn weighted_ci4(biased: u32, w: [u32; 2]) -> u32 {
+        let out: u32;
+        // SAFETY: pure f16x2 arithmetic on registers.
+        unsafe {
+            core::arch::asm!("{{ .reg .b16 l, h; .reg .b32 e, ll, hh, t;",
+                "add.rn.f16x2 e, {1}, {4};",
+                "mov.b32 {{l, h}}, e;",
+                "mov.b32 ll, {{l, l}};",
+                "mov.b32 hh, {{h, h}};",
+                "mul.rn.f16x2 t, hh, {3};",
+                "fma.rn.f16x2 {0}, ll, {2}, t; }}",
+                out(reg32) out, in(reg32) biased, in(reg32) w[0], in(reg32) w[1], in(reg32) CI4_F16_BIAS * 0x1_0001,
+                options(pure, nomem, nostack))
+        };
+        out
     }
 
     /// [`converged`] over `U` register pairs.
@@ -1012,7 +1108,7 @@ mod device {
     }
 
     macro_rules! frb_kernel {
-        ($name:ident, $d:literal, $m:literal, $n:literal, $tb:literal) => {
+        ($name:ident, $d:literal, $m:literal, $n:literal, $tb:literal, $f16_sum:literal) => {
             /// The straightforward first FRB kernel for this case: see `frb_beamform`.
             #[no_mangle]
             #[allow(clippy::too_many_arguments)]
@@ -1036,7 +1132,7 @@ mod device {
                 const _: () = assert!(CALLS <= 6 && $tb <= 8 && 2 * $d <= 4 * FRB_THREADS);
                 const GS: u32 = frb_g_row_words(&CASE);
                 const U: usize = frb_first_fft_unroll(&CASE) as usize;
-                frb_beamform::<$d, $m, $n, $tb, CALLS, GS, U>(
+                frb_beamform::<$d, $m, $n, $tb, CALLS, GS, U, $f16_sum>(
                     e,
                     weights,
                     grid,
@@ -1052,11 +1148,16 @@ mod device {
         };
     }
 
-    frb_kernel!(frb_beamform_d64_m8_n8, 64, 8, 8, 8);
-    frb_kernel!(frb_beamform_d64_m8_n12, 64, 8, 12, 6);
-    frb_kernel!(frb_beamform_d256_m16_n16, 256, 16, 16, 8);
-    frb_kernel!(frb_beamform_d256_m16_n20, 256, 16, 20, 5);
-    frb_kernel!(frb_beamform_d512_m24_n24, 512, 24, 24, 4);
+    frb_kernel!(frb_beamform_d64_m8_n8, 64, 8, 8, 8, false);
+    frb_kernel!(frb_beamform_d64_m8_n12, 64, 8, 12, 6, false);
+    frb_kernel!(frb_beamform_d256_m16_n16, 256, 16, 16, 8, false);
+    frb_kernel!(frb_beamform_d256_m16_n20, 256, 16, 20, 5, false);
+    frb_kernel!(frb_beamform_d512_m24_n24, 512, 24, 24, 4, false);
+    frb_kernel!(frb_beamform_d64_m8_n8_f16sum, 64, 8, 8, 8, true);
+    frb_kernel!(frb_beamform_d64_m8_n12_f16sum, 64, 8, 12, 6, true);
+    frb_kernel!(frb_beamform_d256_m16_n16_f16sum, 256, 16, 16, 8, true);
+    frb_kernel!(frb_beamform_d256_m16_n20_f16sum, 256, 16, 20, 5, true);
+    frb_kernel!(frb_beamform_d512_m24_n24_f16sum, 512, 24, 24, 4, true);
 
     macro_rules! fft_kernels {
         ($n:literal, $batch:ident, $looped:ident) => {
@@ -1320,6 +1421,34 @@ mod tests {
                     }
                     assert!(read.iter().all(|&k| k == 1), "{c:?}: G tiles are not a bijection");
                 }
+            }
+        }
+    }
+
+    /// Every ci4 byte value in every byte position becomes `(1032 + Re, 1032 + Im)` in f16,
+    /// and adding the bias `CI4_F16_BIAS` gives the sample exactly.
+    #[test]
+    fn ci4_biased_f16x2_is_exact() {
+        let mut state = 0x1234_5678u32;
+        for k in 0..20000u32 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            // The first 256 words put every byte value in every position.
+            let word = if k < 256 { k * 0x0101_0101 } else { state };
+            let got = ci4_biased_f16x2(word, crate::packing::byte_perm);
+            for (j, &got) in got.iter().enumerate() {
+                let (re, im) = crate::packing::unpack_ci4((word >> (8 * j)) as u8);
+                // Normal f16 only (all values here are).
+                let half = |bits: u32| {
+                    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+                    let exponent = ((bits >> 10) & 31) as i32 - 15;
+                    sign * (1.0 + (bits & 0x3ff) as f64 / 1024.0) * 2f64.powi(exponent)
+                };
+                let bias = half(CI4_F16_BIAS);
+                assert_eq!(half(got & 0xffff), 1032.0 + re as f64, "word {word:#x} j {j}");
+                assert_eq!(half(got >> 16), 1032.0 + im as f64, "word {word:#x} j {j}");
+                assert_eq!(half(got & 0xffff) + bias, re as f64);
             }
         }
     }

@@ -3,8 +3,9 @@
 //! time and beam counts (1 and odd ones included), random and half-integer beam positions,
 //! moving (tracking) beams, outputs poisoned with NaN before each launch; the fused path
 //! (W formed in shared memory) against the W path, bit for bit, and the same reference.
-//! On Hopper every test runs both GEMM kernels: the sm_90a `wgmma` ones and, with
-//! `set_wgmma_enabled(false)`, the sm_80 ones Ampere runs; and the two paths' J are compared
+//! On Hopper every test runs both GEMM kernels: the sm_90a `wgmma` ones (the W path with
+//! both of its tiles, 128 x 256 and 192 x 256) and, with `set_wgmma_enabled(false)`, the
+//! sm_80 ones Ampere runs; and the two paths' J are compared
 //! (`wgmma_j_is_the_sm80_j_to_f32_rounding`).
 //!
 //! Bound: I and W are f16 (relative rounding 2^-11 each) and J is rounded once to f16, with
@@ -32,6 +33,16 @@ fn paths(gpu: &radio_kernels::Gpu) -> Vec<bool> {
         vec![false]
     }
 }
+
+/// The W-path GEMM tiles to test with `wgmma` on or off: both Hopper tiles (narrow 128 x 256,
+/// wide 192 x 256) whatever `Resampler::new` would pick for the shape; sm_80 has one.
+fn tiles(wgmma: bool) -> &'static [bool] {
+    if wgmma {
+        &[false, true]
+    } else {
+        &[false]
+    }
+}
 /// f16 NaN in both bytes (0x7e7e).
 const POISON: u8 = 0x7e;
 
@@ -57,9 +68,11 @@ fn random_beams_match_the_f64_reference_for_every_grid() {
     for wgmma in paths(&gpu) {
         gpu.set_wgmma_enabled(wgmma);
         for case in FRB_CASES {
-            for (channels, times, beams) in [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256)] {
+            for (&wide, (channels, times, beams)) in tiles(wgmma).iter().flat_map(|w| {
+                [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256)].map(|shape| (w, shape))
+            }) {
                 let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
-                let mut resampler = Resampler::new(&gpu, config).unwrap();
+                let mut resampler = Resampler::with_wide_tile(&gpu, config, wide).unwrap();
                 let i = random_intensity(&mut rng, config.intensity_len());
                 let theta: Vec<f32> =
                     (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -68,7 +81,7 @@ fn random_beams_match_the_f64_reference_for_every_grid() {
                 let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
                 let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
                 let error = relative_l2(&got, &want);
-                println!("wgmma {wgmma} {config:?}: relative L2 {error:.2e}");
+                println!("wgmma {wgmma} wide {wide} {config:?}: relative L2 {error:.2e}");
                 assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
                 // Every output, not only the norm: each within 2^-8 of the reference's scale.
                 let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
@@ -88,10 +101,10 @@ fn half_integer_beams_reproduce_the_intensity_and_beams_can_move() {
     let mut rng = rng();
     for wgmma in paths(&gpu) {
         gpu.set_wgmma_enabled(wgmma);
-        for case in FRB_CASES {
+        for (&wide, case) in tiles(wgmma).iter().flat_map(|w| FRB_CASES.iter().map(move |c| (w, c))) {
             let (m, n) = (case.m, case.n);
             let config = ResampleConfig { channels: 2, times: 70, m, n, beams: 4 * m * n };
-            let mut resampler = Resampler::new(&gpu, config).unwrap();
+            let mut resampler = Resampler::with_wide_tile(&gpu, config, wide).unwrap();
             let i = random_intensity(&mut rng, config.intensity_len());
             // Beam (f, beta) at (p / 2, q / 2) for rho = beta = 2N p + q, the grid reversed in
             // channel 1.
@@ -153,6 +166,10 @@ fn bad_input_is_rejected_before_launch() {
         let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
         assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
         resampler.resample(&i, &mut j).unwrap();
+        // The other Hopper tile too (its tiles past the edge; under the sanitizers).
+        let mut other = Resampler::with_wide_tile(&gpu, config, true).unwrap();
+        other.set_beams(&theta, &theta).unwrap();
+        other.resample(&i, &mut j).unwrap();
         gpu.synchronize().unwrap();
     }
 }
@@ -186,7 +203,10 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
                 [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256), (2, 129, 257)]
             {
                 let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
-                let mut w_path = Resampler::new(&gpu, config).unwrap();
+                let mut w_paths: Vec<Resampler> = tiles(wgmma)
+                    .iter()
+                    .map(|&wide| Resampler::with_wide_tile(&gpu, config, wide).unwrap())
+                    .collect();
                 let mut fused = FusedResampler::new(&gpu, config).unwrap();
                 let i = random_intensity(&mut rng, config.intensity_len());
                 let mut theta: Vec<f32> =
@@ -202,13 +222,16 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
                         // Tracking: the same resamplers, moved beams.
                         theta.iter_mut().for_each(|x| *x += rng.random_range(-0.5..0.5));
                     }
-                    let want_bits = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
                     let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
-                    let differing = got.iter().zip(&want_bits).filter(|(a, b)| a != b).count();
-                    assert_eq!(
-                        differing, 0,
-                        "{config:?} round {round}: {differing} outputs differ from the W path"
-                    );
+                    // Every W-path tile (on Hopper the fused kernel's wide one and the narrow).
+                    for (tile, w_path) in w_paths.iter_mut().enumerate() {
+                        let want_bits = run(&gpu, w_path, &i, &theta, &theta_prime);
+                        let differing = got.iter().zip(&want_bits).filter(|(a, b)| a != b).count();
+                        assert_eq!(
+                            differing, 0,
+                            "{config:?} round {round}: {differing} outputs differ from the W path (tile {tile})"
+                        );
+                    }
                     let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
                     let error = relative_l2(&got, &want);
                     println!(

@@ -8,7 +8,7 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. The W path's GEMM is 1.3-2.0x faster on the H200 (BENCHMARKS.md, sm_80 and wgmma
+//! launch. The W path's GEMM is 1.3-1.6x faster on the H200 (BENCHMARKS.md, sm_80 and wgmma
 //! kernels), and still faster counting its W kernel when beams move every launch, so use
 //! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
 //! the memory is needed elsewhere).
@@ -16,14 +16,17 @@
 //! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
 //! (`resample::hopper`), chosen when the resampler is made unless
 //! [`Gpu::set_wgmma_enabled`]`(false)`; elsewhere the sm_80 `mma.sync` ones. Same arrays,
-//! same W and U kernels; J agrees between the two families to f32 rounding of the sums.
+//! same W and U kernels; J agrees between the two families to f32 rounding of the sums. On
+//! Hopper the fused GEMM has 192 x 256 tiles and the W path's 128 x 256 or 192 x 256 ones,
+//! whichever pads fewer slow-sample rows ([`use_wide_tile`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
-    hopper_smem_bytes, ws_fused_smem_bytes, HOPPER_BK, HOPPER_BM, HOPPER_BN, HOPPER_THREADS, WS_THREADS,
+    hopper_smem_bytes, use_wide_tile, wide_fused_smem_bytes, wide_smem_bytes, HOPPER_BK, HOPPER_BM,
+    HOPPER_BN, HOPPER_THREADS, WIDE_BM, WIDE_THREADS,
 };
 pub use radio_kernels_gpu::frb_beamformer::resample::{
     fused_smem_bytes, GemmShape, GEMM, U_THREADS, WEIGHT_WARPS,
@@ -180,11 +183,11 @@ impl GemmLaunch {
     fn new(
         gpu: &Gpu,
         sm80: &'static str,
-        (sm90a, sm90a_threads, sm90a_smem): (&'static str, u32, u32),
+        (sm90a, sm90a_threads, sm90a_smem, sm90a_bm): (&'static str, u32, u32, u32),
         sm80_smem: u32,
     ) -> Result<Self> {
         let (function, tile, threads, smem) = if gpu.wgmma_enabled() {
-            (gpu.hopper_function(sm90a)?, (HOPPER_BM, HOPPER_BN), sm90a_threads, sm90a_smem)
+            (gpu.hopper_function(sm90a)?, (sm90a_bm, HOPPER_BN), sm90a_threads, sm90a_smem)
         } else {
             (gpu.function(sm80)?, (GEMM.bm(), GEMM.bn()), GEMM.threads(), sm80_smem)
         };
@@ -219,9 +222,22 @@ pub struct Resampler<'g> {
 }
 
 impl<'g> Resampler<'g> {
+    /// On Hopper the GEMM's tile is the wide one (192 x 256) where it pads no more tbar rows
+    /// than the narrow one (128 x 256, [`use_wide_tile`]), so the faster for the job's times.
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<Resampler<'g>> {
+        Self::with_wide_tile(gpu, config, use_wide_tile(config.times))
+    }
+
+    /// As [`Resampler::new`] with the Hopper GEMM's tile chosen by the caller: `wide` for
+    /// 192 x 256, else 128 x 256 (tests and benches; same J bit for bit). Without `wgmma`
+    /// the sm_80 kernel runs either way.
+    pub fn with_wide_tile(gpu: &'g Gpu, config: ResampleConfig, wide: bool) -> Result<Resampler<'g>> {
         config.validate()?;
-        let hopper = ("frb_resample_gemm_sm90a", HOPPER_THREADS, hopper_smem_bytes());
+        let hopper = if wide {
+            ("frb_resample_gemm_wide_sm90a", WIDE_THREADS, wide_smem_bytes(), WIDE_BM)
+        } else {
+            ("frb_resample_gemm_sm90a", HOPPER_THREADS, hopper_smem_bytes(), HOPPER_BM)
+        };
         let gemm = GemmLaunch::new(gpu, GEMM.name, hopper, GEMM.smem_bytes())?;
         let weights_kernel = gpu.function("frb_resample_weights")?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
@@ -271,7 +287,7 @@ impl<'g> Resampler<'g> {
             .arg(&c.beams)
             .arg(&k);
         let config = self.gemm.config(&c);
-        // SAFETY: arguments match `frb_resample_gemm` and `frb_resample_gemm_sm90a`; I, W and J hold F T 4MN, F B 4MN and
+        // SAFETY: arguments match `frb_resample_gemm` and `frb_resample_gemm{,_wide}_sm90a`; I, W and J hold F T 4MN, F B 4MN and
         // F T B halves of a validated configuration; rows of I and W are 4MN halves, a
         // multiple of the k-step (validated), so every 16-byte copy is aligned (cudarc
         // allocations are 256-byte aligned); the grid's y is at most 65535 (validated).
@@ -331,7 +347,8 @@ pub struct FusedResampler<'g> {
 impl<'g> FusedResampler<'g> {
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let hopper = ("frb_resample_fused_ws_sm90a", WS_THREADS, ws_fused_smem_bytes(config.n));
+        let hopper =
+            ("frb_resample_fused_wide_sm90a", WIDE_THREADS, wide_fused_smem_bytes(config.n), WIDE_BM);
         let gemm = GemmLaunch::new(gpu, "frb_resample_fused", hopper, fused_smem_bytes(config.m, config.n))?;
         let u_kernel = gpu.function("frb_resample_u")?;
         let per_beam = config.positions_len();
@@ -387,7 +404,7 @@ impl<'g> FusedResampler<'g> {
             .arg(&c.m)
             .arg(&c.n);
         let config = self.gemm.config(&c);
-        // SAFETY: arguments match `frb_resample_fused` and `frb_resample_fused_ws_sm90a`; I, U^M, U^N and J hold F T 4MN,
+        // SAFETY: arguments match `frb_resample_fused` and `frb_resample_fused_wide_sm90a`; I, U^M, U^N and J hold F T 4MN,
         // F 2M B, F 2N B (f32) and F T B values of a validated configuration; rows of I are
         // 4MN halves (a multiple of the k-step) and U's chunks 16 bytes, so every 16-byte copy
         // is aligned; the shared-memory limit was raised to this size in `new`.

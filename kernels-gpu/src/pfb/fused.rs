@@ -12,7 +12,9 @@
 //!
 //! 1. FIR: a thread owns column pair q (`z[q] = g[2q] + j g[2q+1]`), loads its `2T` weights
 //!    once for all `2 g` outputs and, when the `g` windows are consecutive (no coarse-delay
-//!    step), streams the `T + g - 1` sample pairs of their union once, adding each into every
+//!    step) and the PFB has the compiled tap count, streams the `T + g - 1` sample pairs of
+//!    their union once in straight-line code (`g` a constant per copy, so all rows' loads go
+//!    out together; [`fused_unpack`]: one funnel shift per pair), adding each into every
 //!    output it belongs to (taps ascending per output, as the three-kernel FIR, so both paths'
 //!    FIR outputs are the same f32 values). Otherwise it reads each window on its own.
 //! 2. n-point complex FFT of z, Stockham radix-16 passes (a last pass of 2, 4 or 8: n is
@@ -21,10 +23,14 @@
 //!    `k < 2n`, computed in f64 on the host). In place: a round loads, waits at a barrier,
 //!    stores; rounds of a pass cover disjoint spectra, so one barrier per round and one per
 //!    pass suffice.
-//! 3. Post: a thread owns channel k of all `2 g` spectra: the R2C fix-up
-//!    ([`super::r2c_fixup`] with `Z[n - k]`), fringe and fine-delay rotation
-//!    `exp(j phase) exp(-j pi fine k / n)`, complex gain, quantisation ([`super::quantise_complex`])
-//!    and one vector store of the channel's `4 g` bytes (int4: `2 g`), plus saturation counts.
+//! 3. Post: a thread owns column u and its mirror n/4 - u of one spectrum
+//!    ([`fused_post_columns`], as the three-kernel post): eight channels whose mirrors `n - k`
+//!    are among them, so each value is read once ([`fused_fixup_pair`]); the fringe and
+//!    fine-delay rotation by the three-kernel post's recurrence ([`super::rotations`]: one
+//!    short polynomial per eight channels instead of a `sincospi` per value), complex gain,
+//!    quantisation ([`super::quantise_complex`]); the channel's value (both polarisations)
+//!    goes back to its own slot, and after a barrier one vector store per channel writes its
+//!    `4 g` bytes (int4: `2 g`), plus saturation counts.
 //!
 //! Layouts of input, offsets, weights, gains, fine delays, rotations, output and counts are
 //! those of the three-kernel path ([`super`]).
@@ -300,12 +306,67 @@ pub const fn fused_piece_byte(
     }
 }
 
+/// The pair of `bits`-bit samples whose first bit is bit `shift` (< 32) of the little-endian
+/// word `first`, followed by `second`: as [`super::unpack_words`], from the top 32 bits of the
+/// byte-swapped pair of words only (a pair is at most 32 bits), so one funnel shift and three
+/// 32-bit shifts instead of 64-bit ones (about 10 instructions per pair on sm_90 instead of 20).
+#[inline(always)]
+pub fn fused_unpack(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i32) {
+    let v = (((first.swap_bytes() as u64) << 32 | second.swap_bytes() as u64) << shift >> 32) as u32;
+    ((v as i32) >> (32 - bits), ((v << bits) as i32) >> (32 - bits))
+}
+
+/// `exp(-j pi v / 4)` for v = 0..4 (a copy of the three-kernel post's private table: the R2C
+/// twiddle of channel `k + a v` is that of `k` times this).
+pub const FUSED_ROW_TWIDDLE: [C32; 4] = [
+    [1.0, 0.0],
+    [core::f32::consts::FRAC_1_SQRT_2, -core::f32::consts::FRAC_1_SQRT_2],
+    [0.0, -1.0],
+    [-core::f32::consts::FRAC_1_SQRT_2, -core::f32::consts::FRAC_1_SQRT_2],
+];
+
+/// The two columns of post thread `u` (`0 <= u < n/8`, as [`super::post_columns`] with `a =
+/// n/4`): channels `u + a v` and `w + a v` (v = 0..4), whose mirrors `n - k` are all among
+/// them, so one thread reads each spectrum value once and no other thread reads it.
+pub const fn fused_post_columns(u: u32, channels: u32) -> (u32, u32) {
+    super::post_columns(u, channels)
+}
+
+/// R2C fix-up of post thread `u`'s eight channels from the FFT values `z[v] = Z[u + a v]`,
+/// `zm[v] = Z[w + a v]` (w from [`fused_post_columns`]) and `e = exp(-j pi u / n)`, `em =
+/// exp(-j pi w / n)`: the mirror of `u + a v` is `w + a (3 - v)` (u > 0) or `a ((4 - v) % 4)`
+/// (u = 0, whose w = a/2 is its own mirror column). The same arithmetic as the three-kernel
+/// post's `post_pair` after its unzip step.
+#[inline(always)]
+pub fn fused_fixup_pair(u: u32, z: [C32; 4], zm: [C32; 4], e: C32, em: C32) -> ([C32; 4], [C32; 4]) {
+    let pick =
+        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
+    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
+    let r = FUSED_ROW_TWIDDLE;
+    let cmul = super::cmul;
+    let r2c = super::r2c_fixup;
+    let x = [
+        r2c(z[0], mirror(0), e),
+        r2c(z[1], mirror(1), cmul(e, r[1])),
+        r2c(z[2], mirror(2), cmul(e, r[2])),
+        r2c(z[3], mirror(3), cmul(e, r[3])),
+    ];
+    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
+    let xm = [
+        r2c(zm[0], mirror_m(0), em),
+        r2c(zm[1], mirror_m(1), cmul(em, r[1])),
+        r2c(zm[2], mirror_m(2), cmul(em, r[2])),
+        r2c(zm[3], mirror_m(3), cmul(em, r[3])),
+    ];
+    (x, xm)
+}
+
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
-    use super::super::{expj_pi, quantise_complex, r2c_fixup, unpack_pair_at};
+    use super::super::{quantise_complex, rotations, unpack_pair_at};
     use super::*;
     use crate::intrinsics::*;
     use crate::pfb::cmul;
@@ -392,88 +453,97 @@ mod device {
         sync_threads();
     }
 
-    /// The fused kernel body (module documentation). Grid: `spectra / g` blocks of
-    /// `FUSED_THREADS`; `fused_shared_bytes(n, g)` bytes of dynamic shared memory.
+    /// Phase 1, the FIR of the block's `G` spectra of both polarisations into the FFT buffers
+    /// (module documentation). `G` is a constant so the shared-window loop is straight-line:
+    /// every row's loads are issued together (with a runtime `g` and `pad` each row sat in its
+    /// own branch and the loads ran one after another, each waiting on L1/L2).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn fused<const TV: usize, const INT4: bool>(
+    unsafe fn fir_phase<const TV: usize, const G: usize>(
         inputs: [*const u32; 2],
         offsets: *const u32,
         weights: *const f32,
-        twiddles: *const [f32; 2],
-        gains: *const [f32; 2],
-        fine: *const f32,
-        rotation: *const [f32; 4],
-        out: *mut u32,
-        saturated: *mut u32,
+        smem: u32,
+        buffer_bytes: u32,
         channels: u32,
         taps: u32,
         spectra: u32,
-        spectra_per_heap: u32,
         bits: u32,
-        g: u32,
+        m0: u32,
     ) {
         let tid = thread_idx_x();
         let n = channels;
-        let m0 = block_idx_x() * g;
-        let smem = dynamic_shared();
-        let buffer_bytes = 8 * fused_buffer_slots(n);
+        let g = G as u32;
         let buffer = |p: u32, i: u32| smem + (p * g + i) * buffer_bytes;
         let pad = TV as u32 - taps;
         let step = 2 * n;
         let row_bits = step as u64 * bits as u64;
+        // Words from one window row to the next (2n bits bits, a multiple of 32 for n >= 64,
+        // so every row of a pair has the same bit offset in its first word).
+        let row_words = step * bits / 32;
 
-        // 1. FIR. Up to n = 128 a thread takes one (pair, polarisation); above, pairs
-        // tid, tid + 256, ... of both polarisations, its weights loaded once for both.
+        // Up to n = 128 a thread takes one (pair, polarisation); above, pairs tid, tid + 256,
+        // ... of both polarisations, its weights loaded once for both.
         let split = 2 * n <= FUSED_THREADS;
         let mut q = if split { tid % n } else { tid };
         let (p_first, p_end) = if split { (tid / n, tid / n + 1) } else { (0, 2) };
-        // Each polarisation's first window and whether its g windows are consecutive, once
+        // Each polarisation's first window and whether its G windows are consecutive, once
         // per block (in the pair loop the shared stores kept the compiler from hoisting
         // these loads, a chain of two dependent global loads per pair).
         let window = |p: u32| -> (u32, bool) {
             let offs = offsets.add((p * spectra + m0) as usize);
             let s0 = *offs;
             let mut contiguous = true;
-            let mut i = 1;
-            while i < g {
-                contiguous &= *offs.add(i as usize) == s0.wrapping_add(i * step);
-                i += 1;
-            }
+            unroll!(i in [1, 2, 3] {
+                if i < G {
+                    contiguous &= *offs.add(i) == s0.wrapping_add(i as u32 * step);
+                }
+            });
             (s0, contiguous)
         };
         let (w0, w1) = (window(0), window(1));
         while q < n && p_first < 2 {
+            // Weights of the taps below `pad` are zero; below 32 taps every load is issued (at
+            // a clamped, valid index: a running index, so nothing per tap is loop-invariant;
+            // with `(j - pad) n` per tap the compiler kept 16 offsets across the pair loop and
+            // spilled) so the loads go out together.
             let mut w = [[0.0f32; 2]; TV];
+            let mut at = (2 * q) as i32 - (pad * step) as i32;
             unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
-                if j < TV && j as u32 >= pad {
-                    let at = ((j as u32 - pad) * step + 2 * q) as usize;
-                    let [w0, w1] = ld_global_nc_v2(weights.add(at) as *const u32);
-                    w[j] = [f32::from_bits(w0), f32::from_bits(w1)];
+                if j < TV {
+                    // (At 32 taps conditional loads, one at a time: 64 weights in flight
+                    // spilled on sm_80.)
+                    let live = j as u32 >= pad;
+                    if TV < 32 || live {
+                        let index = if at > (2 * q) as i32 { at } else { (2 * q) as i32 };
+                        let [w0, w1] = ld_global_nc_v2(weights.add(index as usize) as *const u32);
+                        w[j] = if live { [f32::from_bits(w0), f32::from_bits(w1)] } else { [0.0, 0.0] };
+                    }
+                    at += step as i32;
                 }
             });
             let mut p = p_first;
             while p < p_end {
                 let input = if p == 0 { inputs[0] } else { inputs[1] };
-                let word = |i: usize| *input.add(i);
                 let offs = offsets.add((p * spectra + m0) as usize);
                 let (s0, contiguous) = if p == 0 { w0 } else { w1 };
                 let slot = 8 * fused_slot(q);
-                if contiguous && fused_shares_windows(TV as u32) {
-                    // Window pair k (sample s0 + 2q + 2n (k - pad)) feeds output i with
-                    // weight k - i; per output the sum runs taps ascending.
-                    let mut acc = [[0.0f32; 2]; FUSED_MAX_SPECTRA as usize];
-                    // First bit of the next window pair, advanced row by row: written as
-                    // `base + k * row` the compiler hoisted every row's 64-bit offset out of
-                    // the pair loop (46 registers, spills).
-                    let mut bit = (s0 as u64 + 2 * q as u64) * bits as u64;
-                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38] {
-                        if k < TV + FUSED_MAX_SPECTRA as usize - 1 && k as u32 >= pad && (k as u32) < TV as u32 + g - 1 {
-                            let (a, b) = unpack_pair_at(word, bit, bits);
-                            bit += row_bits;
+                if contiguous && fused_shares_windows(TV as u32) && pad == 0 {
+                    // Window pair k (sample s0 + 2q + 2nk) feeds output i with weight k - i;
+                    // per output the sum runs taps ascending. Straight-line, a running row
+                    // pointer (with `k * row_words` per row the compiler kept every row's
+                    // offset in a register across the pair loop and spilled).
+                    let mut acc = [[0.0f32; 2]; G];
+                    let bit = (s0 as u64 + 2 * q as u64) * bits as u64;
+                    let shift = (bit % 32) as u32;
+                    let mut ptr = input.add((bit / 32) as usize);
+                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34] {
+                        if k < TV + G - 1 {
+                            let (a, b) = fused_unpack(*ptr, *ptr.add(1), shift, bits);
+                            ptr = ptr.add(row_words as usize);
                             let x = [a as f32, b as f32];
                             unroll!(i in [0, 1, 2, 3] {
-                                if i <= k && k - i < TV && (i as u32) < g {
+                                if i < G && i <= k && k - i < TV {
                                     acc[i][0] = fma_rn_f32(w[k - i][0], x[0], acc[i][0]);
                                     acc[i][1] = fma_rn_f32(w[k - i][1], x[1], acc[i][1]);
                                 }
@@ -481,12 +551,39 @@ mod device {
                         }
                     });
                     unroll!(i in [0, 1, 2, 3] {
-                        if (i as u32) < g {
+                        if i < G {
+                            st_c32(buffer(p, i as u32) + slot, acc[i]);
+                        }
+                    });
+                } else if contiguous && fused_shares_windows(TV as u32) {
+                    // Fewer taps than compiled (pad > 0): as above, each row's loads behind
+                    // its `k >= pad` branch.
+                    let mut acc = [[0.0f32; 2]; G];
+                    let word = |i: usize| *input.add(i);
+                    let mut bit = (s0 as u64 + 2 * q as u64) * bits as u64;
+                    unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34] {
+                        if k < TV + G - 1 && k as u32 >= pad {
+                            let (a, b) = unpack_pair_at(word, bit, bits);
+                            bit += row_bits;
+                            let x = [a as f32, b as f32];
+                            unroll!(i in [0, 1, 2, 3] {
+                                if i < G && i <= k && k - i < TV {
+                                    acc[i][0] = fma_rn_f32(w[k - i][0], x[0], acc[i][0]);
+                                    acc[i][1] = fma_rn_f32(w[k - i][1], x[1], acc[i][1]);
+                                }
+                            });
+                        }
+                    });
+                    unroll!(i in [0, 1, 2, 3] {
+                        if i < G {
                             st_c32(buffer(p, i as u32) + slot, acc[i]);
                         }
                     });
                 } else {
-                    // A coarse-delay step inside the block: each window on its own.
+                    // A coarse-delay step inside the block (or 32 taps): each window on its
+                    // own, taps in order (a real branch per tap, so the 32-tap kernel keeps
+                    // its loads in flight one by one and does not spill).
+                    let word = |i: usize| *input.add(i);
                     let mut i = 0;
                     while i < g {
                         let s = *offs.add(i as usize);
@@ -508,9 +605,203 @@ mod device {
             }
             q += FUSED_THREADS;
         }
+    }
+
+    /// Phase 3 for post thread `u` ([`fused_post_columns`]) and spectrum `i` of the block:
+    /// both polarisations of its eight channels (R2C fix-up, rotation by recurrence, gain,
+    /// quantisation); each channel's value (both polarisations: int8 32 bits, int4 16) goes
+    /// to the channel's slot of buffer (0, i), which only this thread reads. Returns the
+    /// saturated values, pol 0 in the low half, pol 1 in the high half.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_item<const G: usize, const INT4: bool>(
+        u: u32,
+        i: u32,
+        smem: u32,
+        buffer_bytes: u32,
+        twiddles: *const [f32; 2],
+        gains: *const [f32; 2],
+        fine: *const f32,
+        rotation: *const [f32; 4],
+        channels: u32,
+        spectra: u32,
+        m0: u32,
+    ) -> u32 {
+        let n = channels;
+        let a = n / 4;
+        let (_, w) = fused_post_columns(u, n);
+        let e = ld_global_c32(twiddles.add(u as usize));
+        let em = ld_global_c32(twiddles.add(w as usize));
+        let mut value = [0u32; 8];
+        let mut clipped = 0u32;
+        // The polarisations are a real loop: unrolled, the compiler hoisted both's loads
+        // (values, gains) and spilled at 128 registers.
+        let mut p = 0usize;
+        while p < 2 {
+            let b = smem + (p as u32 * G as u32 + i) * buffer_bytes;
+            let mut z = [[0.0f32; 2]; 4];
+            let mut zm = [[0.0f32; 2]; 4];
+            unroll!(v in [0, 1, 2, 3] {
+                z[v] = ld_c32(b + 8 * fused_slot(u + a * v as u32));
+                zm[v] = ld_c32(b + 8 * fused_slot(w + a * v as u32));
+            });
+            let (x, xm) = fused_fixup_pair(u, z, zm, e, em);
+            let at = p * spectra as usize + (m0 + i) as usize;
+            let [fr, fi, sr, si] = *rotation.add(at);
+            let (rot, rotm) = rotations(u, n, *fine.add(at), [fr, fi], [sr, si]);
+            let gains = gains.add(p * n as usize);
+            let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
+            unroll!(v in [0, 1, 2, 3] {
+                let g = ld_global_c32(gains.add((u + a * v as u32) as usize));
+                let gm = ld_global_c32(gains.add((w + a * v as u32) as usize));
+                let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
+                let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
+                clipped += (c as u32 + cm as u32) << (16 * p as u32);
+                value[v] |= q << shift;
+                value[4 + v] |= qm << shift;
+            });
+            p += 1;
+        }
+        let b = smem + i * buffer_bytes;
+        unroll!(v in [0, 1, 2, 3] {
+            st_shared_u32(b + 8 * fused_slot(u + a * v as u32), value[v]);
+            st_shared_u32(b + 8 * fused_slot(w + a * v as u32), value[4 + v]);
+        });
+        clipped
+    }
+
+    /// Phase 3, post-processing of the block's `G` spectra: items (column pair u, spectrum
+    /// i), n/8 per spectrum ([`post_item`]), then a barrier and one vector store of each
+    /// channel's `4 G` bytes (int4: `2 G`) read back from buffer (0, i) slots.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_phase<const G: usize, const INT4: bool>(
+        smem: u32,
+        buffer_bytes: u32,
+        twiddles: *const [f32; 2],
+        gains: *const [f32; 2],
+        fine: *const f32,
+        rotation: *const [f32; 4],
+        out: *mut u32,
+        saturated: *mut u32,
+        channels: u32,
+        spectra: u32,
+        spectra_per_heap: u32,
+        m0: u32,
+    ) {
+        let tid = thread_idx_x();
+        let n = channels;
+        let per = n / 8;
+        let mut clipped = 0u32;
+        let mut item = tid;
+        while item < per * G as u32 {
+            let (u, i) = (item & (per - 1), item / per);
+            // Inlined twice, u = 0 a constant in one copy (the only item whose columns are
+            // their own mirrors), as in the three-kernel post.
+            clipped += if u == 0 {
+                post_item::<G, INT4>(
+                    0,
+                    i,
+                    smem,
+                    buffer_bytes,
+                    twiddles,
+                    gains,
+                    fine,
+                    rotation,
+                    n,
+                    spectra,
+                    m0,
+                )
+            } else {
+                post_item::<G, INT4>(
+                    u,
+                    i,
+                    smem,
+                    buffer_bytes,
+                    twiddles,
+                    gains,
+                    fine,
+                    rotation,
+                    n,
+                    spectra,
+                    m0,
+                )
+            };
+            item += FUSED_THREADS;
+        }
+        sync_threads();
+        let mut k = tid;
+        while k < n {
+            let slot = 8 * fused_slot(k);
+            let mut values = [0u32; 4];
+            unroll!(i in [0, 1, 2, 3] {
+                if i < G {
+                    values[i] = ld_shared_u32(smem + i as u32 * buffer_bytes + slot);
+                }
+            });
+            let byte = fused_piece_byte(m0, k, n, spectra_per_heap, INT4);
+            let ptr = out.add((byte / 4) as usize);
+            if INT4 {
+                let pair = |s: usize| values[s] | (values[s + 1] << 16);
+                match G {
+                    4 => st_global_v2(ptr, [pair(0), pair(2)]),
+                    2 => *ptr = pair(0),
+                    _ => *(out as *mut u16).add((byte / 2) as usize) = values[0] as u16,
+                }
+            } else {
+                match G {
+                    4 => st_global_v4(ptr, values),
+                    2 => st_global_v2(ptr, [values[0], values[1]]),
+                    _ => *ptr = values[0],
+                }
+            }
+            k += FUSED_THREADS;
+        }
+        let heap = m0 / spectra_per_heap;
+        unroll!(p in [0, 1] {
+            let count = (clipped >> (16 * p)) & 0xffff;
+            if count != 0 {
+                red_add_u32(saturated.add((heap * 2) as usize + p), count);
+            }
+        });
+    }
+
+    /// The fused kernel body (module documentation). Grid: `spectra / g` blocks of
+    /// `FUSED_THREADS`; `fused_shared_bytes(n, g)` bytes of dynamic shared memory; `g` (4, 2 or 1,
+    /// [`fused_spectra_per_block`]) is a constant in each phase's copy.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn fused<const TV: usize, const INT4: bool>(
+        inputs: [*const u32; 2],
+        offsets: *const u32,
+        weights: *const f32,
+        twiddles: *const [f32; 2],
+        gains: *const [f32; 2],
+        fine: *const f32,
+        rotation: *const [f32; 4],
+        out: *mut u32,
+        saturated: *mut u32,
+        channels: u32,
+        taps: u32,
+        spectra: u32,
+        spectra_per_heap: u32,
+        bits: u32,
+        g: u32,
+    ) {
+        let n = channels;
+        let m0 = block_idx_x() * g;
+        let smem = dynamic_shared();
+        let buffer_bytes = 8 * fused_buffer_slots(n);
+
+        // 1. FIR.
+        match g {
+            4 => fir_phase::<TV, 4>(inputs, offsets, weights, smem, buffer_bytes, n, taps, spectra, bits, m0),
+            2 => fir_phase::<TV, 2>(inputs, offsets, weights, smem, buffer_bytes, n, taps, spectra, bits, m0),
+            _ => fir_phase::<TV, 1>(inputs, offsets, weights, smem, buffer_bytes, n, taps, spectra, bits, m0),
+        }
         sync_threads();
 
-        // 2. FFT of every spectrum in place.
+        // 2. FFT of every spectrum in place (ends with a barrier).
         let buffers = 2 * g;
         let mut ns = 1;
         while ns < n {
@@ -524,64 +815,14 @@ mod device {
             ns *= radix;
         }
 
-        // 3. Post-processing, channel k of all 2g spectra per thread.
-        let heap = m0 / spectra_per_heap;
-        let mut clipped = [0u32; 2];
-        let mut k = tid;
-        while k < n {
-            let t = ld_global_c32(twiddles.add(k as usize));
-            let gain = [ld_global_c32(gains.add(k as usize)), ld_global_c32(gains.add((n + k) as usize))];
-            let mirror = (n - k) & (n - 1);
-            let x_k = k as f32 / n as f32; // exact: n is a power of two
-                                           // Spectrum i's value (both polarisations: int8 32 bits, int4 16) enters a shift
-                                           // register at the end, so after g steps the last g entries are spectra 0 .. g in
-                                           // order and every index is a constant (a runtime index would put the array in
-                                           // local memory; unrolling the spectra hoisted all their loads: 128 registers).
-            let mut values = [0u32; FUSED_MAX_SPECTRA as usize];
-            let mut i = 0;
-            while i < g {
-                let mut value = 0u32;
-                unroll!(p in [0, 1] {
-                    let b = buffer(p as u32, i);
-                    let z = ld_c32(b + 8 * fused_slot(k));
-                    let m = ld_c32(b + 8 * fused_slot(mirror));
-                    let x = r2c_fixup(z, m, t);
-                    let at = p * spectra as usize + (m0 + i) as usize;
-                    let [fr, fi, _, _] = *rotation.add(at);
-                    let rot = cmul([fr, fi], expj_pi(-*fine.add(at) * x_k));
-                    let (qv, c) = quantise_complex(cmul(x, cmul(gain[p], rot)), INT4);
-                    clipped[p] += c as u32;
-                    value |= qv << (if INT4 { 8 * p } else { 16 * p });
-                });
-                unroll!(s in [0, 1, 2] {
-                    values[s] = values[s + 1];
-                });
-                values[3] = value;
-                i += 1;
-            }
-            let byte = fused_piece_byte(m0, k, n, spectra_per_heap, INT4);
-            let ptr = out.add((byte / 4) as usize);
-            if INT4 {
-                let pair = |s: usize| values[s] | (values[s + 1] << 16);
-                match g {
-                    4 => st_global_v2(ptr, [pair(0), pair(2)]),
-                    2 => *ptr = pair(2),
-                    _ => *(out as *mut u16).add((byte / 2) as usize) = values[3] as u16,
-                }
-            } else {
-                match g {
-                    4 => st_global_v4(ptr, [values[0], values[1], values[2], values[3]]),
-                    2 => st_global_v2(ptr, [values[2], values[3]]),
-                    _ => *ptr = values[3],
-                }
-            }
-            k += FUSED_THREADS;
+        // 3. Post-processing.
+        let args = (smem, buffer_bytes, twiddles, gains, fine, rotation, out, saturated);
+        let (s, bb, tw, ga, fi, ro, o, sa) = args;
+        match g {
+            4 => post_phase::<4, INT4>(s, bb, tw, ga, fi, ro, o, sa, n, spectra, spectra_per_heap, m0),
+            2 => post_phase::<2, INT4>(s, bb, tw, ga, fi, ro, o, sa, n, spectra, spectra_per_heap, m0),
+            _ => post_phase::<1, INT4>(s, bb, tw, ga, fi, ro, o, sa, n, spectra, spectra_per_heap, m0),
         }
-        unroll!(p in [0, 1] {
-            if clipped[p] != 0 {
-                red_add_u32(saturated.add((heap * 2) as usize + p), clipped[p]);
-            }
-        });
     }
 
     macro_rules! fused_kernel {

@@ -1166,6 +1166,52 @@ mod tests {
         }
     }
 
+    /// The 32-bit unpack equals the 64-bit one for every width, bit offset and word pair, and
+    /// twice the post arithmetic is the post arithmetic doubled, bit for bit (the halves are
+    /// exact).
+    #[test]
+    fn unpack_words32_and_post_pair_x2_are_exact() {
+        let mut rng = rng();
+        for bits in BITS {
+            for shift in 0..32 {
+                for _ in 0..200 {
+                    let (a, b) = (rng.random::<u32>(), rng.random::<u32>());
+                    assert_eq!(
+                        layout::unpack_words32(a, b, shift, bits),
+                        layout::unpack_words(a, b, shift, bits),
+                        "bits {bits} shift {shift}"
+                    );
+                }
+            }
+        }
+        for n in [64u32, 1024, 32768] {
+            for _ in 0..200 {
+                let u = rng.random_range(0..layout::post_threads_per_group(n));
+                let (_, w) = layout::post_columns(u, n);
+                let mut c = || [rng.random_range(-3e4f32..3e4), rng.random_range(-3e4f32..3e4)];
+                let (y, ym) = ([c(), c(), c(), c()], [c(), c(), c(), c()]);
+                let (tw, e) = layout::column_twiddles(u, n);
+                let (twm, em) = layout::column_twiddles(w, n);
+                let (x, xm) = layout::post_pair(u, y, ym, &tw, &twm, e, em);
+                let (x2, xm2) = layout::post_pair_x2(u, y, ym, &tw, &twm, e, em);
+                for (a, b) in x.iter().chain(&xm).zip(x2.iter().chain(&xm2)) {
+                    for k in 0..2 {
+                        assert_eq!((2.0 * a[k]).to_bits(), b[k].to_bits(), "n {n} u {u}");
+                        let g = c();
+                        let (half, full) = ([0.5 * g[0], 0.5 * g[1]], g);
+                        let r = c();
+                        let one = layout::cmul(*a, layout::cmul(full, r));
+                        let two = layout::cmul(*b, layout::cmul(half, r));
+                        assert_eq!(
+                            [one[0].to_bits(), one[1].to_bits()],
+                            [two[0].to_bits(), two[1].to_bits()]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn ten_bit_packing_is_msb_first() {
         // 0x1ff (511), -512 (0x200), 1, -1 (0x3ff): bits 0111111111 1000000000 0000000001 1111111111
@@ -1342,7 +1388,7 @@ mod tests {
         }
         assert_eq!(
             4 * layout::post_scratch_word(7, SPECTRA_PER_POST_THREAD - 1, THREADS - 1) + 4,
-            layout::POST_SHARED_BYTES
+            layout::POST_SCRATCH_BYTES
         );
     }
 

@@ -17,7 +17,9 @@
 //! A post thread owns column `u` and its mirror `n/4 - u` ([`post_columns`]; thread 0 the two
 //! self-mirrored columns 0 and n/8), because channel `u + a v` needs `Z[n - k]`, which lies in
 //! the mirror column; so each thread does the two 4-point DFTs of the seed. A post block is a
-//! tile of 16 columns by 8 groups of spectra ([`POST_TILE_LOG2`]).
+//! tile of 16 columns by 8 groups of spectra ([`POST_TILE_LOG2`]); it stages its columns' gains,
+//! halved, in shared memory once, and computes twice the R2C fix-up ([`post_pair_x2`]), which
+//! gives the same products bit for bit with four multiplications fewer per channel.
 //!
 //! Layouts: input per polarisation, `bits`-wide two's complement packed MSB-first (sample i is
 //! bits `i bits .. (i + 1) bits` of the byte stream, bit 0 the MSB of byte 0), read as
@@ -32,8 +34,9 @@
 //! bytes in flight take no registers), each thread unpacks its pair of each new row
 //! ([`fir_row_start`], [`fir_row_word`]) into its slice of a window ring in shared memory
 //! ([`FIR_RING_ROW`]) and streams the window against its weights in registers. At 16 taps
-//! each warp of a block computes pairs of one row of the unzipped output
-//! ([`fir_pair_of_thread`]), so its stores are contiguous.
+//! ([`fir_warp_rows`]) the window itself stays in registers (no ring), and each warp of a
+//! block computes pairs of one row of the unzipped output ([`fir_pair_of_thread`]), so its
+//! stores are contiguous.
 //!
 //! Why no shared-memory transpose across threads (sec. 3.6): a post thread owns
 //! [`SPECTRA_PER_POST_THREAD`] consecutive spectra of its 8 channels, so the channel-major
@@ -94,9 +97,8 @@ pub const fn fir_variant(taps: u32) -> u32 {
 
 /// Register caps (`.maxnreg`, applied by the root `build.rs`): the fused kernels'
 /// ([`fused::fused_max_registers`]: three or two blocks of 256 threads per SM). The three-kernel
-/// kernels are uncapped: the 16-tap FIR with batches of 16 takes 126-130 registers (four
-/// blocks per SM, which its 54 KB of shared memory at 10 bits allows anyway); the post kernel
-/// fits 128 (four blocks).
+/// kernels are uncapped: the 16-tap FIR with batches of 16 takes 128 registers on sm_90 (four
+/// blocks per SM; a cap of 96 for five spilled); the post kernel takes 96 (five blocks).
 pub const REGISTER_LIMITS: [(&str, u32); 10] = {
     let mut limits = [("", 0); 10];
     let mut i = 0;
@@ -172,10 +174,12 @@ pub const FIR_RING_ROW: u32 = 8 * THREADS;
 
 /// Dynamic shared memory of a FIR block of `width` pairs and `variant_taps` compiled taps:
 /// [`FIR_STAGES`] slots of [`fir_batch`] staged rows, then the window ring of
-/// `variant_taps + batch - 1` rows.
+/// `variant_taps + batch - 1` rows, or with the window in registers ([`fir_warp_rows`]) a
+/// scratch of `variant_taps` rows for the rare paths.
 pub const fn fir_shared_bytes(bits: u32, width: u32, variant_taps: u32) -> u32 {
     let batch = fir_batch(variant_taps);
-    FIR_STAGES * batch * 16 * fir_row_chunks(bits, width) + (variant_taps + batch - 1) * FIR_RING_ROW
+    let rows = if fir_warp_rows(variant_taps) { variant_taps } else { variant_taps + batch - 1 };
+    FIR_STAGES * batch * 16 * fir_row_chunks(bits, width) + rows * FIR_RING_ROW
 }
 
 /// Pair (column pair offset in the block) of FIR thread `tid` in a block of `width` threads.
@@ -192,10 +196,12 @@ pub const fn fir_pair_of_thread(tid: u32, width: u32, warp_rows: bool) -> u32 {
     }
 }
 
-/// Whether the FIR kernel of `variant_taps` compiled taps uses [`fir_pair_of_thread`]'s
-/// row-per-warp order and a warp vote for its batch contiguity checks (one offset load per
-/// lane instead of `batch` per thread). Measured (and tested) only at 16 taps on the H200,
-/// where the two took the FIR from 0.628 to 0.584 ms at n = 32768 with batches of 16.
+/// Whether the FIR kernel of `variant_taps` compiled taps keeps its window in registers
+/// (needs `variant_taps - 1 <= batch`; no shared ring, [`fir_shared_bytes`]), uses
+/// [`fir_pair_of_thread`]'s row-per-warp order and a warp vote for its batch contiguity checks
+/// (one offset load per lane instead of `batch` per thread). Measured (and tested) only at 16
+/// taps on the H200, where row-per-warp and the vote took the FIR from 0.628 to 0.584 ms at
+/// n = 32768 with batches of 16, and the register window from 0.584 to 0.437 ms.
 pub const fn fir_warp_rows(variant_taps: u32) -> bool {
     variant_taps == 16
 }
@@ -232,8 +238,11 @@ pub const fn post_scratch_word(c: u32, j: u32, t: u32) -> u32 {
     (c * SPECTRA_PER_POST_THREAD + j) * THREADS + t
 }
 
-/// Dynamic shared memory of a post block: its threads' scratch ([`post_scratch_word`]).
-pub const POST_SHARED_BYTES: u32 = 4 * 8 * SPECTRA_PER_POST_THREAD * THREADS;
+/// Bytes of a post block's scratch ([`post_scratch_word`]).
+pub const POST_SCRATCH_BYTES: u32 = 4 * 8 * SPECTRA_PER_POST_THREAD * THREADS;
+/// Dynamic shared memory of a post block: its threads' scratch, then the block's gains (16
+/// columns at most, both columns of each, 4 rows, 2 polarisations).
+pub const POST_SHARED_BYTES: u32 = POST_SCRATCH_BYTES + 8 * 256;
 
 /// Post threads per group of spectra: columns `0 .. n/8` ([`post_columns`]).
 pub const fn post_threads_per_group(channels: u32) -> u32 {
@@ -257,6 +266,8 @@ pub const fn post_tile_log2(channels: u32, tile_log2: u32) -> u32 {
 /// whose channel-major output left in 16-byte pieces 1 KB apart; n = 1024 and 4096 were
 /// fastest at 16 too.
 pub const POST_TILE_LOG2: u32 = 4;
+// The post block's gains in shared memory ([`POST_SHARED_BYTES`]) hold tiles of 16 columns.
+const _: () = assert!(POST_TILE_LOG2 <= 4);
 
 /// Blocks of a post launch: column tiles times tiles of `THREADS >> tile` groups.
 pub const fn post_blocks(channels: u32, spectra: u32, tile_log2: u32) -> u32 {
@@ -300,6 +311,15 @@ pub fn unpack_pair_at(word: impl Fn(usize) -> u32, bit: u64, bits: u32) -> (i32,
 pub fn unpack_words(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i32) {
     let v = (((first.swap_bytes() as u64) << 32) | second.swap_bytes() as u64) << shift;
     ((v as i64 >> (64 - bits)) as i32, ((v << bits) as i64 >> (64 - bits)) as i32)
+}
+
+/// As [`unpack_words`], with 32-bit shifts only: a funnel shift takes the 32 bits from bit
+/// `shift` (both samples lie in them, as `2 bits <= 32`), two arithmetic shifts sign-extend.
+#[inline(always)]
+pub fn unpack_words32(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i32) {
+    let v = ((first.swap_bytes() as u64) << 32) | second.swap_bytes() as u64;
+    let top = (v >> (32 - shift)) as u32;
+    ((top as i32) >> (32 - bits), ((top << bits) as i32) >> (32 - bits))
 }
 
 // -------------------------------------------------------------------------------------------
@@ -439,6 +459,47 @@ pub fn post_pair(
     (x, xm)
 }
 
+/// Twice [`r2c_fixup`], bit for bit (`z + m*` and `-j t (z - m*)` without the halving; the
+/// halves are exact, so the caller folds them into its gains).
+#[inline(always)]
+pub fn r2c_fixup_x2(z: C32, m: C32, t: C32) -> C32 {
+    let even = [z[0] + m[0], z[1] - m[1]];
+    let odd = [z[0] - m[0], z[1] + m[1]];
+    cadd(even, mul_neg_j(cmul(t, odd)))
+}
+
+/// Twice [`post_pair`], bit for bit ([`r2c_fixup_x2`]).
+#[inline(always)]
+pub fn post_pair_x2(
+    u: u32,
+    y: [C32; 4],
+    ym: [C32; 4],
+    tw: &[C32; 3],
+    twm: &[C32; 3],
+    e: C32,
+    em: C32,
+) -> ([C32; 4], [C32; 4]) {
+    let z = unzip_column(y, tw);
+    let zm = unzip_column(ym, twm);
+    let pick =
+        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
+    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
+    let x = [
+        r2c_fixup_x2(z[0], mirror(0), e),
+        r2c_fixup_x2(z[1], mirror(1), cmul(e, ROW_TWIDDLE[1])),
+        r2c_fixup_x2(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
+        r2c_fixup_x2(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
+    ];
+    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
+    let xm = [
+        r2c_fixup_x2(zm[0], mirror_m(0), em),
+        r2c_fixup_x2(zm[1], mirror_m(1), cmul(em, ROW_TWIDDLE[1])),
+        r2c_fixup_x2(zm[2], mirror_m(2), cmul(em, ROW_TWIDDLE[2])),
+        r2c_fixup_x2(zm[3], mirror_m(3), cmul(em, ROW_TWIDDLE[3])),
+    ];
+    (x, xm)
+}
+
 /// Round to nearest even and saturate to `[-max, max]`; returns the value and whether it
 /// clipped. NaN gives 0.
 #[inline(always)]
@@ -502,7 +563,7 @@ mod device {
     /// a batch with a delay step inside, or the ragged end, goes one spectrum at a time, each
     /// window read directly (its staged rows, if any, are not used).
     #[inline(always)]
-    unsafe fn fir<const TV: usize, const B: usize, const S: usize, const WARP_ROWS: bool>(
+    unsafe fn fir<const TV: usize, const B: usize, const S: usize>(
         inputs: [*const u32; 2],
         offsets: *const u32,
         weights: *const f32,
@@ -518,7 +579,7 @@ mod device {
         let tid = thread_idx_x();
         let width = block_dim_x();
         let q0 = (id & (channels - 1)) - tid;
-        let t = fir_pair_of_thread(tid, width, WARP_ROWS);
+        let t = fir_pair_of_thread(tid, width, false);
         let q = q0 + t;
         let piece = id >> channels.trailing_zeros();
         let first = piece * per_thread;
@@ -561,15 +622,6 @@ mod device {
         let contiguous = |k: u32| -> bool {
             let m = first + k * B as u32;
             let s0 = *offsets.add(m as usize);
-            if WARP_ROWS {
-                // Lane l checks spectrum m + l % B (B divides 32), the warp votes: one offset
-                // load per lane instead of B per thread.
-                let i = tid % 32 % B as u32;
-                let at = if m + i < last { m + i } else { last - 1 };
-                return vote_all(
-                    m + B as u32 <= last && *offsets.add(at as usize) == s0.wrapping_add(i * step),
-                );
-            }
             let mut ok = m + B as u32 <= last;
             unroll!(i in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 if i < B {
@@ -722,17 +774,16 @@ mod device {
                 per_thread: u32,
                 bits: u32,
             ) {
-                fir::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }, { fir_warp_rows($tv) }>(
-                    [input0, input1],
-                    offsets,
-                    weights,
-                    out,
-                    channels,
-                    taps,
-                    spectra,
-                    per_thread,
-                    bits,
-                );
+                let inputs = [input0, input1];
+                if fir_warp_rows($tv) {
+                    fir_rw::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }>(
+                        inputs, offsets, weights, out, channels, taps, spectra, per_thread, bits,
+                    );
+                } else {
+                    fir::<$tv, { fir_batch($tv) as usize }, { FIR_STAGES as usize }>(
+                        inputs, offsets, weights, out, channels, taps, spectra, per_thread, bits,
+                    );
+                }
             }
         };
     }
@@ -743,6 +794,208 @@ mod device {
     fir_kernel!(pfb_fir_t16, 16);
     fir_kernel!(pfb_fir_t32, 32);
 
+    /// FIR body with the window in registers (`TV - 1 <= B`): as [`fir`], but a continuing
+    /// batch keeps the `TV - 1` older pairs of its window in registers (the new rows of the
+    /// previous batch) instead of a shared ring, so no ring address arithmetic, and the staged
+    /// rows' loads are not ordered behind ring stores. A batch whose window does not continue
+    /// the previous one reloads its older pairs from global memory through a per-thread
+    /// shared scratch of `TV` rows; spectra outside whole staged batches use that scratch as
+    /// [`fir`] uses its ring. Each output's sum runs over taps ascending, as in [`fir`]; the
+    /// FMAs with the zero weights in front (`taps < TV`) are kept, which adds +-0 to a sum that
+    /// starts at +0 and so changes no bit.
+    #[inline(always)]
+    unsafe fn fir_rw<const TV: usize, const B: usize, const S: usize>(
+        inputs: [*const u32; 2],
+        offsets: *const u32,
+        weights: *const f32,
+        out: *mut [f32; 2],
+        channels: u32,
+        taps: u32,
+        spectra: u32,
+        per_thread: u32,
+        bits: u32,
+    ) {
+        let pol = block_idx_y();
+        let id = global_thread_x();
+        let tid = thread_idx_x();
+        let width = block_dim_x();
+        let q0 = (id & (channels - 1)) - tid;
+        let t = fir_pair_of_thread(tid, width, true);
+        let q = q0 + t;
+        let piece = id >> channels.trailing_zeros();
+        let first = piece * per_thread;
+        if first >= spectra {
+            return;
+        }
+        let last = if first + per_thread < spectra { first + per_thread } else { spectra };
+        let input = if pol == 0 { inputs[0] } else { inputs[1] };
+        let offsets = offsets.add((pol * spectra) as usize);
+        let step = 2 * channels;
+        let pad = TV as u32 - taps;
+        let mut w = [[0.0f32; 2]; TV];
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+            if j < TV && j as u32 >= pad {
+                let at = ((j as u32 - pad) * step + 2 * q) as usize;
+                let [w0, w1] = ld_global_nc_v2(weights.add(at) as *const u32);
+                w[j] = [f32::from_bits(w0), f32::from_bits(w1)];
+            }
+        });
+        let out = out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize)
+            as *mut u32;
+        let out_row = 2 * channels as usize; // u32 words from one spectrum's output to the next
+
+        let row_bytes = 16 * fir_row_chunks(bits, width);
+        let row_step = (channels * bits / 4) as usize;
+        let smem = dynamic_shared();
+        let scratch = smem + S as u32 * B as u32 * row_bytes + 8 * tid;
+        let batches = (last - first).div_ceil(B as u32);
+        let row_sample = |s0: u32| s0 as u64 + 2 * q0 as u64 + (taps - 1) as u64 * step as u64;
+        let contiguous = |k: u32| -> bool {
+            let m = first + k * B as u32;
+            let s0 = *offsets.add(m as usize);
+            // Lane l checks spectrum m + l % B (B divides 32), the warp votes: one offset load
+            // per lane instead of B per thread.
+            let i = tid % 32 % B as u32;
+            let at = if m + i < last { m + i } else { last - 1 };
+            vote_all(m + B as u32 <= last && *offsets.add(at as usize) == s0.wrapping_add(i * step))
+        };
+        let stage = |k: u32, slot: u32| -> bool {
+            let m = first + k * B as u32;
+            let staged = k < batches && contiguous(k);
+            if staged {
+                let (chunk, _) = fir_row_start(row_sample(*offsets.add(m as usize)), bits);
+                let src = (input as *const u8).add(16 * chunk as usize);
+                let dst = smem + slot * B as u32 * row_bytes;
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if i < B {
+                        let mut j = 16 * tid;
+                        while j < row_bytes {
+                            cp_async_16(dst + i as u32 * row_bytes + j, src.add(i * row_step + j as usize), 16);
+                            j += 16 * width;
+                        }
+                    }
+                });
+            }
+            cp_async_commit();
+            staged
+        };
+        let mut staged = 0u32;
+        unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if k + 1 < S {
+                staged |= (stage(k as u32, k as u32) as u32) << k;
+            }
+        });
+        let row_words = (step * bits / 32) as usize;
+        // Scratch rows pad .. count from global memory (pair at `base` + 2n (k - pad)); a real
+        // loop, as in [`fir`].
+        let load_scratch = |base: u64, count: usize| {
+            let bit = base * bits as u64;
+            let shift = (bit % 32) as u32;
+            let mut ptr = input.add((bit / 32) as usize);
+            let mut j = pad as usize;
+            while j < count {
+                let (a, b) = unpack_words(*ptr, *ptr.add(1), shift, bits);
+                st_shared_v2(scratch + j as u32 * FIR_RING_ROW, [(a as f32).to_bits(), (b as f32).to_bits()]);
+                ptr = ptr.add(row_words);
+                j += 1;
+            }
+        };
+        let pair = |address: u32| -> [f32; 2] {
+            let [a, b] = ld_shared_v2(address);
+            [f32::from_bits(a), f32::from_bits(b)]
+        };
+        unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+            if k < TV {
+                st_shared_v2(scratch + k as u32 * FIR_RING_ROW, [0, 0]);
+            }
+        });
+        // Window pairs 0 .. TV - 1 of the next batch.
+        let mut old = [[0.0f32; 2]; 32];
+        let mut expected = u32::MAX;
+        let mut k = 0;
+        let mut slot = 0;
+        while k < batches {
+            cp_async_wait_pending(S as u32 - 2);
+            sync_threads();
+            let free = if slot == 0 { S as u32 - 1 } else { slot - 1 };
+            let ahead = stage(k + S as u32 - 1, free);
+            staged = (staged & !(1 << free)) | ((ahead as u32) << free);
+            let m = first + k * B as u32;
+            if staged & (1 << slot) != 0 {
+                let s0 = *offsets.add(m as usize);
+                if s0 != expected {
+                    load_scratch(s0 as u64 + 2 * q as u64, TV - 1);
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                        if j + 1 < TV {
+                            old[j] = pair(scratch + j as u32 * FIR_RING_ROW);
+                        }
+                    });
+                }
+                let (_, offset) = fir_row_start(row_sample(s0), bits);
+                let rows = smem + slot * B as u32 * row_bytes + fir_row_word(0, offset, t, bits);
+                let bit = (offset + 2 * t * bits) % 32;
+                let mut raw = [[0u32; 2]; 16];
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if i < B {
+                        let row = rows + i as u32 * row_bytes;
+                        raw[i] = [ld_shared_u32(row), ld_shared_u32(row + 4)];
+                    }
+                });
+                let mut new = [[0.0f32; 2]; 16];
+                let mut acc = [[0.0f32; 2]; 16];
+                unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47] {
+                    if kk < TV + B - 1 {
+                        let x = if kk + 1 < TV {
+                            old[kk % 32]
+                        } else {
+                            let i = (kk + 1 - TV) % 16;
+                            let (a, b) = unpack_words32(raw[i][0], raw[i][1], bit, bits);
+                            new[i] = [a as f32, b as f32];
+                            new[i]
+                        };
+                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                            if i < B && kk >= i && kk - i < TV {
+                                acc[i][0] = fma_rn_f32(w[kk - i][0], x[0], acc[i][0]);
+                                acc[i][1] = fma_rn_f32(w[kk - i][1], x[1], acc[i][1]);
+                            }
+                        });
+                    }
+                });
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    if i < B {
+                        st_global_v2(out.add((m as usize + i) * out_row), [acc[i][0].to_bits(), acc[i][1].to_bits()]);
+                    }
+                });
+                // The next window's older pairs: this window's pairs B .. B + TV - 1, all new
+                // rows since TV - 1 <= B.
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                    if j + 1 < TV {
+                        old[j] = new[(B + j + 1 - TV) % 16];
+                    }
+                });
+                expected = s0.wrapping_add(B as u32 * step);
+            } else {
+                let mut mm = m;
+                while mm < last && mm < m + B as u32 {
+                    load_scratch(*offsets.add(mm as usize) as u64 + 2 * q as u64, TV);
+                    let mut acc = [0.0f32; 2];
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] {
+                        if j < TV && j as u32 >= pad {
+                            let x = pair(scratch + j as u32 * FIR_RING_ROW);
+                            acc[0] = fma_rn_f32(w[j][0], x[0], acc[0]);
+                            acc[1] = fma_rn_f32(w[j][1], x[1], acc[1]);
+                        }
+                    });
+                    st_global_v2(out.add(mm as usize * out_row), [acc[0].to_bits(), acc[1].to_bits()]);
+                    mm += 1;
+                }
+                expected = u32::MAX;
+            }
+            k += 1;
+            slot = if slot + 1 == S as u32 { 0 } else { slot + 1 };
+        }
+    }
+
     /// The loop of [`post`] over its spectra for the columns of thread `u`; returns the
     /// saturated counts. Inlined twice, with u = 0 a constant in one copy.
     #[inline(always)]
@@ -750,7 +1003,7 @@ mod device {
     unsafe fn post_loop<const INT4: bool>(
         u: u32,
         fft: *const [f32; 2],
-        gains: *const [f32; 2],
+        gains_shared: u32,
         fine: *const f32,
         rotation: *const [f32; 4],
         scratch: u32,
@@ -776,15 +1029,18 @@ mod device {
                     y[r] = load_c32(base.add(r * a as usize + u as usize));
                     ym[r] = load_c32(base.add(r * a as usize + w as usize));
                 });
-                let (x, xm) = post_pair(u, y, ym, &tw, &twm, e, em);
+                // Twice the spectra, with the gains halved in shared memory (both exact).
+                let (x, xm) = post_pair_x2(u, y, ym, &tw, &twm, e, em);
                 let at = p * spectra as usize + m;
                 let [fr, fi, sr, si] = *rotation.add(at);
                 let (rot, rotm) = rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
-                let gains = gains.add(p * channels as usize);
                 let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
                 unroll!(v in [0, 1, 2, 3] {
-                    let g = load_c32(gains.add((u + a * v as u32) as usize));
-                    let gm = load_c32(gains.add((w + a * v as u32) as usize));
+                    let at = |side: usize| gains_shared + 8 * 16 * (((p * 4 + v) * 2 + side) as u32);
+                    let [gr, gi] = ld_shared_v2(at(0));
+                    let [mr, mi] = ld_shared_v2(at(1));
+                    let (g, gm) =
+                        ([f32::from_bits(gr), f32::from_bits(gi)], [f32::from_bits(mr), f32::from_bits(mi)]);
                     let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
                     let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
                     clipped += (c as u32 + cm as u32) << (16 * p as u32);
@@ -833,18 +1089,40 @@ mod device {
         let u = ((b & ((1 << tiles_log2) - 1)) << tile) + (tid & ((1 << tile) - 1));
         let group = ((b >> tiles_log2) << (THREADS.trailing_zeros() - tile)) + (tid >> tile);
         let s0 = group * G as u32;
+        let a = channels / UNZIP;
+        // The block's gains (16 pol x row x side combinations of its <= 16 columns), halved,
+        // go to shared memory once, read there by every group (needs tile_log2 <= 4).
+        let gains_base = dynamic_shared() + POST_SCRATCH_BYTES;
+        {
+            let u0 = (b & ((1 << tiles_log2) - 1)) << tile;
+            unroll!(r in [0, 1] {
+                let e = tid + THREADS * r as u32;
+                let col = e & 15;
+                if col < (1 << tile) {
+                    let combo = e >> 4;
+                    let (p, v, side) = (combo >> 3, (combo >> 1) & 3, combo & 1);
+                    let (cu, cw) = post_columns(u0 + col, channels);
+                    let k = if side == 0 { cu } else { cw } + a * v;
+                    let [gr, gi] = ld_global_nc_v2(gains.add((p * channels + k) as usize) as *const u32);
+                    let g = [(0.5 * f32::from_bits(gr)).to_bits(), (0.5 * f32::from_bits(gi)).to_bits()];
+                    st_shared_v2(gains_base + 8 * e, g);
+                }
+            });
+            sync_threads();
+        }
         if s0 >= spectra {
             return;
         }
-        let a = channels / UNZIP;
+        let gains_shared = gains_base + 8 * (tid & ((1 << tile) - 1));
         let (_, w) = post_columns(u, channels);
         // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
         // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
         // thread's shared scratch, each value stored as it is quantised (packed in registers,
         // with selects to place a spectrum's values, it took 165 registers). The spectra are a
         // real loop (when unrolled, the compiler hoisted every load of the group and spilled);
-        // both polarisations of a spectrum go in one iteration (128 registers, four blocks per
-        // SM): on the H200 at n = 32768 that beat one (spectrum, polarisation) per iteration
+        // both polarisations of a spectrum go in one iteration (then 128 registers, four blocks
+        // per SM; 96 and five with the gains in shared memory): on the H200 at n = 32768 that
+        // beat one (spectrum, polarisation) per iteration
         // (72 registers, seven blocks) by 8% and a polarisation-outer loop with the gains
         // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
         // n = 1024 and 4096.
@@ -854,9 +1132,9 @@ mod device {
         // are their own mirrors), so the other threads' copy carries none of its selects (one
         // copy with them took 146 registers, three blocks per SM).
         let clipped = if u == 0 {
-            post_loop::<INT4>(0, fft, gains, fine, rotation, scratch, tid, channels, spectra, s0)
+            post_loop::<INT4>(0, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0)
         } else {
-            post_loop::<INT4>(u, fft, gains, fine, rotation, scratch, tid, channels, spectra, s0)
+            post_loop::<INT4>(u, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0)
         };
         // int4 wrote only the low two bytes of each word.
         let mask = if INT4 { 0xffff } else { u32::MAX };

@@ -1,6 +1,7 @@
 //! `cargo bench --bench correlator`: X-engine throughput in useful TOPS
-//! (`8 N (N + 1) / 2 P^2 C T` per launch) as a fraction of this GPU's s8 m16n8k32 ceiling
-//! (from `ceilings.json`; run the ceilings bench first), and the streaming pipeline's
+//! (`8 N (N + 1) / 2 P^2 C T` per launch) as a fraction of this GPU's matching ceiling, s8
+//! m16n8k32 `mma.sync` or, for the wgmma kernels, s8 m64n256k32 `wgmma` (from `ceilings.json`;
+//! run the ceilings bench first), and the streaming pipeline's
 //! end-to-end rate including host-to-device transfers. On Hopper the int8 cases run the
 //! sm_90a `wgmma` kernel; the rows marked `sm_80` run the `mma.sync` kernel (the path Ampere
 //! GPUs take) on the same GPU for comparison. `RADIO_KERNELS_BENCH_ONLY=<row label>` (e.g.
@@ -39,6 +40,8 @@ fn main() {
         return;
     };
     let peak = read_ceiling("mma s8 m16n8k32");
+    // The wgmma kernels' matching ceiling (Hopper; `ceilings.json` has it from the ceilings bench).
+    let wgmma_peak = read_ceiling("wgmma s8 m64n256k32");
     let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("correlator");
     let mut rows = Vec::new();
@@ -161,8 +164,12 @@ fn main() {
 
     println!("\nCorrelator on {} ({} SMs), medians of {REPS} launches:", gpu.name(), gpu.sm_count());
     for (label, ms, tops) in &rows {
+        let (peak, name) = match wgmma_peak {
+            Some(p) if label.contains(" wgmma ") => (Some(p), "wgmma s8"),
+            _ => (peak, "mma.sync s8"),
+        };
         let fraction = peak
-            .map(|p| format!("{:5.1}% of {p:.0}", 100.0 * tops / p))
+            .map(|p| format!("{:5.1}% of {name} {p:.0}", 100.0 * tops / p))
             .unwrap_or_else(|| "no ceiling".into());
         println!("  {label:50} {ms:9.3} ms {tops:8.1} TOPS  {fraction}");
     }

@@ -3,7 +3,8 @@
 //! (F channels of 1 / t_f slow samples), so its time is the time per second of data (and the
 //! real-time fraction). Also the W kernel (`set_beams`, run when beams move), f16 tensor
 //! TFLOP/s (`2 * 4MN` per output) as a fraction of this GPU's f16 m16n8k16 f32-accumulate
-//! ceiling (`ceilings.json`; run the ceilings bench first), and the issue's cuBLAS figures.
+//! ceiling and, for the wgmma GEMM, of the wgmma f16 m64n256k16 one (`ceilings.json`; run the
+//! ceilings bench first), and the issue's cuBLAS figures.
 //! On Hopper both GEMM kernel families run: sm_90a `wgmma` and the sm_80 `mma.sync` ones
 //! (`set_wgmma_enabled(false)`), W path and fused path each; times are also given as
 //! multiples of the issue's cuBLAS time (targets: GEMM <= 1.25, fused <= 1).
@@ -33,6 +34,7 @@ fn main() {
         return;
     };
     let peak = read_ceiling("mma f16 m16n8k16 f32-acc");
+    let wgmma_peak = read_ceiling("wgmma f16 m64n256k16 f32-acc");
     let mut criterion = common::kernel_criterion();
     let mut group = criterion.benchmark_group("frb_resample");
     // (label, F, slow samples per second = 1 / t_f, M, N, B = 10 MN, cuBLAS ms on the H200).
@@ -105,11 +107,11 @@ fn main() {
 
     println!(
         "\nFRB resampling (non-factorizable, J = I W) on {}, one second of data per launch, medians of {REPS} (ms; \
-         x cuB = time / the issue's cuBLAS time, its faster figure; TFLOP/s as % of the mma.sync f16 ceiling):",
+         x cuB = time / the issue's cuBLAS time, its faster figure; TFLOP/s as % of the mma.sync f16 ceiling and, for the wgmma GEMM, of the wgmma f16 one):",
         gpu.name()
     );
     println!(
-        "{:<26} {:>11} {:>7} {:>11} {:>7} {:>10} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9}",
+        "{:<26} {:>11} {:>7} {:>11} {:>7} {:>10} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}",
         "case",
         "wgmma GEMM",
         "x cuB",
@@ -121,7 +123,8 @@ fn main() {
         "U ms",
         "cuBLAS",
         "wgmma TF",
-        "of mma pk"
+        "of mma pk",
+        "of wgmma"
     );
     let na = || "-".to_string();
     for r in rows {
@@ -132,7 +135,7 @@ fn main() {
         let (sg, sf) = r.sm80.map_or((na(), na()), |(g, f)| (format!("{g:.3}"), format!("{f:.3}")));
         let tflops = r.wgmma.or(r.sm80).map(|(g, _)| r.config.flops() / g / 1e9).unwrap_or(0.0);
         println!(
-            "{:<26} {:>11} {:>7} {:>11} {:>7} {:>10} {:>10} {:>8.3} {:>8.3} {:>9} {:>9.0} {:>9}",
+            "{:<26} {:>11} {:>7} {:>11} {:>7} {:>10} {:>10} {:>8.3} {:>8.3} {:>9} {:>9.0} {:>9} {:>9}",
             r.label,
             wg,
             wgr,
@@ -145,6 +148,9 @@ fn main() {
             r.cublas.unwrap_or("-"),
             tflops,
             peak.map_or("n/a".into(), |p| format!("{:.1}%", 100.0 * tflops / p)),
+            wgmma_peak
+                .filter(|_| r.wgmma.is_some())
+                .map_or("n/a".into(), |p| format!("{:.1}%", 100.0 * tflops / p)),
         );
     }
     criterion.final_summary();

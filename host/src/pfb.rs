@@ -1764,32 +1764,12 @@ mod tests {
         assert_eq!(fused_spectra_per_block(4096, 256), 1);
     }
 
-    /// The fused FIR's 32-bit unpacker equals the 64-bit one for every width, shift and
-    /// random word pair.
-    #[test]
-    fn fused_unpack_matches_unpack_words() {
-        let mut rng = rng();
-        for &bits in &layout::BITS {
-            for shift in 0..32 {
-                for _ in 0..200 {
-                    let (a, b) = (rng.random::<u32>(), rng.random::<u32>());
-                    assert_eq!(
-                        fused_layout::fused_unpack(a, b, shift, bits),
-                        layout::unpack_words(a, b, shift, bits),
-                        "bits {bits} shift {shift}"
-                    );
-                }
-            }
-        }
-    }
-
-    /// The fused post's per-thread fix-up (columns u and its mirror, [`fused_post_columns`])
+    /// The fused post's per-thread fix-up (columns u and its mirror, [`layout::post_columns`])
     /// covers every channel once, reads each spectrum value once, and gives each channel
     /// `r2c_fixup(Z[k], Z[n - k], exp(-j pi k / n))` (within the f32 rounding of the row
     /// twiddle products).
     #[test]
     fn fused_post_pairs_cover_every_channel_with_its_mirror() {
-        use fused_layout::*;
         let mut rng = rng();
         for log2 in 6..=12u32 {
             let n = 1u32 << log2;
@@ -1799,10 +1779,11 @@ mod tests {
                 (0..n).map(|_| [rng.random_range(-1e3..1e3), rng.random_range(-1e3..1e3)]).collect();
             let mut seen = vec![0u32; n as usize];
             for u in 0..n / 8 {
-                let (_, w) = fused_post_columns(u, n);
+                let (_, w) = layout::post_columns(u, n);
                 let zu: [[f32; 2]; 4] = std::array::from_fn(|v| z[(u + a * v as u32) as usize]);
                 let zw: [[f32; 2]; 4] = std::array::from_fn(|v| z[(w + a * v as u32) as usize]);
-                let (x, xm) = fused_fixup_pair(u, zu, zw, tw[u as usize], tw[w as usize]);
+                let (x, xm) =
+                    layout::fixup_pair(u, zu, zw, tw[u as usize], tw[w as usize], layout::r2c_fixup);
                 for v in 0..4u32 {
                     for (k, got) in [(u + a * v, x[v as usize]), (w + a * v, xm[v as usize])] {
                         seen[k as usize] += 1;

@@ -420,6 +420,43 @@ pub fn r2c_fixup(z: C32, m: C32, t: C32) -> C32 {
     cadd(even, mul_neg_j(cmul(t, odd)))
 }
 
+/// The R2C fix-up of channels `u + a v` and `w + a v` (v = 0..4; `w` from [`post_columns`])
+/// from the unzipped values `z[v] = Z[u + a v]`, `zm[v] = Z[w + a v]` and the columns'
+/// twiddles `e = exp(-j pi u / n)`, `em = exp(-j pi w / n)`: the mirror of `u + a v` is
+/// `w + a (3 - v)` (u > 0) or `a ((4 - v) % 4)` (u = 0). `fixup` is [`r2c_fixup`] or
+/// [`r2c_fixup_x2`]. Shared by the three-kernel post ([`post_pair`]) and the fused kernel.
+#[inline(always)]
+pub fn fixup_pair(
+    u: u32,
+    z: [C32; 4],
+    zm: [C32; 4],
+    e: C32,
+    em: C32,
+    fixup: impl Fn(C32, C32, C32) -> C32,
+) -> ([C32; 4], [C32; 4]) {
+    // Written out, not looped: with a loop the compiler kept z and zm in local memory.
+    // (Selecting the values, not the arrays: a select of two arrays became a select of their
+    // addresses, which puts them in local memory.)
+    let pick =
+        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
+    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
+    let x = [
+        fixup(z[0], mirror(0), e),
+        fixup(z[1], mirror(1), cmul(e, ROW_TWIDDLE[1])),
+        fixup(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
+        fixup(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
+    ];
+    // For u = 0 the second column is n/8, its own mirror: Z[n - (n/8 + a v)] = Z[n/8 + a (3 - v)].
+    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
+    let xm = [
+        fixup(zm[0], mirror_m(0), em),
+        fixup(zm[1], mirror_m(1), cmul(em, ROW_TWIDDLE[1])),
+        fixup(zm[2], mirror_m(2), cmul(em, ROW_TWIDDLE[2])),
+        fixup(zm[3], mirror_m(3), cmul(em, ROW_TWIDDLE[3])),
+    ];
+    (x, xm)
+}
+
 /// The spectra of column `u` and its mirror `w` (see [`post_columns`]): from the FFT rows
 /// `y[r]` at column u and `ym[r]` at column w, channels `u + a v` and `w + a v` for v = 0..4.
 /// `tw`/`twm` and `e`/`em` are the columns' [`column_twiddles`].
@@ -433,30 +470,7 @@ pub fn post_pair(
     e: C32,
     em: C32,
 ) -> ([C32; 4], [C32; 4]) {
-    let z = unzip_column(y, tw);
-    let zm = unzip_column(ym, twm);
-    // Written out, not looped: with a loop the compiler kept z and zm in local memory.
-    // Z[n - (u + a v)] is Z[w + a (3 - v)]; for u = 0 it is Z[a ((4 - v) % 4)].
-    // (Selecting the values, not the arrays: a select of two arrays became a select of their
-    // addresses, which puts them in local memory.)
-    let pick =
-        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
-    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
-    let x = [
-        r2c_fixup(z[0], mirror(0), e),
-        r2c_fixup(z[1], mirror(1), cmul(e, ROW_TWIDDLE[1])),
-        r2c_fixup(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
-        r2c_fixup(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
-    ];
-    // For u = 0 the second column is n/8, its own mirror: Z[n - (n/8 + a v)] = Z[n/8 + a (3 - v)].
-    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
-    let xm = [
-        r2c_fixup(zm[0], mirror_m(0), em),
-        r2c_fixup(zm[1], mirror_m(1), cmul(em, ROW_TWIDDLE[1])),
-        r2c_fixup(zm[2], mirror_m(2), cmul(em, ROW_TWIDDLE[2])),
-        r2c_fixup(zm[3], mirror_m(3), cmul(em, ROW_TWIDDLE[3])),
-    ];
-    (x, xm)
+    fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup)
 }
 
 /// Twice [`r2c_fixup`], bit for bit (`z + m*` and `-j t (z - m*)` without the halving; the
@@ -479,25 +493,7 @@ pub fn post_pair_x2(
     e: C32,
     em: C32,
 ) -> ([C32; 4], [C32; 4]) {
-    let z = unzip_column(y, tw);
-    let zm = unzip_column(ym, twm);
-    let pick =
-        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
-    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
-    let x = [
-        r2c_fixup_x2(z[0], mirror(0), e),
-        r2c_fixup_x2(z[1], mirror(1), cmul(e, ROW_TWIDDLE[1])),
-        r2c_fixup_x2(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
-        r2c_fixup_x2(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
-    ];
-    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
-    let xm = [
-        r2c_fixup_x2(zm[0], mirror_m(0), em),
-        r2c_fixup_x2(zm[1], mirror_m(1), cmul(em, ROW_TWIDDLE[1])),
-        r2c_fixup_x2(zm[2], mirror_m(2), cmul(em, ROW_TWIDDLE[2])),
-        r2c_fixup_x2(zm[3], mirror_m(3), cmul(em, ROW_TWIDDLE[3])),
-    ];
-    (x, xm)
+    fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup_x2)
 }
 
 /// Round to nearest even and saturate to `[-max, max]`; returns the value and whether it
@@ -815,6 +811,9 @@ mod device {
         per_thread: u32,
         bits: u32,
     ) {
+        // The same prologue as `fir`'s, written out: as a shared function returning the
+        // thread's place and weights, ptxas scheduled this kernel differently and the 16-tap
+        // FIR ran 2-3% slower on the H200 (session 6).
         let pol = block_idx_y();
         let id = global_thread_x();
         let tid = thread_idx_x();

@@ -14,7 +14,7 @@
 //!    once for all `2 g` outputs and, when the `g` windows are consecutive (no coarse-delay
 //!    step) and the PFB has the compiled tap count, streams the `T + g - 1` sample pairs of
 //!    their union once in straight-line code (`g` a constant per copy, so all rows' loads go
-//!    out together; [`fused_unpack`]: one funnel shift per pair), adding each into every
+//!    out together; [`super::unpack_words32`]: one funnel shift per pair), adding each into every
 //!    output it belongs to (taps ascending per output, as the three-kernel FIR, so both paths'
 //!    FIR outputs are the same f32 values). Otherwise it reads each window on its own.
 //! 2. n-point complex FFT of z, Stockham radix-16 passes (a last pass of 2, 4 or 8: n is
@@ -24,8 +24,8 @@
 //!    stores; rounds of a pass cover disjoint spectra, so one barrier per round and one per
 //!    pass suffice.
 //! 3. Post: a thread owns column u and its mirror n/4 - u of one spectrum
-//!    ([`fused_post_columns`], as the three-kernel post): eight channels whose mirrors `n - k`
-//!    are among them, so each value is read once ([`fused_fixup_pair`]); the fringe and
+//!    ([`super::post_columns`], as the three-kernel post): eight channels whose mirrors `n - k`
+//!    are among them, so each value is read once ([`super::fixup_pair`]); the fringe and
 //!    fine-delay rotation by the three-kernel post's recurrence ([`super::rotations`]: one
 //!    short polynomial per eight channels instead of a `sincospi` per value), complex gain,
 //!    quantisation ([`super::quantise_complex`]); the channel's value (both polarisations)
@@ -306,61 +306,6 @@ pub const fn fused_piece_byte(
     }
 }
 
-/// The pair of `bits`-bit samples whose first bit is bit `shift` (< 32) of the little-endian
-/// word `first`, followed by `second`: as [`super::unpack_words`], from the top 32 bits of the
-/// byte-swapped pair of words only (a pair is at most 32 bits), so one funnel shift and three
-/// 32-bit shifts instead of 64-bit ones (about 10 instructions per pair on sm_90 instead of 20).
-#[inline(always)]
-pub fn fused_unpack(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i32) {
-    let v = (((first.swap_bytes() as u64) << 32 | second.swap_bytes() as u64) << shift >> 32) as u32;
-    ((v as i32) >> (32 - bits), ((v << bits) as i32) >> (32 - bits))
-}
-
-/// `exp(-j pi v / 4)` for v = 0..4 (a copy of the three-kernel post's private table: the R2C
-/// twiddle of channel `k + a v` is that of `k` times this).
-pub const FUSED_ROW_TWIDDLE: [C32; 4] = [
-    [1.0, 0.0],
-    [core::f32::consts::FRAC_1_SQRT_2, -core::f32::consts::FRAC_1_SQRT_2],
-    [0.0, -1.0],
-    [-core::f32::consts::FRAC_1_SQRT_2, -core::f32::consts::FRAC_1_SQRT_2],
-];
-
-/// The two columns of post thread `u` (`0 <= u < n/8`, as [`super::post_columns`] with `a =
-/// n/4`): channels `u + a v` and `w + a v` (v = 0..4), whose mirrors `n - k` are all among
-/// them, so one thread reads each spectrum value once and no other thread reads it.
-pub const fn fused_post_columns(u: u32, channels: u32) -> (u32, u32) {
-    super::post_columns(u, channels)
-}
-
-/// R2C fix-up of post thread `u`'s eight channels from the FFT values `z[v] = Z[u + a v]`,
-/// `zm[v] = Z[w + a v]` (w from [`fused_post_columns`]) and `e = exp(-j pi u / n)`, `em =
-/// exp(-j pi w / n)`: the mirror of `u + a v` is `w + a (3 - v)` (u > 0) or `a ((4 - v) % 4)`
-/// (u = 0, whose w = a/2 is its own mirror column). The same arithmetic as the three-kernel
-/// post's `post_pair` after its unzip step.
-#[inline(always)]
-pub fn fused_fixup_pair(u: u32, z: [C32; 4], zm: [C32; 4], e: C32, em: C32) -> ([C32; 4], [C32; 4]) {
-    let pick =
-        |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
-    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
-    let r = FUSED_ROW_TWIDDLE;
-    let cmul = super::cmul;
-    let r2c = super::r2c_fixup;
-    let x = [
-        r2c(z[0], mirror(0), e),
-        r2c(z[1], mirror(1), cmul(e, r[1])),
-        r2c(z[2], mirror(2), cmul(e, r[2])),
-        r2c(z[3], mirror(3), cmul(e, r[3])),
-    ];
-    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
-    let xm = [
-        r2c(zm[0], mirror_m(0), em),
-        r2c(zm[1], mirror_m(1), cmul(em, r[1])),
-        r2c(zm[2], mirror_m(2), cmul(em, r[2])),
-        r2c(zm[3], mirror_m(3), cmul(em, r[3])),
-    ];
-    (x, xm)
-}
-
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
@@ -539,7 +484,7 @@ mod device {
                     let mut ptr = input.add((bit / 32) as usize);
                     unroll!(k in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34] {
                         if k < TV + G - 1 {
-                            let (a, b) = fused_unpack(*ptr, *ptr.add(1), shift, bits);
+                            let (a, b) = crate::pfb::unpack_words32(*ptr, *ptr.add(1), shift, bits);
                             ptr = ptr.add(row_words as usize);
                             let x = [a as f32, b as f32];
                             unroll!(i in [0, 1, 2, 3] {
@@ -607,7 +552,7 @@ mod device {
         }
     }
 
-    /// Phase 3 for post thread `u` ([`fused_post_columns`]) and spectrum `i` of the block:
+    /// Phase 3 for post thread `u` ([`super::post_columns`]) and spectrum `i` of the block:
     /// both polarisations of its eight channels (R2C fix-up, rotation by recurrence, gain,
     /// quantisation); each channel's value (both polarisations: int8 32 bits, int4 16) goes
     /// to the channel's slot of buffer (0, i), which only this thread reads. Returns the
@@ -629,7 +574,7 @@ mod device {
     ) -> u32 {
         let n = channels;
         let a = n / 4;
-        let (_, w) = fused_post_columns(u, n);
+        let (_, w) = crate::pfb::post_columns(u, n);
         let e = ld_global_c32(twiddles.add(u as usize));
         let em = ld_global_c32(twiddles.add(w as usize));
         let mut value = [0u32; 8];
@@ -645,7 +590,7 @@ mod device {
                 z[v] = ld_c32(b + 8 * fused_slot(u + a * v as u32));
                 zm[v] = ld_c32(b + 8 * fused_slot(w + a * v as u32));
             });
-            let (x, xm) = fused_fixup_pair(u, z, zm, e, em);
+            let (x, xm) = crate::pfb::fixup_pair(u, z, zm, e, em, crate::pfb::r2c_fixup);
             let at = p * spectra as usize + (m0 + i) as usize;
             let [fr, fi, sr, si] = *rotation.add(at);
             let (rot, rotm) = rotations(u, n, *fine.add(at), [fr, fi], [sr, si]);

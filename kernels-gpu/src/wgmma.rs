@@ -101,20 +101,23 @@ mod device {
         }
     }
 
-    /// `D (64 x N) = A B + (scale_d ? D : 0)`, f16 operands, f32 accumulate, both operands
-    /// K-major shared-memory descriptors; one k16 step.
-    macro_rules! wgmma_ss_f16 {
-        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
-            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".f32.f16.f16`, A and B in shared memory.")]
+    /// `D (64 x N) = A B + (scale_d ? D : 0)`, both operands K-major shared-memory
+    /// descriptors, one 32-byte K step: f16 operands with f32 accumulators (`$types`
+    /// ".f32.f16.f16", `$tail` ", 1, 1, 0, 0": no scaling or transposition of A and B), or s8
+    /// with s32 accumulators, exact (".s32.s8.s8", no tail).
+    macro_rules! wgmma_ss {
+        ($name:ident, $shape:literal, $types:literal, $tail:literal, $acc:ty, $n:literal,
+         [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, $types, "`, A and B in shared memory.")]
             ///
             /// # Safety
             /// Warpgroup-collective; `a` and `b` must describe initialised shared memory that
             /// stays unchanged until the group containing this op has been waited for.
             #[inline(always)]
-            pub unsafe fn $name(d: &mut [f32; $n], a: u64, b: u64, scale_d: bool) {
+            pub unsafe fn $name(d: &mut [$acc; $n], a: u64, b: u64, scale_d: bool) {
                 asm!(
                     concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
-                        ".f32.f16.f16 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {a}, {b}, p, 1, 1, 0, 0; }}"),
+                        $types, " {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {a}, {b}, p", $tail, "; }}"),
                     inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
                     a = in(reg64) a, b = in(reg64) b, sd = in(reg32) scale_d as u32,
                     options(nostack),
@@ -123,35 +126,14 @@ mod device {
         };
     }
 
-    /// `D (64 x N) = A B + (scale_d ? D : 0)`, s8 operands, s32 accumulate (exact), both
-    /// operands K-major shared-memory descriptors; one k32 step.
-    macro_rules! wgmma_ss_s8 {
-        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
-            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".s32.s8.s8`, A and B in shared memory.")]
-            ///
-            /// # Safety
-            /// As the f16 form.
-            #[inline(always)]
-            pub unsafe fn $name(d: &mut [i32; $n], a: u64, b: u64, scale_d: bool) {
-                asm!(
-                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
-                        ".s32.s8.s8 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {a}, {b}, p; }}"),
-                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
-                    a = in(reg64) a, b = in(reg64) b, sd = in(reg32) scale_d as u32,
-                    options(nostack),
-                );
-            }
-        };
-    }
-
-    /// As `wgmma_ss_s8` with A from registers: thread `t` holds the m64k32 A fragment of
-    /// `mma.sync` m16n8k32 for rows 16 (t / 32) .. + 15 (4 registers of 4 bytes).
+    /// As the s8 form of `wgmma_ss` with A from registers: thread `t` holds the m64k32 A
+    /// fragment of `mma.sync` m16n8k32 for rows 16 (t / 32) .. + 15 (4 registers of 4 bytes).
     macro_rules! wgmma_rs_s8 {
         ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
             #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".s32.s8.s8`, A in registers, B in shared memory.")]
             ///
             /// # Safety
-            /// As the f16 form; `a` must not change until the group has been waited for.
+            /// As `wgmma_ss`; `a` must not change until the group has been waited for.
             #[inline(always)]
             pub unsafe fn $name(d: &mut [i32; $n], a: [u32; 4], b: u64, scale_d: bool) {
                 asm!(
@@ -166,18 +148,24 @@ mod device {
         };
     }
 
-    wgmma_ss_f16!(
+    wgmma_ss!(
         mma_m64n64k16_f32_f16,
         "m64n64k16",
+        ".f32.f16.f16",
+        ", 1, 1, 0, 0",
+        f32,
         32,
         [
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
             27, 28, 29, 30, 31
         ]
     );
-    wgmma_ss_f16!(
+    wgmma_ss!(
         mma_m64n128k16_f32_f16,
         "m64n128k16",
+        ".f32.f16.f16",
+        ", 1, 1, 0, 0",
+        f32,
         64,
         [
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
@@ -185,9 +173,12 @@ mod device {
             51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
         ]
     );
-    wgmma_ss_f16!(
+    wgmma_ss!(
         mma_m64n256k16_f32_f16,
         "m64n256k16",
+        ".f32.f16.f16",
+        ", 1, 1, 0, 0",
+        f32,
         128,
         [
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
@@ -198,36 +189,54 @@ mod device {
             118, 119, 120, 121, 122, 123, 124, 125, 126, 127
         ]
     );
-    wgmma_ss_s8!(
+    wgmma_ss!(
         mma_m64n64k32_s32_s8,
+        "m64n64k32",
+        ".s32.s8.s8",
+        "",
+        i32,
+        32,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31
+        ]
+    );
+    wgmma_ss!(
+        mma_m64n128k32_s32_s8,
+        "m64n128k32",
+        ".s32.s8.s8",
+        "",
+        i32,
+        64,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+        ]
+    );
+    wgmma_ss!(
+        mma_m64n256k32_s32_s8,
+        "m64n256k32",
+        ".s32.s8.s8",
+        "",
+        i32,
+        128,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 123, 124, 125, 126, 127
+        ]
+    );
+    wgmma_rs_s8!(
+        mma_rs_m64n64k32_s32_s8,
         "m64n64k32",
         32,
         [
             0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
             27, 28, 29, 30, 31
-        ]
-    );
-    wgmma_ss_s8!(
-        mma_m64n128k32_s32_s8,
-        "m64n128k32",
-        64,
-        [
-            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
-            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
-        ]
-    );
-    wgmma_ss_s8!(
-        mma_m64n256k32_s32_s8,
-        "m64n256k32",
-        128,
-        [
-            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
-            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
-            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
-            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
-            118, 119, 120, 121, 122, 123, 124, 125, 126, 127
         ]
     );
     wgmma_rs_s8!(
@@ -401,44 +410,6 @@ mod tests {
                 }
             }
         }
-    }
-}
-
-// Correlator (sm_90a): `D (64 x 64) += A B` with A from registers, for kernels whose A rows
-// are built in registers and whose B tile is only 64 wide.
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-pub use rs_n64::*;
-
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-mod rs_n64 {
-    use core::arch::asm;
-
-    /// `wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8`, A in registers (thread `t` holds
-    /// the `mma.sync` m16n8k32 A fragment of rows 16 (t / 32) .. + 15), B a K-major
-    /// shared-memory descriptor; `D = A B + (scale_d ? D : 0)`, exact.
-    ///
-    /// # Safety
-    /// Warpgroup-collective; `b` must describe initialised shared memory, and neither it nor
-    /// the registers of `a` and `d` may change until the group has been waited for.
-    #[inline(always)]
-    pub unsafe fn mma_rs_m64n64k32_s32_s8(d: &mut [i32; 32], a: [u32; 4], b: u64, scale_d: bool) {
-        asm!(
-            "{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;",
-            "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {{{0},{1},{2},{3},{4},{5},{6},{7},{8},{9},{10},\
-             {11},{12},{13},{14},{15},{16},{17},{18},{19},{20},{21},{22},{23},{24},{25},{26},{27},{28},{29},\
-             {30},{31}}}, {{{a0},{a1},{a2},{a3}}}, {b}, p; }}",
-            inout(reg32) d[0], inout(reg32) d[1], inout(reg32) d[2], inout(reg32) d[3],
-            inout(reg32) d[4], inout(reg32) d[5], inout(reg32) d[6], inout(reg32) d[7],
-            inout(reg32) d[8], inout(reg32) d[9], inout(reg32) d[10], inout(reg32) d[11],
-            inout(reg32) d[12], inout(reg32) d[13], inout(reg32) d[14], inout(reg32) d[15],
-            inout(reg32) d[16], inout(reg32) d[17], inout(reg32) d[18], inout(reg32) d[19],
-            inout(reg32) d[20], inout(reg32) d[21], inout(reg32) d[22], inout(reg32) d[23],
-            inout(reg32) d[24], inout(reg32) d[25], inout(reg32) d[26], inout(reg32) d[27],
-            inout(reg32) d[28], inout(reg32) d[29], inout(reg32) d[30], inout(reg32) d[31],
-            a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-            b = in(reg64) b, sd = in(reg32) scale_d as u32,
-            options(nostack),
-        );
     }
 }
 

@@ -386,34 +386,46 @@ mod device {
         }
 
         let j = out.add(channel as usize * times as usize * beams as usize);
-        // J's f16 pair (col, col + 1) of tile row `row`, staged in shared memory.
-        let put = |row: u32, col: u32, pair: u32| st_shared_u32(smem + staged_offset(row, col), pair);
         if half {
             let mut acc = [0.0f32; 64];
             main_loop!(acc, mma_m64n128k16_f32_f16);
             // The ring is free for staging J once every warpgroup's wgmmas are done.
             sync_threads();
-            crate::for_each_accumulator_128!(|reg: u32| {
-                if reg < 64 && reg % 2 == 0 {
-                    let (row, col) = crate::wgmma::accumulator_position(t, reg);
-                    let pair = f32x2_to_f16x2(acc[(reg & 63) as usize], acc[((reg | 1) & 63) as usize]);
-                    put(wg_row + row, wg_col + col, pair);
-                }
-            });
+            stage_j(&acc, t, wg_row, wg_col, smem);
         } else {
             let mut acc = [0.0f32; 128];
             main_loop!(acc, mma_m64n256k16_f32_f16);
             sync_threads();
-            crate::for_each_accumulator_128!(|reg: u32| {
-                if reg % 2 == 0 {
-                    let (row, col) = crate::wgmma::accumulator_position(t, reg);
-                    let pair = f32x2_to_f16x2(acc[reg as usize], acc[(reg | 1) as usize]);
-                    put(wg_row + row, wg_col + col, pair);
-                }
-            });
+            stage_j(&acc, t, wg_row, wg_col, smem);
         }
-        // Whole 16-byte chunks of J rows: a warp stores 512 contiguous bytes of one row.
         sync_threads();
+        store_j::<WG>(j, smem, tid, (row0, col0), times, beams);
+    }
+
+    /// Stages a warpgroup's f32 accumulators (m64n128 with `R` = 64, m64n256 with 128) as f16
+    /// pairs in the shared J tile (`staged_offset`), at the warpgroup's offset (`row`, `col`).
+    #[inline(always)]
+    unsafe fn stage_j<const R: usize>(acc: &[f32; R], t: u32, row: u32, col: u32, smem: u32) {
+        crate::for_each_accumulator_128!(|reg: u32| {
+            if (reg as usize) < R && reg % 2 == 0 {
+                let (r, c) = crate::wgmma::accumulator_position(t, reg);
+                let pair = f32x2_to_f16x2(acc[reg as usize & (R - 1)], acc[(reg | 1) as usize & (R - 1)]);
+                st_shared_u32(smem + staged_offset(row + r, col + c), pair);
+            }
+        });
+    }
+
+    /// Stores the staged J tile (rows from `row0`, columns from `col0`) to `j`, in whole 16-byte
+    /// chunks of J rows: a warp stores 512 contiguous bytes of one row; `128 WG` threads.
+    #[inline(always)]
+    unsafe fn store_j<const WG: u32>(
+        j: *mut u16,
+        smem: u32,
+        tid: u32,
+        (row0, col0): (u32, u32),
+        times: u32,
+        beams: u32,
+    ) {
         let c = tid % 32;
         let col = col0 + 8 * c;
         unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
@@ -555,53 +567,20 @@ mod device {
         }
 
         let j = out.add(channel as usize * times as usize * beams as usize);
-        // J's f16 pair (col, col + 1) of tile row `row`, staged in shared memory.
-        let put = |row: u32, col: u32, pair: u32| st_shared_u32(smem + staged_offset(row, col), pair);
         if half {
             let mut acc = [0.0f32; 64];
             main_loop!(acc, mma_m64n128k16_f32_f16);
             // The ring is free for staging J once every warpgroup's wgmmas are done.
             sync_threads();
-            crate::for_each_accumulator_128!(|reg: u32| {
-                if reg < 64 && reg % 2 == 0 {
-                    let (row, col) = crate::wgmma::accumulator_position(t, reg);
-                    let pair = f32x2_to_f16x2(acc[(reg & 63) as usize], acc[((reg | 1) & 63) as usize]);
-                    put(wg_row + row, wg_col + col, pair);
-                }
-            });
+            stage_j(&acc, t, wg_row, wg_col, smem);
         } else {
             let mut acc = [0.0f32; 128];
             main_loop!(acc, mma_m64n256k16_f32_f16);
             sync_threads();
-            crate::for_each_accumulator_128!(|reg: u32| {
-                if reg % 2 == 0 {
-                    let (row, col) = crate::wgmma::accumulator_position(t, reg);
-                    let pair = f32x2_to_f16x2(acc[reg as usize], acc[(reg | 1) as usize]);
-                    put(wg_row + row, wg_col + col, pair);
-                }
-            });
+            stage_j(&acc, t, wg_row, wg_col, smem);
         }
-        // Whole 16-byte chunks of J rows: a warp stores 512 contiguous bytes of one row.
         sync_threads();
-        let c = tid % 32;
-        let col = col0 + 8 * c;
-        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            let r = tid / 32 + 8 * i as u32;
-            let row = row0 + r;
-            if row < times && col < beams {
-                let v = ld_shared_v4(smem + staged_offset(r, 8 * c));
-                let at = row as usize * beams as usize + col as usize;
-                if beams % 8 == 0 {
-                    st_global_v4(j.add(at) as *mut u32, v);
-                } else {
-                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        if col + (e as u32) < beams {
-                            *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
-                        }
-                    });
-                }
-            }
-        });
+        store_j::<2>(j, smem, tid, (row0, col0), times, beams);
     }
 
     /// `J = I W` on sm_90a: [`HOPPER_THREADS`] threads, [`hopper_smem_bytes`] of dynamic shared

@@ -981,8 +981,10 @@ impl<'g> Channelizer<'g> {
         Ok(())
     }
 
-    fn three_kernel(&mut self) -> Result<&mut ThreeKernel> {
-        self.three.as_mut().ok_or_else(|| {
+    /// The three-kernel path's state, or a typed error on the fused path. Takes the field, not
+    /// `self`, so callers keep using the channelizer's other fields.
+    fn three_kernel(three: &mut Option<ThreeKernel>) -> Result<&mut ThreeKernel> {
+        three.as_mut().ok_or_else(|| {
             Error::InvalidConfig(
                 "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
             )
@@ -991,8 +993,7 @@ impl<'g> Channelizer<'g> {
 
     /// The FIR launch alone (for timing); `run` uploads its offsets first.
     pub fn run_fir(&mut self) -> Result<()> {
-        self.three_kernel()?;
-        let three = self.three.as_mut().expect("checked");
+        let three = Self::three_kernel(&mut self.three)?;
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
         let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
@@ -1026,14 +1027,13 @@ impl<'g> Channelizer<'g> {
     /// The cuFFT C2C launch alone (for timing).
     pub fn run_fft(&mut self) -> Result<()> {
         let gpu = self.gpu;
-        let three = self.three_kernel()?;
+        let three = Self::three_kernel(&mut self.three)?;
         three.fft.forward(gpu, &mut three.fir_out, &mut three.fft_out)
     }
 
     /// The post-processing launch alone (for timing); clears the saturation counts first.
     pub fn run_post(&mut self) -> Result<()> {
-        self.three_kernel()?;
-        let three = self.three.as_mut().expect("checked");
+        let three = Self::three_kernel(&mut self.three)?;
         let c = &self.config;
         let spectra = c.spectra_per_chunk();
         self.saturated.poison(0)?;

@@ -11,6 +11,10 @@ use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
 use crate::{launch_1d, CudaFunction, DeviceBuffer, DriverContext, Gpu, PushKernelArg, Result};
 use half::f16;
+use radio_kernels_gpu::ceilings_hopper::{
+    OPS_PER_ITERATION as WGMMA_CEILING_OPS_PER_ITERATION, SHARED_BYTES as WGMMA_CEILING_SHARED,
+    THREADS as WGMMA_CEILING_THREADS,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -120,14 +124,6 @@ pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u3
     Ok(())
 }
 
-/// Dynamic shared memory of a `ceiling_wgmma_*` block (kernels-gpu `ceilings/hopper.rs`
-/// `SHARED_BYTES`: a 64 x 128-byte A tile, a 256 x 128-byte B tile, 1024 bytes of alignment).
-const WGMMA_CEILING_SHARED: u32 = 1024 + 64 * 128 + 256 * 128;
-/// Threads of a `ceiling_wgmma_*` block: one warpgroup.
-const WGMMA_CEILING_THREADS: u32 = 128;
-/// wgmmas per iteration of the `ceiling_wgmma_*` kernels (`ROUNDS` commit groups of 8).
-const WGMMA_CEILING_OPS_PER_ITERATION: u64 = 4 * 8;
-
 /// A wgmma ceiling kernel of the sm_90a module (`None` where the GPU has none) and its grid:
 /// as many one-warpgroup blocks as fit on every SM at once.
 fn wgmma_ceiling_grid(gpu: &Gpu, kernel: &'static str) -> Result<Option<(CudaFunction, u32)>> {
@@ -183,20 +179,25 @@ pub fn wgmma_ceiling(
         return Ok(None);
     };
     let mut out = gpu.alloc::<u32>((blocks * WGMMA_CEILING_THREADS) as usize, 0)?;
-    let probe = 64u32;
-    let probe_ms = median_ms(gpu, 3, || launch_wgmma_ceiling(gpu, &function, blocks, probe, &mut out))?;
-    let iterations = ((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20);
+    let iterations =
+        iterations_for_20_ms(gpu, |n| launch_wgmma_ceiling(gpu, &function, blocks, n, &mut out))?;
     let ms = median_ms(gpu, reps, || launch_wgmma_ceiling(gpu, &function, blocks, iterations, &mut out))?;
     out.download()?;
-    let ops = blocks as f64 * iterations as f64 * (WGMMA_CEILING_OPS_PER_ITERATION * ops_per_wgmma) as f64;
+    let ops =
+        blocks as f64 * iterations as f64 * (WGMMA_CEILING_OPS_PER_ITERATION as u64 * ops_per_wgmma) as f64;
     Ok(Some((ops / ms / 1e9, ms)))
+}
+
+/// Iterations that make one call of `launch(iterations)` take about 20 ms (probed with 64).
+fn iterations_for_20_ms(gpu: &Gpu, mut launch: impl FnMut(u32) -> Result<()>) -> Result<u32> {
+    let probe = 64u32;
+    let probe_ms = median_ms(gpu, 3, || launch(probe))?;
+    Ok(((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20))
 }
 
 /// Iterations that make one launch of `kernel` take about 20 ms (probed with 64).
 pub fn mma_iterations(gpu: &Gpu, kernel: &'static str, out: &mut DeviceBuffer<u32>) -> Result<u32> {
-    let probe = 64u32;
-    let probe_ms = median_ms(gpu, 3, || launch_mma(gpu, kernel, probe, out))?;
-    Ok(((probe as f64 * 20.0 / probe_ms) as u32).clamp(64, 1 << 20))
+    iterations_for_20_ms(gpu, |n| launch_mma(gpu, kernel, n, out))
 }
 
 /// Operations of one launch of `iterations` rounds, `ops_per_mma` each.

@@ -26,9 +26,8 @@ pub mod mma;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod ceilings;
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 #[path = "ceilings/hopper.rs"]
-mod ceilings_hopper;
+pub mod ceilings_hopper;
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod selftest;
 

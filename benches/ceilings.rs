@@ -43,12 +43,6 @@ const SHAPES: [Shape; 7] = [
     },
 ];
 
-/// wgmma shapes (sm_90a module, operands in shared memory): label, kernel, 2 m n k.
-const WGMMA_SHAPES: [(&str, &str, u64); 2] = [
-    ("s8 m64n256k32", "ceiling_wgmma_m64n256k32_s8", 2 * 64 * 256 * 32),
-    ("f16 m64n256k16 f32-acc", "ceiling_wgmma_m64n256k16_f16_f32", 2 * 64 * 256 * 16),
-];
-
 fn launch_mma(gpu: &Gpu, kernel: &'static str, iterations: u32, out: &mut DeviceBuffer<u32>) {
     summary::launch_mma(gpu, kernel, iterations, out).expect("mma ceiling launch");
 }
@@ -113,7 +107,7 @@ fn main() {
     out.download().expect("ceiling kernels ran");
 
     // wgmma throughput (Hopper only): the ceilings of the project's wgmma kernels.
-    for (label, kernel, ops) in WGMMA_SHAPES {
+    for (label, kernel, ops) in summary::WGMMA_CEILINGS {
         if let Some((tops, ms)) = summary::wgmma_ceiling(&gpu, kernel, ops, REPS).expect("wgmma ceiling") {
             ceilings.push(Ceiling {
                 name: format!("wgmma {label}"),

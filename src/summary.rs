@@ -124,6 +124,13 @@ pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u3
     Ok(())
 }
 
+/// The wgmma ceilings (label, kernel, ops 2 m n k per wgmma): s8, and f16 with f32
+/// accumulate, both at m64n256 with A and B in shared memory.
+pub const WGMMA_CEILINGS: [(&str, &str, u64); 2] = [
+    ("s8 m64n256k32", "ceiling_wgmma_m64n256k32_s8", 2 * 64 * 256 * 32),
+    ("f16 m64n256k16 f32-acc", "ceiling_wgmma_m64n256k16_f16_f32", 2 * 64 * 256 * 16),
+];
+
 /// A wgmma ceiling kernel of the sm_90a module (`None` where the GPU has none) and its grid:
 /// as many one-warpgroup blocks as fit on every SM at once.
 fn wgmma_ceiling_grid(gpu: &Gpu, kernel: &'static str) -> Result<Option<(CudaFunction, u32)>> {
@@ -240,23 +247,19 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
         result: format!("{f16_peak:.0} TOPS"),
     });
     // On Hopper the correlator and the resampler run wgmma kernels: their matching ceilings.
-    let mut wgmma_peak = |kernel, label: &str, ops| -> Result<Option<f64>> {
+    let mut wgmma_peak = |(label, kernel, ops): (&str, &'static str, u64)| -> Result<Option<f64>> {
         let peak = wgmma_ceiling(gpu, kernel, ops, REPS)?;
         if let Some((tops, ms)) = peak {
             push(Row { name: format!("ceiling: wgmma {label} (SS)"), ms, result: format!("{tops:.0} TOPS") });
         }
         Ok(peak.map(|(tops, _)| tops))
     };
-    let (s8_matching, s8_name) =
-        match wgmma_peak("ceiling_wgmma_m64n256k32_s8", "s8 m64n256k32", 2 * 64 * 256 * 32)? {
-            Some(tops) => (tops, "wgmma s8"),
-            None => (s8, "s8"),
-        };
-    let (f16_matching, f16_name) = match wgmma_peak(
-        "ceiling_wgmma_m64n256k16_f16_f32",
-        "f16 m64n256k16, f32 acc.",
-        2 * 64 * 256 * 16,
-    )? {
+    let [s8_shape, f16_shape] = WGMMA_CEILINGS;
+    let (s8_matching, s8_name) = match wgmma_peak(s8_shape)? {
+        Some(tops) => (tops, "wgmma s8"),
+        None => (s8, "s8"),
+    };
+    let (f16_matching, f16_name) = match wgmma_peak(f16_shape)? {
         Some(tops) => (tops, "wgmma f16"),
         None => (f16_peak, "f16"),
     };

@@ -20,8 +20,12 @@
 //! instead (`m64n128`, half the wgmma work; the block-uniform branch keeps ptxas from
 //! serialising the wgmmas, as a per-warpgroup skip did, C7518). Wide, `WG` = 3 ([`WIDE_BM`] =
 //! 192 rows, 384 threads, `.maxnreg 168`): a third more MMA work per byte of I and W pulled
-//! from L2, which bounds the narrow kernel near 7 TB/s; its tiles are never split, so the
-//! host takes it where it pads no more rows ([`use_wide_tile`]).
+//! from L2, which bounds the narrow kernel near 7 TB/s. Its tiles are never split; instead a
+//! warpgroup whose 64 rows all lie past the edge (HIRAX's 980 = 5 x 192 + 20: two of the
+//! last tile's three) skips its wgmmas and J staging, which made the wide W GEMM 1.07-1.09x
+//! and the wide fused GEMM 1.04-1.11x faster for HIRAX on the H200. The host takes the wide
+//! tile where it pads no more rows ([`use_wide_tile`]): a tile with idle warpgroups still
+//! pulls its whole W tile, so for HIRAX the narrow one stays as fast.
 //!
 //! Fused path (`frb_resample_fused_wide_sm90a`, the wide tile, [`WIDE_FUSED_STAGES`] = 3):
 //! instead of copying the B stage, all 384 threads form it in the shadow of the running
@@ -137,7 +141,10 @@ pub const REGISTER_LIMITS: [(&str, u32); 2] =
 /// Whether the W-path GEMM takes the wide tile for `times` rows: when its tiles of 192 rows
 /// pad no more rows than the 128-row tiles do (a last tile of at most 64 rows counting 64,
 /// as it is split by beams). Full CHORD's 917 pad to 960 both ways (wide: a third less L2
-/// traffic, 1.08-1.11x faster on the H200); HIRAX's 980 to 1152 against 1024 (narrow faster).
+/// traffic, 1.05-1.11x faster on the H200); HIRAX's 980 to 1152 against 1024. There the
+/// wide tile's last row tile has one busy warpgroup (the other two skip their wgmmas), but
+/// that tile still pulls the whole W tile through its ring and costs about 0.6 of a full
+/// one, so the narrow tile stays as fast or faster (H200, BENCHMARKS.md, fourth round).
 pub const fn use_wide_tile(times: u32) -> bool {
     let rest = times % HOPPER_BM;
     let narrow = times - rest
@@ -201,9 +208,11 @@ mod device {
         let a = intensity.add(channel as usize * times as usize * k as usize);
         let b = weights.wrapping_add(channel as usize * beams as usize * k as usize);
         let smem = (dynamic_shared() + 1023) & !1023;
-        // Every warpgroup runs its wgmmas, also one whose rows are all past the edge (the
-        // second of full CHORD's last tbar tile): skipping them puts the wgmmas on a path
-        // ptxas deems divergent, and it serialises them (C7518).
+        // A warpgroup whose 64 rows all lie past the edge (HIRAX's 980 = 5 x 192 + 20: the
+        // second and third of the last tbar tile) skips its wgmmas and J staging but keeps
+        // copying and meeting the barriers. The condition comes through a shuffle so that
+        // ptxas sees it warp-uniform and keeps the wgmmas unserialised (C7518 otherwise).
+        let idle = shfl_idx((row0 + 64 * warpgroup >= times) as u32, 0) != 0;
 
         let (r, c) = gemm_copy_chunk(WG, tid, 0);
         let dst = swizzle_128b(r, 16 * c);
@@ -340,28 +349,31 @@ mod device {
         // Tile row and column of this warpgroup's accumulator (0, 0).
         let (wg_row, wg_col) = if half { (0, 128 * warpgroup) } else { (64 * warpgroup, 0) };
 
+        // `main_loop!()`: an idle warpgroup's loop, the same copies and barriers without wgmmas.
         macro_rules! main_loop {
-            ($acc:ident, $mma:ident) => {{
+            ($($acc:ident, $mma:ident)?) => {{
                 let mut step = 0;
                 let mut slot = 0;
                 while step < steps {
                     cp_async_wait_pending(d - 1); // stage `step` has landed
                     fence_proxy_async_shared();
                     sync_threads();
-                    fence();
-                    let s = slot * stage_bytes;
-                    unroll!(kk in [0, 1, 2, 3] {
-                        $mma(
-                            &mut $acc,
-                            descriptor_k_major_128b(a_desc + s + 32 * kk as u32),
-                            descriptor_k_major_128b(b_desc + s + 32 * kk as u32),
-                            true,
-                        );
-                    });
-                    commit_group();
-                    // The slot of step - 1 is free once every warpgroup has waited for that
-                    // step's group: copies run D = S - 1 stages ahead.
-                    wait_group::<1>();
+                    $(
+                        fence();
+                        let s = slot * stage_bytes;
+                        unroll!(kk in [0, 1, 2, 3] {
+                            $mma(
+                                &mut $acc,
+                                descriptor_k_major_128b(a_desc + s + 32 * kk as u32),
+                                descriptor_k_major_128b(b_desc + s + 32 * kk as u32),
+                                true,
+                            );
+                        });
+                        commit_group();
+                        // The slot of step - 1 is free once every warpgroup has waited for
+                        // that step's group: copies run D = S - 1 stages ahead.
+                        wait_group::<1>();
+                    )?
                     sync_threads();
                     // Stage step + D into the slot read by a group every warpgroup has
                     // waited for before the last barrier, while this step's wgmmas run.
@@ -381,7 +393,10 @@ mod device {
                     step += 1;
                 }
                 cp_async_wait_all();
-                wait_group::<0>();
+                $(
+                    let _ = stringify!($mma);
+                    wait_group::<0>();
+                )?
             }};
         }
 
@@ -392,6 +407,10 @@ mod device {
             // The ring is free for staging J once every warpgroup's wgmmas are done.
             sync_threads();
             stage_j(&acc, t, wg_row, wg_col, smem);
+        } else if idle {
+            // Its rows are never stored, so nothing to stage.
+            main_loop!();
+            sync_threads();
         } else {
             let mut acc = [0.0f32; 128];
             main_loop!(acc, mma_m64n256k16_f32_f16);

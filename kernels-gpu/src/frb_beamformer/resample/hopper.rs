@@ -22,7 +22,7 @@
 //! 192 rows, 384 threads, `.maxnreg 168`): a third more MMA work per byte of I and W pulled
 //! from L2, which bounds the narrow kernel near 7 TB/s. Its tiles are never split; instead a
 //! warpgroup whose 64 rows all lie past the edge (HIRAX's 980 = 5 x 192 + 20: two of the
-//! last tile's three) skips its wgmmas and J staging, which made the wide W GEMM 1.07-1.09x
+//! last tile's three) skips its wgmmas and J staging, which made the wide W GEMM 1.08-1.10x
 //! and the wide fused GEMM 1.04-1.11x faster for HIRAX on the H200. The host takes the wide
 //! tile where it pads no more rows ([`use_wide_tile`]): a tile with idle warpgroups still
 //! pulls its whole W tile, so for HIRAX the narrow one stays as fast.

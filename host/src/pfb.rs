@@ -1166,6 +1166,63 @@ mod tests {
         }
     }
 
+    /// The post kernel's columns ([`layout::post_thread_columns`]: no thread with the
+    /// self-mirrored column 0) cover every column once, n/8 twice (as its own mirror), and
+    /// give bit for bit the values of the thread-0 formulation ([`layout::post_columns`],
+    /// checked against rustfft in `unzipped_fft_and_r2c_fixup_match_a_real_fft`): column 0 from its own
+    /// unzip alone, column n/8 as a thread whose mirror is itself, with the same rotations in
+    /// both halves, and every other column with [`layout::post_rotations`].
+    #[test]
+    fn post_thread_columns_give_the_values_of_the_thread_0_formulation() {
+        let mut rng = rng();
+        for n in [64u32, 1024, 32768] {
+            let a = n / UNZIP;
+            let mut seen = vec![0u32; a as usize];
+            seen[0] += 1; // column 0, computed apart
+            for t in 0..layout::post_threads_per_group(n) {
+                let (u, w) = layout::post_thread_columns(t, n);
+                seen[u as usize] += 1;
+                seen[w as usize] += 1;
+            }
+            assert!(
+                seen.iter().enumerate().all(|(c, &k)| k == if c as u32 == a / 2 { 2 } else { 1 }),
+                "n {n}"
+            );
+            let bits = |v: &[[f32; 2]; 4]| v.map(|x| x.map(f32::to_bits));
+            for _ in 0..100 {
+                let u = rng.random_range(1..a / 2);
+                let mut c = || [rng.random_range(-3e4f32..3e4), rng.random_range(-3e4f32..3e4)];
+                let (y, ym) = ([c(), c(), c(), c()], [c(), c(), c(), c()]);
+                let (fine, fringe, step) = (c()[0] / 3e4 * 0.5, c(), c());
+                // Thread 0 of the other formulation: columns 0 and n/8.
+                let (tw0, e0) = layout::column_twiddles(0, n);
+                let (tw8, e8) = layout::column_twiddles(a / 2, n);
+                let (x0, x8) = layout::post_pair_x2(0, y, ym, &tw0, &tw8, e0, e8);
+                let (_, r8) = layout::rotations(0, n, fine, fringe, step);
+                let z0 = layout::unzip_column(y, &tw0);
+                let (c0, _) = layout::fixup_pair(0, z0, z0, e0, e0, layout::r2c_fixup_x2);
+                assert_eq!(bits(&c0), bits(&x0), "n {n}: column 0");
+                let z8 = layout::unzip_column(ym, &tw8);
+                let (d, dm) = layout::fixup_pair(1, z8, z8, e8, e8, layout::r2c_fixup_x2);
+                assert_eq!(bits(&d), bits(&x8), "n {n}: column n/8");
+                assert_eq!(bits(&dm), bits(&x8), "n {n}: column n/8 as its own mirror");
+                let (s8, s8m) = layout::post_rotations(a / 2, n, fine, fringe, step);
+                assert_eq!(bits(&s8), bits(&r8), "n {n}: rotations of column n/8");
+                assert_eq!(bits(&s8m), bits(&r8), "n {n}: its mirror's rotations");
+                // Any other thread.
+                let (tw, e) = layout::column_twiddles(u, n);
+                let (twm, em) = layout::column_twiddles(a - u, n);
+                let (x, xm) = layout::post_pair_x2(u, y, ym, &tw, &twm, e, em);
+                let (z, zm) = (layout::unzip_column(y, &tw), layout::unzip_column(ym, &twm));
+                let (h, hm) = layout::fixup_pair(1, z, zm, e, em, layout::r2c_fixup_x2);
+                assert_eq!((bits(&h), bits(&hm)), (bits(&x), bits(&xm)), "n {n} u {u}");
+                let (r, rm) = layout::rotations(u, n, fine, fringe, step);
+                let (q, qm) = layout::post_rotations(u, n, fine, fringe, step);
+                assert_eq!((bits(&q), bits(&qm)), (bits(&r), bits(&rm)), "n {n} u {u}");
+            }
+        }
+    }
+
     /// The 32-bit unpack equals the 64-bit one for every width, bit offset and word pair, and
     /// twice the post arithmetic is the post arithmetic doubled, bit for bit (the halves are
     /// exact).

@@ -14,12 +14,14 @@
 //! transforms on contiguous rows. The post-processing kernel finishes the transform: twiddles
 //! and a 4-point DFT across the rows give `Z = FFT_n(z)` (six-step FFT, steps 3-6), then the
 //! R2C fix-up (sec. 4.1) `X[k] = (Z[k] + Z*[n-k]) / 2 - j/2 exp(-j pi k / n) (Z[k] - Z*[n-k])`.
-//! A post thread owns column `u` and its mirror `n/4 - u` ([`post_columns`]; thread 0 the two
-//! self-mirrored columns 0 and n/8), because channel `u + a v` needs `Z[n - k]`, which lies in
-//! the mirror column; so each thread does the two 4-point DFTs of the seed. A post block is a
-//! tile of 16 columns by 8 groups of spectra ([`POST_TILE_LOG2`]); it stages its columns' gains,
-//! halved, in shared memory once, and computes twice the R2C fix-up ([`post_pair_x2`]), which
-//! gives the same products bit for bit with four multiplications fewer per channel.
+//! A post thread owns column `u` and its mirror `n/4 - u` ([`post_thread_columns`]: u from 1
+//! to n/8, whose mirror is itself), because channel `u + a v` needs `Z[n - k]`, which lies in
+//! the mirror column; so each thread does the two 4-point DFTs of the seed. Column 0 is its
+//! own mirror: the blocks of the first column tile compute it apart, one (spectrum,
+//! polarisation) per thread, so no warp runs two code paths. A post block is a tile of 16
+//! columns by 8 groups of spectra ([`POST_TILE_LOG2`]); it stages its columns' gains, halved,
+//! in shared memory once, and computes twice the R2C fix-up ([`r2c_fixup_x2`]), which gives
+//! the same products bit for bit with four multiplications fewer per channel.
 //!
 //! Layouts: input per polarisation, `bits`-wide two's complement packed MSB-first (sample i is
 //! bits `i bits .. (i + 1) bits` of the byte stream, bit 0 the MSB of byte 0), read as
@@ -96,17 +98,20 @@ pub const fn fir_variant(taps: u32) -> u32 {
 }
 
 /// Register caps (`.maxnreg`, applied by the root `build.rs`): the fused kernels'
-/// ([`fused::fused_max_registers`]: three or two blocks of 256 threads per SM). The three-kernel
-/// kernels are uncapped: the 16-tap FIR with batches of 16 takes 128 registers on sm_90 (four
-/// blocks per SM; a cap of 96 for five spilled); the post kernel takes 96 (five blocks).
-pub const REGISTER_LIMITS: [(&str, u32); 10] = {
-    let mut limits = [("", 0); 10];
+/// ([`fused::fused_max_registers`]: three or two blocks of 256 threads per SM) and the post
+/// kernels' 96 (five blocks per SM; uncapped, ptxas gives the int8 kernel 128 on sm_90, four
+/// blocks, without spilling at 96). The FIRs are uncapped: the 16-tap FIR with batches of 16
+/// takes 128 registers on sm_90 (four blocks per SM; a cap of 96 for five spilled).
+pub const REGISTER_LIMITS: [(&str, u32); 12] = {
+    let mut limits = [("", 0); 12];
     let mut i = 0;
     while i < 10 {
         let taps = FIR_VARIANTS[i % 5];
         limits[i] = (fused::fused_kernel_name(taps, i >= 5), fused::fused_max_registers(taps));
         i += 1;
     }
+    limits[10] = (post_kernel_name(false), 96);
+    limits[11] = (post_kernel_name(true), 96);
     limits
 };
 
@@ -264,7 +269,8 @@ pub const fn post_tile_log2(channels: u32, tile_log2: u32) -> u32 {
 /// H200 at n = 32768 the post kernel took 0.438 ms against 0.455 (8 columns), 0.557 (32),
 /// 0.659 (128) and 0.678 for the earlier blocks of 128 consecutive columns of one group,
 /// whose channel-major output left in 16-byte pieces 1 KB apart; n = 1024 and 4096 were
-/// fastest at 16 too.
+/// fastest at 16 too (and 8 columns were 5-6% slower again with the kernel of
+/// [`post_thread_columns`]).
 pub const POST_TILE_LOG2: u32 = 4;
 // The post block's gains in shared memory ([`POST_SHARED_BYTES`]) hold tiles of 16 columns.
 const _: () = assert!(POST_TILE_LOG2 <= 4);
@@ -496,6 +502,35 @@ pub fn post_pair_x2(
     fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup_x2)
 }
 
+/// The two columns post thread `t` (`0 <= t < n/8`) owns: `u = t + 1` and its mirror
+/// `n/4 - u`. The last thread (`u = n/8`) has one column, its own mirror, twice; column 0 (its
+/// own mirror within the column) has no thread: the post kernel's first tile of blocks
+/// computes it apart ([`post_columns`] gives thread 0 both self-mirrored columns instead, which
+/// costs a divergent second loop in every warp of that tile: 9% more warp instructions at
+/// n = 1024).
+pub const fn post_thread_columns(t: u32, channels: u32) -> (u32, u32) {
+    let u = t + 1;
+    (u, channels / UNZIP - u)
+}
+
+/// [`rotations`] for the columns of [`post_thread_columns`] (`u >= 1`): for `u = n/8` the
+/// mirror's rotations are the column's own, bit for bit, so both halves of that thread give
+/// the same values (its saturation counts are halved).
+#[inline(always)]
+pub fn post_rotations(u: u32, channels: u32, fine: f32, fringe: C32, step: C32) -> ([C32; 4], [C32; 4]) {
+    let x = u as f32 / channels as f32;
+    let (s, c) = sincospi_reduced(-fine * x);
+    let ru = [c, s];
+    let rot = cmul(fringe, ru);
+    let other = cmul_conj(step, ru);
+    let own = 8 * u == channels;
+    let rotm = cmul(fringe, [if own { ru[0] } else { other[0] }, if own { ru[1] } else { other[1] }]);
+    let (rot1, rotm1) = (cmul(rot, step), cmul(rotm, step));
+    let (rot2, rotm2) = (cmul(rot1, step), cmul(rotm1, step));
+    let (rot3, rotm3) = (cmul(rot2, step), cmul(rotm2, step));
+    ([rot, rot1, rot2, rot3], [rotm, rotm1, rotm2, rotm3])
+}
+
 /// Round to nearest even and saturate to `[-max, max]`; returns the value and whether it
 /// clipped. NaN gives 0.
 #[inline(always)]
@@ -537,6 +572,17 @@ mod device {
     unsafe fn load_c32(ptr: *const [f32; 2]) -> [f32; 2] {
         let [re, im] = ld_global_nc_v2(ptr as *const u32);
         [f32::from_bits(re), f32::from_bits(im)]
+    }
+
+    /// [`load_c32`] asking the L2 to fetch the whole 256-byte block from DRAM: the post
+    /// kernel's FFT reads (the kernel 1.7-1.9% faster on the H200 at n = 1024, 4096 and 32768
+    /// than without the hint; streaming `.cs` stores of its output were not).
+    #[inline(always)]
+    unsafe fn load_c32_l2_256(ptr: *const [f32; 2]) -> [f32; 2] {
+        let (x, y): (u32, u32);
+        core::arch::asm!("ld.global.nc.L2::256B.v2.b32 {{{0}, {1}}}, [{2}];", out(reg32) x, out(reg32) y,
+            in(reg64) ptr, options(readonly, nostack));
+        [f32::from_bits(x), f32::from_bits(y)]
     }
 
     /// FIR body with `TV` compiled taps (the first `TV - taps` slots have zero weights),
@@ -995,8 +1041,8 @@ mod device {
         }
     }
 
-    /// The loop of [`post`] over its spectra for the columns of thread `u`; returns the
-    /// saturated counts. Inlined twice, with u = 0 a constant in one copy.
+    /// The loop of [`post`] over its spectra for the columns of thread `u`
+    /// ([`post_thread_columns`]); returns the saturated counts.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn post_loop<const INT4: bool>(
@@ -1013,7 +1059,7 @@ mod device {
     ) -> u32 {
         const G: usize = SPECTRA_PER_POST_THREAD as usize;
         let a = channels / UNZIP;
-        let (_, w) = post_columns(u, channels);
+        let w = a - u;
         let (tw, e) = column_twiddles(u, channels);
         let (twm, em) = column_twiddles(w, channels);
         let mut clipped = 0u32;
@@ -1025,14 +1071,15 @@ mod device {
                 let mut y = [[0.0f32; 2]; 4];
                 let mut ym = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
-                    y[r] = load_c32(base.add(r * a as usize + u as usize));
-                    ym[r] = load_c32(base.add(r * a as usize + w as usize));
+                    y[r] = load_c32_l2_256(base.add(r * a as usize + u as usize));
+                    ym[r] = load_c32_l2_256(base.add(r * a as usize + w as usize));
                 });
-                // Twice the spectra, with the gains halved in shared memory (both exact).
-                let (x, xm) = post_pair_x2(u, y, ym, &tw, &twm, e, em);
+                // Twice the spectra, with the gains halved in shared memory (both exact). No
+                // thread has u = 0: the constant 1 leaves the fix-up without its selects.
+                let (x, xm) = fixup_pair(1, unzip_column(y, &tw), unzip_column(ym, &twm), e, em, r2c_fixup_x2);
                 let at = p * spectra as usize + m;
                 let [fr, fi, sr, si] = *rotation.add(at);
-                let (rot, rotm) = rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
+                let (rot, rotm) = post_rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
                 let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
                 unroll!(v in [0, 1, 2, 3] {
                     let at = |side: usize| gains_shared + 8 * 16 * (((p * 4 + v) * 2 + side) as u32);
@@ -1058,16 +1105,80 @@ mod device {
         clipped
     }
 
-    /// Post-processing body. Thread: column pair u (`0 .. n/8`, [`post_columns`]) and a group
-    /// of `SPECTRA_PER_POST_THREAD` spectra; a block is a tile of `2^tile` columns (fastest)
-    /// by `THREADS >> tile` groups ([`post_tile_log2`], [`POST_TILE_LOG2`]), blocks column-tile
-    /// fastest, so a block writes 8 groups' 16-byte pieces of each channel (128 contiguous
-    /// bytes) and the blocks in flight read whole rows of a few spectra.
+    /// Column 0 (channels `a v`; the mirror of `a v` is `a ((4 - v) % 4)`, in the same column)
+    /// of the block's spectra from `first`: `items` (spectrum, polarisation) pairs, one per
+    /// thread, each value stored alone (2 bytes, or 1 for int4; a warp's stores of one channel
+    /// are contiguous). Done by every thread of the first column tile's blocks, so no warp
+    /// diverges; its loads mostly hit the L1 (column 0 shares its sectors with columns 1-3).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_column0<const INT4: bool>(
+        fft: *const [f32; 2],
+        gains: *const [f32; 2],
+        fine: *const f32,
+        rotation: *const [f32; 4],
+        out: *mut u32,
+        saturated: *mut u32,
+        channels: u32,
+        spectra: u32,
+        spectra_per_heap: u32,
+        first: u32,
+        items: u32,
+        tid: u32,
+    ) {
+        let a = channels / UNZIP;
+        let (tw, e) = column_twiddles(0, channels);
+        let mut it = tid;
+        while it < items {
+            let m = first + (it >> 1);
+            let p = it & 1;
+            if m < spectra {
+                let at = (p * spectra + m) as usize;
+                let base = fft.add(at * channels as usize);
+                let mut y = [[0.0f32; 2]; 4];
+                unroll!(r in [0, 1, 2, 3] {
+                    y[r] = load_c32(base.add(r * a as usize));
+                });
+                let z = unzip_column(y, &tw);
+                let (x, _) = fixup_pair(0, z, z, e, e, r2c_fixup_x2);
+                let [fr, fi, sr, si] = *rotation.add(at);
+                let (rot, _) = rotations(0, channels, *fine.add(at), [fr, fi], [sr, si]);
+                let heap = m / spectra_per_heap;
+                let s_in_heap = m % spectra_per_heap;
+                let mut clipped = 0u32;
+                unroll!(v in [0, 1, 2, 3] {
+                    let k = a * v as u32;
+                    let [gr, gi] = ld_global_nc_v2(gains.add((p * channels + k) as usize) as *const u32);
+                    let g = [0.5 * f32::from_bits(gr), 0.5 * f32::from_bits(gi)];
+                    let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
+                    clipped += c as u32;
+                    let index = output_index(heap, k, s_in_heap, p, channels, spectra_per_heap) as usize;
+                    if INT4 {
+                        *(out as *mut u8).add(index) = q as u8;
+                    } else {
+                        *(out as *mut u16).add(index) = q as u16;
+                    }
+                });
+                if clipped != 0 {
+                    red_add_u32(saturated.add((heap * 2 + p) as usize), clipped);
+                }
+            }
+            it += THREADS;
+        }
+    }
+
+    /// Post-processing body. Thread: column pair `t` (`0 .. n/8`, [`post_thread_columns`])
+    /// and a group of `SPECTRA_PER_POST_THREAD` spectra; a block is a tile of `2^tile` columns
+    /// (fastest) by `THREADS >> tile` groups ([`post_tile_log2`], [`POST_TILE_LOG2`]), blocks
+    /// column-tile fastest, so a block writes 8 groups' 16-byte pieces of each channel (128
+    /// contiguous bytes) and the blocks in flight read whole rows of a few spectra. The blocks
+    /// of the first tile also compute column 0 ([`post_column0`]).
     /// `fft[pol][spectrum][row][column]` (cuFFT output);
     /// `gains[pol][channel]` complex f32; `fine[pol][spectrum]` residual delay in samples;
     /// `rotation[pol][spectrum]` = (exp(j pi phase), exp(-j pi fine / 4)) ([`rotations`]);
     /// `saturated[heap][pol]`.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     unsafe fn post<const INT4: bool>(
         fft: *const [f32; 2],
         gains: *const [f32; 2],
@@ -1085,7 +1196,8 @@ mod device {
         let tiles_log2 = post_threads_per_group(channels).trailing_zeros() - tile;
         let tid = thread_idx_x();
         let b = block_idx_x();
-        let u = ((b & ((1 << tiles_log2) - 1)) << tile) + (tid & ((1 << tile) - 1));
+        let t = ((b & ((1 << tiles_log2) - 1)) << tile) + (tid & ((1 << tile) - 1));
+        let u = t + 1;
         let group = ((b >> tiles_log2) << (THREADS.trailing_zeros() - tile)) + (tid >> tile);
         let s0 = group * G as u32;
         let a = channels / UNZIP;
@@ -1100,7 +1212,7 @@ mod device {
                 if col < (1 << tile) {
                     let combo = e >> 4;
                     let (p, v, side) = (combo >> 3, (combo >> 1) & 3, combo & 1);
-                    let (cu, cw) = post_columns(u0 + col, channels);
+                    let (cu, cw) = post_thread_columns(u0 + col, channels);
                     let k = if side == 0 { cu } else { cw } + a * v;
                     let [gr, gi] = ld_global_nc_v2(gains.add((p * channels + k) as usize) as *const u32);
                     let g = [(0.5 * f32::from_bits(gr)).to_bits(), (0.5 * f32::from_bits(gi)).to_bits()];
@@ -1109,11 +1221,29 @@ mod device {
             });
             sync_threads();
         }
+        if (b & ((1 << tiles_log2) - 1)) == 0 {
+            let first = ((b >> tiles_log2) << (THREADS.trailing_zeros() - tile)) * G as u32;
+            let items = 2 * G as u32 * (THREADS >> tile);
+            post_column0::<INT4>(
+                fft,
+                gains,
+                fine,
+                rotation,
+                out,
+                saturated,
+                channels,
+                spectra,
+                spectra_per_heap,
+                first,
+                items,
+                tid,
+            );
+        }
         if s0 >= spectra {
             return;
         }
         let gains_shared = gains_base + 8 * (tid & ((1 << tile) - 1));
-        let (_, w) = post_columns(u, channels);
+        let w = a - u;
         // Channel c's value of spectrum j of the group, both polarisations (int8: 4 bytes;
         // int4: 2 bytes in the low half), is word `post_scratch_word(c, j, tid)` of this
         // thread's shared scratch, each value stored as it is quantised (packed in registers,
@@ -1126,14 +1256,16 @@ mod device {
         // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
         // n = 1024 and 4096.
         let scratch = dynamic_shared();
-        // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each).
-        // The loop is inlined with a constant u = 0 for thread 0 (the only thread whose columns
-        // are their own mirrors), so the other threads' copy carries none of its selects (one
-        // copy with them took 146 registers, three blocks per SM).
-        let clipped = if u == 0 {
-            post_loop::<INT4>(0, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0)
-        } else {
-            post_loop::<INT4>(u, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0)
+        // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each);
+        // thread u = n/8 counted its one column twice.
+        let clipped = {
+            let c =
+                post_loop::<INT4>(u, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0);
+            if u == w {
+                c >> 1
+            } else {
+                c
+            }
         };
         // int4 wrote only the low two bytes of each word.
         let mask = if INT4 { 0xffff } else { u32::MAX };

@@ -36,10 +36,11 @@
 //! Cost per (f, tbar, beam) ([`NufftPlan::macs_per_output`]): `w (w + 1)` multiply-adds for the
 //! interpolation (w rows of w taps, then the row sum; 42 at w = 6) against `4MN` for the exact
 //! path (2304 at full CHORD: 55x fewer; 1024 at HIRAX square: 24x), plus the fine-grid step's
-//! FFTs shared by the B beams of an (f, tbar) ([`NufftPlan::grid_flops_per_sample`], ~0.67
-//! Mflop at full CHORD = 117 flops per beam, ~0.27 Mflop at HIRAX square = 106 per beam).
-//! In flops per output: 84 + 117 = 201 against 4608 (23x) at full CHORD, 84 + 106 = 190
-//! against 2048 (11x) at HIRAX square.
+//! FFTs shared by the B beams of an (f, tbar) ([`NufftPlan::grid_flops_per_sample`]: 0.74
+//! Mflop at full CHORD = 128 flops per beam, 0.30 Mflop at HIRAX square = 116 per beam; in
+//! the two-matrix form [`NufftPlan::fine_matrices`], 115 and 77 multiply-adds per beam).
+//! In flops per output: 84 + 128 = 212 against 4608 (22x fewer) at full CHORD, 84 + 116 = 200
+//! against 2048 (10x) at HIRAX square.
 //!
 //! Layouts as in [`super::resample`]: I f16 bits `[f][tbar][p][q]`, beam positions f32
 //! `[f][beta]` in grid units of eq. 1, J `[f][tbar][beta]` (f64 here).
@@ -738,6 +739,20 @@ mod tests {
         assert_eq!(fine_len(24, 2.0), 96);
         assert_eq!(fine_len(8, 1.25), 20);
         assert_eq!(fine_len(12, 1.5), 36);
+    }
+
+    /// The cost figures of the module comment.
+    #[test]
+    fn cost_figures_match_the_module_comment() {
+        for (m, beams, per_beam) in [(24u32, 5760.0, 128.0), (16, 2560.0, 116.0)] {
+            let plan = NufftPlan::new(m, m, 1, &[0.0], &[0.0], NUFFT_DEFAULT).unwrap();
+            assert_eq!(plan.macs_per_output(), 42);
+            assert_eq!(plan.k(), (4 * m * m) as usize);
+            assert!((plan.grid_flops_per_sample() / beams - per_beam).abs() < 0.5, "{m}");
+            let matrix_macs = (2 * m * 2 * m * 4 * m + 4 * m * 2 * m * 4 * m) as f64;
+            assert_eq!(plan.fine_shape(), (4 * m, 4 * m));
+            assert!((matrix_macs / beams).round() == if m == 24 { 115.0 } else { 77.0 });
+        }
     }
 
     #[test]

@@ -1283,5 +1283,6 @@ mod tests {
 }
 
 pub mod factorized;
+pub mod nufft;
 pub mod quantize;
 pub mod resample;

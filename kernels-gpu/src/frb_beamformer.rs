@@ -1715,5 +1715,6 @@ mod tests {
 }
 
 pub mod factorized;
+pub mod nufft;
 pub mod quantize;
 pub mod resample;

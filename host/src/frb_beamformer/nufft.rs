@@ -44,13 +44,19 @@
 //!
 //! Layouts as in [`super::resample`]: I f16 bits `[f][tbar][p][q]`, beam positions f32
 //! `[f][beta]` in grid units of eq. 1, J `[f][tbar][beta]` (f64 here).
-use crate::error::{Error, Result};
+use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
+use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 use rustfft::num_complex::Complex;
 use rustfft::{Fft, FftPlanner};
 use std::f64::consts::PI;
 use std::sync::Arc;
+
+pub use radio_kernels_gpu::frb_beamformer::nufft::{
+    pack_origin, smem_layout, SmemLayout, GRIDS, TBAR_PER_BLOCK, THREADS, WEIGHTS_PER_BEAM, WIDTH,
+};
 
 /// The kernel's oversampling and width: the fine grid has `ceil(2 sigma M) x ceil(2 sigma N)`
 /// cells, each beam reads `width x width` of them.
@@ -346,8 +352,7 @@ impl NufftPlan {
     /// The fine-grid step as two real matrices, `g = A I B^T`: A is `L_M x 2M`, B `L_N x 2N`,
     /// row-major, `A[l][p] = sum_{|s| <= M} d_s cos(2 pi s (l / L_M - p / 2M))` with `d_s` the
     /// deapodisation (DFT of I, deapodise, zero-pad and inverse DFT of one axis in one map;
-    /// real because `d` is even). The form a GPU kernel would use: two small GEMMs per
-    /// (f, tbar), `2M 2N L_N + L_M 2M L_N` multiply-adds, no FFT.
+    /// real because `d` is even). What the GPU kernel multiplies by.
     pub fn fine_matrices(&self) -> (Vec<f64>, Vec<f64>) {
         let matrix = |axis: &Axis| {
             let (m2, len) = (2 * axis.degree as usize, axis.len as usize);
@@ -441,6 +446,118 @@ fn transposed_fft(data: &mut [Complex<f64>], rows: usize, cols: usize, fft: &Arc
     fft.process(&mut t);
     for (i, v) in t.into_iter().enumerate() {
         data[(i % rows) * cols + i / rows] = v;
+    }
+}
+
+/// The NUFFT path on the GPU (`radio_kernels_gpu::frb_beamformer::nufft`): one fused kernel
+/// per launch (fine grids in shared memory, f32 arithmetic, J rounded to f16), for plans with
+/// [`NUFFT_DEFAULT`] (sigma = 2, w = 6: the kernel's fixed shape). Owns A^T, B^T, the beams'
+/// packed tap origins and weights (f32), computed by the plan on the host.
+pub struct GpuNufft<'g> {
+    gpu: &'g Gpu,
+    m: u32,
+    n: u32,
+    channels: u32,
+    beams: u32,
+    function: CudaFunction,
+    layout: SmemLayout,
+    at: DeviceBuffer<f32>,
+    bt: DeviceBuffer<f32>,
+    origins: DeviceBuffer<u32>,
+    weights: DeviceBuffer<f32>,
+}
+
+impl<'g> GpuNufft<'g> {
+    pub fn new(gpu: &'g Gpu, plan: &NufftPlan) -> Result<GpuNufft<'g>> {
+        if plan.params != NUFFT_DEFAULT || NUFFT_DEFAULT.width != WIDTH {
+            return Err(Error::InvalidConfig(format!(
+                "the GPU NUFFT runs sigma = 2, w = {WIDTH} only, not {:?}",
+                plan.params
+            )));
+        }
+        if plan.channels > 65535 {
+            return Err(Error::InvalidConfig(format!("{} channels exceed the grid's 65535", plan.channels)));
+        }
+        let (m, n) = (plan.x.degree, plan.y.degree);
+        let (a, b) = plan.fine_matrices();
+        // Transposed: AT[p][l], BT[q][l'].
+        let transpose = |a: &[f64], rows: usize, cols: usize| -> Vec<f32> {
+            (0..rows * cols).map(|i| a[(i % rows) * cols + i / rows] as f32).collect()
+        };
+        let at = transpose(&a, plan.x.len as usize, 2 * m as usize);
+        let bt = transpose(&b, plan.y.len as usize, 2 * n as usize);
+        let origins: Vec<u32> = plan.first.iter().map(|&(x0, y0)| pack_origin(x0, y0)).collect();
+        let w = WIDTH as usize;
+        let weights: Vec<f32> = (0..plan.first.len())
+            .flat_map(|at| {
+                plan.weights_x[at * w..][..w].iter().chain(&plan.weights_y[at * w..][..w]).map(|&v| v as f32)
+            })
+            .collect();
+        let layout = smem_layout(m, n);
+        let function = gpu.function("frb_nufft_resample")?;
+        function
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                layout.total as i32,
+            )
+            .during("raising the NUFFT kernel's shared-memory limit")?;
+        Ok(GpuNufft {
+            gpu,
+            m,
+            n,
+            channels: plan.channels,
+            beams: plan.beams,
+            function,
+            layout,
+            at: gpu.upload(&at)?,
+            bt: gpu.upload(&bt)?,
+            origins: gpu.upload(&origins)?,
+            weights: gpu.upload(&weights)?,
+        })
+    }
+
+    /// `J[f][tbar][beta]` (f16 bits) for `times` slow samples of I (f16 bits `[f][tbar][p][q]`).
+    pub fn resample(
+        &self,
+        times: u32,
+        intensity: &DeviceBuffer<u16>,
+        out: &mut DeviceBuffer<u16>,
+    ) -> Result<()> {
+        if times == 0 {
+            return Err(Error::InvalidConfig("NUFFT resampling of 0 slow samples".into()));
+        }
+        let samples = self.channels as usize * times as usize;
+        let k = 4 * (self.m * self.n) as usize;
+        for (what, expected, actual) in [
+            ("FRB intensity", samples * k, intensity.len()),
+            ("FRB beams", samples * self.beams as usize, out.len()),
+        ] {
+            if expected != actual {
+                return Err(Error::ShapeMismatch { what, expected, actual });
+            }
+        }
+        let mut launch = self.gpu.stream().launch_builder(&self.function);
+        launch
+            .arg(intensity.raw())
+            .arg(self.at.raw())
+            .arg(self.bt.raw())
+            .arg(self.origins.raw())
+            .arg(self.weights.raw())
+            .arg(out.raw_mut())
+            .arg(&times)
+            .arg(&self.beams)
+            .arg(&self.m)
+            .arg(&self.n);
+        let config = LaunchConfig {
+            grid_dim: (times.div_ceil(TBAR_PER_BLOCK), self.channels, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: self.layout.total,
+        };
+        // SAFETY: arguments match `frb_nufft_resample`; I and J hold F T 4MN and F T B halves
+        // (checked), A^T, B^T, the origins and weights (16-byte aligned rows of 12 f32) were
+        // made by `new` for this (M, N, F, B); the shared-memory limit was raised in `new`.
+        unsafe { launch.launch(config) }.during("launching the NUFFT resampling kernel")?;
+        Ok(())
     }
 }
 

@@ -128,7 +128,8 @@ const REGISTER_LIMITS: [(&str, u32); 3] =
 /// overrides or adds caps for experiments.
 fn limit_registers(ptx: &str) -> String {
     let mut limits: Vec<(String, u32)> = REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)).collect();
-    let family_limits: [&[(&str, u32)]; 3] = [
+    let family_limits: [&[(&str, u32)]; 4] = [
+        &radio_kernels_gpu::frb_beamformer::REGISTER_LIMITS,
         &radio_kernels_gpu::pfb::REGISTER_LIMITS,
         &radio_kernels_gpu::correlator::hopper::REGISTER_LIMITS,
         &radio_kernels_gpu::frb_beamformer::resample::hopper::REGISTER_LIMITS,

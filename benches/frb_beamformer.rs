@@ -6,8 +6,9 @@
 //! - the tensor pipe's ceiling: the fraction of the time the measured m16n8k8 and m16n8k16
 //!   (dense or sparse) rates leave for one FFT's two MMAs that the loop uses.
 //!
-//! Then the first FRB kernel (part B, the straightforward version) per seed Table 2 case at
-//! seed Table 3's F, sampling time and T_ds: time per launch and real-time fraction.
+//! Then the first FRB kernel (part B: the straightforward version, and at full CHORD the
+//! even/odd kernel) per seed Table 2 case at seed Table 3's F, sampling time and T_ds: time
+//! per launch, real-time fraction and output samples per block.
 //!
 //! Ceilings come from `ceilings.json` (run the ceilings bench first).
 mod common;
@@ -136,8 +137,8 @@ fn first_kernel(gpu: &radio_kernels::Gpu) {
     let mut rng = StdRng::seed_from_u64(11);
     println!("\nfirst FRB kernel on {}, medians of 5", gpu.name());
     println!(
-        "{:>14} {:>5} {:>6} {:>4} {:>10} {:>10} {:>12}",
-        "(D, M, N)", "F", "T", "T_ds", "time ms", "real time", "seed (A40)"
+        "{:>14} {:>5} {:>6} {:>4} {:>10} {:>10} {:>12} {:>9}",
+        "(D, M, N)", "F", "T", "T_ds", "time ms", "real time", "seed (A40)", "per block"
     );
     for (case, (freqs, ts_us, t_ds, seed)) in FRB_CASES.into_iter().zip(TABLE_3) {
         // The shortest T that is a multiple of the outer block and of T_ds, at least 1920.
@@ -159,14 +160,15 @@ fn first_kernel(gpu: &radio_kernels::Gpu) {
         let ms = median_ms(gpu, 5, || beamformer.beamform(&e, &mut i).expect("launch"));
         let real_ms = times as f64 * ts_us / 1e3;
         println!(
-            "{:>14} {:>5} {:>6} {:>4} {:>10.3} {:>9.2}% {:>11.1}%",
+            "{:>14} {:>5} {:>6} {:>4} {:>10.3} {:>9.2}% {:>11.1}% {:>9}",
             format!("({}, {}, {})", case.dishes, case.m, case.n),
             freqs,
             times,
             t_ds,
             ms,
             100.0 * ms / real_ms,
-            seed
+            seed,
+            beamformer.output_samples_per_block()
         );
     }
 }

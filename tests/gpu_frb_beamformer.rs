@@ -275,6 +275,49 @@ mod frb {
         i.download().unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
     }
 
+    fn run_per_block(
+        gpu: &radio_kernels::Gpu,
+        c: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+        e: &[u8],
+        per_block: Option<u32>,
+    ) -> Vec<f64> {
+        let mut beamformer = FrbBeamformer::new(gpu, c, grid, weights).unwrap();
+        if let Some(k) = per_block {
+            beamformer.set_output_samples_per_block(k).unwrap();
+        }
+        let e = gpu.upload(e).unwrap();
+        let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+        beamformer.beamform(&e, &mut i).unwrap();
+        i.download().unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
+    }
+
+    /// Full CHORD (the even/odd kernel up to T_ds = 96) at T_ds 1, 3, 40 and 72, with the
+    /// rule's chunks (one output sample per block at these sizes) and chunks of 5 (several
+    /// output samples per block, phases split by T_ds, short tails): within the bound, every
+    /// output written and finite.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn full_chord_matches_the_reference_with_several_samples_per_block() {
+        let gpu = gpu();
+        let mut rng = rng();
+        for (times, t_ds) in [(96, 1), (144, 3), (240, 40), (144, 72)] {
+            let c = FrbConfig { dishes: 512, m: 24, n: 24, freqs: 3, times, t_ds };
+            let grid = random_grid(&c, &mut rng);
+            let weights = random_weights(&c, &mut rng);
+            let e: Vec<u8> = (0..c.e_len()).map(|_| rng.random()).collect();
+            let want = frb_intensity_reference(&c, &e, &grid, &weights).unwrap();
+            for per_block in [None, Some(5)] {
+                let got = run_per_block(&gpu, c, &grid, &weights, &e, per_block);
+                assert!(got.iter().all(|v| v.is_finite()), "{c:?} {per_block:?}: unwritten or non-finite I");
+                let err = rel_l2(&got, &want);
+                println!("full CHORD T_ds {t_ds:3} per block {per_block:?}: relative L2 {err:.2e}");
+                assert!(err <= FRB_REL_L2_BOUND, "{c:?} {per_block:?}: {err}");
+            }
+        }
+    }
+
     fn rel_l2(got: &[f64], want: &[f64]) -> f64 {
         let num: f64 = got.iter().zip(want).map(|(g, w)| (g - w).powi(2)).sum();
         let den: f64 = want.iter().map(|w| w * w).sum();

@@ -242,6 +242,83 @@ pub fn direct_image(n: u32) -> Result<Vec<u32>> {
         .collect())
 }
 
+/// The even/odd kernel's A image in f64 (`radio_kernels_gpu::frb_beamformer`, "Part B'"),
+/// `[word][lane][2]`, [`EO_WORDS`] words: for parity `par` and row tile T, `exp(2 pi i n q /
+/// 48)` at `q = 8 T + i % 8`, n from [`eo_k_entry`], through the k16 and k8 A tables.
+pub fn eo_image_f64() -> Vec<f64> {
+    let mut image = vec![0.0; EO_WORDS * 64];
+    for par in 0..2 {
+        for tile in 0..3 {
+            for i in 0..16 {
+                let q = 8 * tile + (i & 7);
+                for (k8, ks) in [(false, 16), (true, 8)] {
+                    for k in 0..ks {
+                        let (n, reim_in) = eo_k_entry(par, k8, k);
+                        let value =
+                            real_entry(cis(PI * (n * q) as f64 / EO_N as f64), realify(i >> 3, reim_in));
+                        let at =
+                            if k8 { M16N8K8_F16_A.location(i, k) } else { M16N8K16_F16_A.location(i, k) };
+                        let word = eo_word(par, tile, k8, at.register) as usize;
+                        image[(word * 32 + at.lane as usize) * 2 + at.element as usize] = value;
+                    }
+                }
+            }
+        }
+    }
+    image
+}
+
+/// [`eo_image_f64`] rounded to f16, `[word][lane]`.
+pub fn eo_image() -> Result<Vec<u32>> {
+    Ok(eo_image_f64()
+        .chunks(2)
+        .map(|pair| pack_f16x2(f16::from_f64(pair[0]).to_bits(), f16::from_f64(pair[1]).to_bits()))
+        .collect())
+}
+
+/// The even/odd DFT of eight columns on the CPU in f64, through the image and the A and B
+/// tables: `x[g][n]` (n < 24) placed by [`eo_b_pair`] into the planar B registers, `Y[g][q]`
+/// (q < 48) read from the C table as `E + O` (q < 24) and `E - O`.
+pub fn emulate_eo_dft(image: &[f64], x: &[[C64; 24]; 8]) -> Vec<[C64; 48]> {
+    let a = |word: u32, lane: u32, e: u32| image[((word * 32 + lane) * 2 + e) as usize];
+    let mut y = vec![[(0.0, 0.0); 48]; 8];
+    for tile in 0..3u32 {
+        // c[par][i][g]
+        let mut c = [[[0.0f64; 8]; 16]; 2];
+        for par in 0..2u32 {
+            for (k8, ks) in [(false, 16u32), (true, 8)] {
+                for i in 0..16 {
+                    for g in 0..8u32 {
+                        for k in 0..ks {
+                            let at =
+                                if k8 { M16N8K8_F16_A.location(i, k) } else { M16N8K16_F16_A.location(i, k) };
+                            let b =
+                                if k8 { M16N8K8_F16_B.location(k, g) } else { M16N8K16_F16_B.location(k, g) };
+                            // What the lane holds there: pair word (a, ReIm) of its column, half e.
+                            let (pair, reim) = eo_b_pair(k8, b.lane, b.register);
+                            let n = 4 * pair + 2 * b.element + par;
+                            let v = x[(b.lane / 4) as usize][n as usize];
+                            let bv = if reim == 0 { v.0 } else { v.1 };
+                            c[par as usize][i as usize][g as usize] +=
+                                a(eo_word(par, tile, k8, at.register), at.lane, at.element) * bv;
+                        }
+                    }
+                }
+            }
+        }
+        for g in 0..8 {
+            for r in 0..8u32 {
+                let q = (8 * tile + r) as usize;
+                let e = (c[0][r as usize][g], c[0][r as usize + 8][g]);
+                let o = (c[1][r as usize][g], c[1][r as usize + 8][g]);
+                y[g][q] = (e.0 + o.0, e.1 + o.1);
+                y[g][q + 24] = (e.0 - o.0, e.1 - o.1);
+            }
+        }
+    }
+    y
+}
+
 /// The direct DFT on the CPU through the image and the m16n8k16 / m16n8k8 tables, in f64:
 /// `x` holds 8 arrays of N values (`[s][n]`), placed by [`direct_x_location`]; the result
 /// `[s][2N]` is read through [`direct_y_location`].
@@ -644,7 +721,11 @@ impl<'g> ShortFft<'g> {
 // output samples, [`frb_output_samples_per_block`]), T_inner samples per phase, gridding
 // through shared memory with W E formed in f16x2, both 1-d FFTs with the tensor-core short
 // FFT, |Et|^2 summed in f16x2: over the whole output sample for T_ds <= 96
-// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32.
+// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32. Full CHORD with
+// T_ds <= 96 (the production case) takes `frb_beamform_eo` instead: both FFTs as the
+// padded 48-point DFT split by the parity of the input index (no twiddles, no padding; the
+// A image [`eo_image`]), blocks of 6 warps, planar `X` and `G`, the two polarisations of a
+// pixel in the two halves of one f16x2 sum.
 // The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
 // layouts and bank-conflict checks are in place) are not written yet.
 //
@@ -788,7 +869,9 @@ impl FrbConfig {
 /// rounding that grows with the number of terms (`2 T_ds` up to T_ds = 96, `2 T_inner`
 /// above). Measured (H200): 6e-4 to 7e-4 at T_ds <= 3, 4.0e-3 at T_ds = 96 (the largest
 /// f16 sum, 192 terms), 3e-4 to 4e-4 for the per-phase kernel at T_ds = 120-192; an f16 sum
-/// of 384 terms (T_ds = 192, which takes the per-phase kernel) measured 9.4e-3.
+/// of 384 terms (T_ds = 192, which takes the per-phase kernel) measured 9.4e-3. Full
+/// CHORD's even/odd kernel (T_ds terms per f16 half): 5.4e-4 to 6.8e-4 at T_ds <= 3, 8.8e-4
+/// at 40, 1.3e-3 at 72 (the three-factor kernel: 1.7e-3 and 2.7e-3).
 pub const FRB_REL_L2_BOUND: f64 = 1.0 / 64.0;
 
 /// The first FRB kernel for one configuration and dish map on one GPU, holding the map,
@@ -806,6 +889,7 @@ pub struct FrbBeamformer<'g> {
     tbar_per_block: u32,
     blocks: u32,
     shared_bytes: u32,
+    threads: u32,
 }
 
 impl<'g> FrbBeamformer<'g> {
@@ -828,8 +912,15 @@ impl<'g> FrbBeamformer<'g> {
         }
         let case = config.case()?;
         let name = frb_beamform_kernel(&case, config.t_ds).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        // Full CHORD with f16 sums: the even/odd kernel (its own block size, shared memory
+        // and A image in place of the Gamma image).
+        let eo = eo_applies(&case, config.t_ds);
+        let (threads, shared_bytes) = if eo {
+            (EO_THREADS, eo_shared_bytes())
+        } else {
+            (FRB_THREADS, frb_beamform_shared_bytes(&case))
+        };
         let kernel = gpu.function(name)?;
-        let shared_bytes = frb_beamform_shared_bytes(&case);
         kernel
             .set_attribute(
                 cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -841,7 +932,7 @@ impl<'g> FrbBeamformer<'g> {
             })?;
         let out_times = config.out_times();
         let resident = kernel
-            .occupancy_max_active_blocks_per_multiprocessor(FRB_THREADS, shared_bytes as usize, None)
+            .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
             .map_err(|source| Error::Driver { during: "querying the FRB kernel's occupancy", source })?;
         let tbar_per_block = frb_output_samples_per_block(&config, resident.max(1) * gpu.sm_count());
         let blocks = config.freqs * out_times.div_ceil(tbar_per_block);
@@ -855,9 +946,27 @@ impl<'g> FrbBeamformer<'g> {
             shared_bytes,
             grid: gpu.upload(&points)?,
             weights: gpu.upload(weights)?,
-            gammas_m: gpu.upload(&gamma_image(config.m)?)?,
+            threads,
+            gammas_m: gpu.upload(&if eo { eo_image()? } else { gamma_image(config.m)? })?,
             gammas_n: gpu.upload(&gamma_image(config.n)?)?,
         })
+    }
+
+    /// Output samples per block: [`frb_output_samples_per_block`]'s choice unless set.
+    pub fn output_samples_per_block(&self) -> u32 {
+        self.tbar_per_block
+    }
+
+    /// Sets the output samples per block (at least 1; more than the launch has means one
+    /// chunk per channel): for tests of blocks that write several samples, and for sweeps.
+    pub fn set_output_samples_per_block(&mut self, samples: u32) -> Result<()> {
+        if samples == 0 {
+            return Err(Error::InvalidConfig("output samples per block must be positive".into()));
+        }
+        let out_times = self.config.out_times();
+        self.tbar_per_block = samples.min(out_times);
+        self.blocks = self.config.freqs * out_times.div_ceil(self.tbar_per_block);
+        Ok(())
     }
 
     pub fn config(&self) -> &FrbConfig {
@@ -893,7 +1002,7 @@ impl<'g> FrbBeamformer<'g> {
         // freqs, times, t_ds, tbar_per_block)`; every length was checked against the
         // validated config, the map is inside the grid, `times` is a multiple of `t_ds`, and
         // `blocks = F * ceil(out_times / tbar_per_block)`.
-        unsafe { launch.launch(launch_1d(self.blocks, FRB_THREADS, self.shared_bytes)) }
+        unsafe { launch.launch(launch_1d(self.blocks, self.threads, self.shared_bytes)) }
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
     }
@@ -1086,6 +1195,32 @@ mod tests {
 
     /// The direct DFT's image, read through the m16n8k16 / m16n8k8 tables and the X / Y maps,
     /// is the padded DFT (exact in f64), and its f16 rounding stays well inside the bound.
+    #[test]
+    fn even_odd_dft_emulation_is_the_padded_dft() {
+        let mut rng = StdRng::seed_from_u64(24);
+        let image = eo_image_f64();
+        let x: [[C64; 24]; 8] = core::array::from_fn(|_| {
+            core::array::from_fn(|_| (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0)))
+        });
+        let got = emulate_eo_dft(&image, &x);
+        for g in 0..8 {
+            let want = padded_dft(&x[g]);
+            let err = relative_l2(&got[g], &want);
+            assert!(err < 1e-12, "column {g}: {err}");
+        }
+        // The f16 image is within f16 rounding of it.
+        let rounded: Vec<f64> = eo_image()
+            .unwrap()
+            .iter()
+            .flat_map(|&w| {
+                let (lo, hi) = unpack_f16x2(w);
+                [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
+            })
+            .collect();
+        let got = emulate_eo_dft(&rounded, &x);
+        assert!(relative_l2(&got[3], &padded_dft(&x[3])) < 1e-3);
+    }
+
     #[test]
     fn direct_dft_emulation_is_the_padded_dft() {
         let mut rng = StdRng::seed_from_u64(5);

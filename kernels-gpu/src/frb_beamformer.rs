@@ -30,7 +30,9 @@
 //! f16x2 ([`ci4_biased_f16x2`]), both FFTs with the short FFT from shared memory with
 //! padded, conflict-free `G` rows ([`frb_g_row_words`]), several FFTs in flight per warp,
 //! `|Et|^2` summed in f16x2, over T_ds or per phase and then in f32
-//! ([`FRB_F16_SUM_MAX_T_DS`])), and for the
+//! ([`FRB_F16_SUM_MAX_T_DS`])); at full CHORD with f16 sums the even/odd kernel of "Part
+//! B'" below (`frb_beamform_eo`: both FFTs as the padded 48-point DFT split by the parity of
+//! the input index, m16n8k16 + m16n8k8 MMAs with no twiddles and no padding), and for the
 //! seed's design, not written yet: the cases of Table
 //! 2 ([`FRB_CASES`]), their derived constants, the shared-memory layouts of sec. 4.5
 //! (`Fsh1[]`, `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9 and the `Gsh[]`
@@ -548,7 +550,8 @@ pub const FRB_THREADS: u32 = 256;
 
 /// Largest T_ds for which the first FRB kernel sums `|Et|^2` in f16 over the whole output
 /// sample (`2 T_ds` terms; the `*_f16sum` entry points, 64 registers: four blocks of 8 warps
-/// per SM). Above it, the f16 partial sums of each phase (at most `2 T_inner` terms) are
+/// per SM, and full CHORD's even/odd kernel, whose halves hold the two polarisations:
+/// `T_ds` terms per half). Above it, the f16 partial sums of each phase (at most `2 T_inner` terms) are
 /// added in f32 (the plain entry points, 80 registers at full CHORD: three blocks per SM).
 /// An f16 running sum of many similar positive terms rounds each new term to the sum's
 /// ulp, so its error grows with the count: measured on random data (H200), relative L2 errors
@@ -557,7 +560,8 @@ pub const FRB_THREADS: u32 = 256;
 pub const FRB_F16_SUM_MAX_T_DS: u32 = 96;
 
 /// The first FRB kernel's entry point for a case and T_ds (see [`FRB_F16_SUM_MAX_T_DS`]);
-/// its dynamic shared memory is [`frb_beamform_shared_bytes`].
+/// its dynamic shared memory is [`frb_beamform_shared_bytes`], or [`eo_shared_bytes`] (and
+/// [`EO_THREADS`] threads) where [`eo_applies`].
 pub const fn frb_beamform_kernel(case: &FrbCase, t_ds: u32) -> Option<&'static str> {
     let f16_sum = t_ds <= FRB_F16_SUM_MAX_T_DS;
     Some(match (case.dishes, case.m, case.n, f16_sum) {
@@ -570,7 +574,7 @@ pub const fn frb_beamform_kernel(case: &FrbCase, t_ds: u32) -> Option<&'static s
         (64, 8, 12, true) => "frb_beamform_d64_m8_n12_f16sum",
         (256, 16, 16, true) => "frb_beamform_d256_m16_n16_f16sum",
         (256, 16, 20, true) => "frb_beamform_d256_m16_n20_f16sum",
-        (512, 24, 24, true) => "frb_beamform_d512_m24_n24_f16sum",
+        (512, 24, 24, true) => "frb_beamform_d512_m24_n24_eo",
         _ => return None,
     })
 }
@@ -632,6 +636,142 @@ pub const fn frb_first_fft_unroll(case: &FrbCase) -> u32 {
 /// the kernel unrolls them fully (at most 6).
 pub const fn frb_second_fft_calls(case: &FrbCase) -> u32 {
     (2 * case.n / ffts_per_warp(case.m)).div_ceil(FRB_THREADS / 32)
+}
+
+// --- Part B': full CHORD's kernel with the even/odd direct DFT ---------------------------
+//
+// At M = N = 24 the three-factor FFT pads d and u from 6 to 8 (a quarter of each MMA is
+// zeros) and spends four f16x2 twiddle ops per FFT on the FP16 pipe, which Hopper overlaps
+// only partly with the MMAs. Splitting the padded 48-point DFT by the parity of n instead
+// needs no twiddle: with `E_q = sum_{n even} w^(nq) X_n`, `O_q = sum_{n odd} w^(nq) X_n`
+// (`w = exp(2 pi i / 48)`, q < 24), `Y_q = E_q + O_q` and `Y_(q+24) = E_q - O_q`
+// (`w^(24 n) = (-1)^n`). Each of E and O is three row tiles (8 q x ReIm) of one m16n8k16
+// plus one m16n8k8 over its 12 complex inputs (no padding), eight FFTs per warp (the B
+// columns): per FFT 0.75 k16 + 0.75 k8 and 1.5 f16x2 adds, against the three-factor FFT's
+// one k16, one k8 and four f16x2 ops. The A operand (the 2 x 3 x 6 = [`EO_WORDS`] words
+// per lane of [`eo_k_entry`]'s matrix) is the same for both FFTs at M = N.
+//
+// Both FFTs read their B operand "planar": a word holds the real (or imaginary) parts of two
+// points `4a + par` and `4a + 2 + par` (pair a, parity par, half e = 0, 1), so the first
+// FFT's C registers (Re of two columns, Im of two columns) are stored with no byte shuffle
+// and read back by the second FFT as its B registers. Contraction index k of a k16 tile:
+// `k0 = e`, `k1 k2 = a`, `k3 = ReIm`; of a k8 tile: `k0 = e`, `k1 = a - 4`, `k2 = ReIm`.
+//
+// Block: 6 warps, phases of [`EO_TB`] samples. First FFT: warp w takes pol `w / 3` and the
+// third `w % 3` of the 24 grid rows (columns g: pair `4 (w % 3) + g / 2`, half `g % 2`) for
+// every sample. Second FFT: warp w owns the q blocks `b = w` and `w + 6` (columns g: `q = 4 b
+// + g / 2`, pol `g % 2`), so both polarisations of a pixel land in the two halves of one
+// accumulator register, added when I is written.
+
+/// Grid side of the even/odd kernel (M = N).
+pub const EO_N: u32 = 24;
+/// Warps and threads per block of the even/odd kernel.
+pub const EO_WARPS: u32 = 6;
+pub const EO_THREADS: u32 = 32 * EO_WARPS;
+/// Samples per phase.
+pub const EO_TB: u32 = 4;
+/// A-operand words per lane: parity (2) x row tile (3) x (k16: 4, k8: 2).
+pub const EO_WORDS: usize = 36;
+/// `X` words per grid row (24 used: `par 12 + ReIm 6 + a`; 28 makes the loads conflict free).
+pub const EO_X_ROW: u32 = 28;
+/// `X` words per phase.
+pub const EO_X_WORDS: u32 = EO_TB * 2 * EO_N * EO_X_ROW;
+/// `G` strides in words: ReIm, pair (`par 6 + a`), pol, sample. See
+/// `eo_patterns_are_conflict_free` for why these values.
+pub const EO_G_RS: u32 = 48;
+pub const EO_G_PS: u32 = 104;
+pub const EO_G_POLS: u32 = 1252;
+pub const EO_G_TS: u32 = 2504;
+
+/// Register caps of the first FRB kernels (`.maxnreg`, applied by build.rs).
+pub const REGISTER_LIMITS: [(&str, u32); 1] = [("frb_beamform_d512_m24_n24_eo", 112)];
+
+/// Dynamic shared memory of the even/odd kernel (73856 bytes): `X`, `G`, and the gridding
+/// table (per E word: four X slots, four weight pairs).
+pub const fn eo_shared_bytes() -> u32 {
+    4 * (EO_X_WORDS + EO_TB * EO_G_TS + 12 * 2 * 512 / 4)
+}
+
+/// Whether the even/odd kernel runs this case and T_ds (full CHORD, f16 sums).
+pub const fn eo_applies(case: &FrbCase, t_ds: u32) -> bool {
+    case.dishes == 512 && case.m == EO_N && case.n == EO_N && t_ds <= FRB_F16_SUM_MAX_T_DS
+}
+
+/// Contraction index k of a k16 (`k8 = false`) or k8 tile of parity `par` as `(n, ReIm)`.
+pub const fn eo_k_entry(par: u32, k8: bool, k: u32) -> (u32, u32) {
+    if k8 {
+        (16 + 4 * ((k >> 1) & 1) + 2 * (k & 1) + par, (k >> 2) & 1)
+    } else {
+        (4 * ((k >> 1) & 3) + 2 * (k & 1) + par, k >> 3)
+    }
+}
+
+/// The image word of A register `reg` of parity `par`, row tile `tile`, k16 or k8.
+pub const fn eo_word(par: u32, tile: u32, k8: bool, reg: u32) -> u32 {
+    (par * 3 + tile) * 6 + if k8 { 4 } else { 0 } + reg
+}
+
+/// The planar pair word `(a, ReIm)` that `lane` loads into B register `reg` of a tile
+/// (from the m16n8k16 / m16n8k8 B tables: `k1 k2` are lane bits 0-1, `k3` the register).
+pub const fn eo_b_pair(k8: bool, lane: u32, reg: u32) -> (u32, u32) {
+    if k8 {
+        (4 + (lane & 1), (lane >> 1) & 1)
+    } else {
+        (lane & 3, reg)
+    }
+}
+
+/// The `X` row of grid row m inside its (tau, pol) block: `8 c3 + g` for the first FFT's
+/// warp third c3 and column g that take m ([`eo_first_m`] inverted), so that the eight
+/// columns' rows are consecutive (conflict-free loads with the row stride 28).
+pub const fn eo_x_row(m: u32) -> u32 {
+    2 * ((m & 1) * 6 + (m >> 2)) + ((m >> 1) & 1)
+}
+
+/// `X` word and half of `X` row `row` (`(tau 2 + pol) M + eo_x_row(m)`), point n, part `reim`.
+pub const fn eo_x_word(row: u32, n: u32, reim: u32) -> (u32, u32) {
+    (row * EO_X_ROW + (n & 1) * 12 + reim * 6 + (n >> 2), (n >> 1) & 1)
+}
+
+/// First FFT: the grid row m of column g for warp third `c3`.
+pub const fn eo_first_m(c3: u32, g: u32) -> u32 {
+    let pp = 4 * c3 + g / 2;
+    4 * (pp % 6) + 2 * (g & 1) + pp / 6
+}
+
+/// First FFT: the `X` word lane `lane` of warp w loads for sample u, parity `par`, k16 or
+/// k8, B register `reg`.
+pub const fn eo_first_load_word(w: u32, lane: u32, u: u32, par: u32, k8: bool, reg: u32) -> u32 {
+    let row = (u * 2 + w / 3) * EO_N + 8 * (w % 3) + lane / 4;
+    let (a, reim) = eo_b_pair(k8, lane, reg);
+    row * EO_X_ROW + par * 12 + reim * 6 + a
+}
+
+/// `G` word and half of `(tau, pol, m, ReIm, q)`.
+pub const fn eo_g_word(tau: u32, pol: u32, m: u32, reim: u32, q: u32) -> (u32, u32) {
+    let pp = (m & 1) * 6 + (m >> 2);
+    (tau * EO_G_TS + pol * EO_G_POLS + pp * EO_G_PS + reim * EO_G_RS + q, (m >> 1) & 1)
+}
+
+/// First FFT: the `G` word lane `lane` of warp w stores from its C register `reim` of row
+/// tile `tile`, half h (`q = 8 tile + 24 h + lane / 4`), sample u.
+pub const fn eo_first_store_word(w: u32, lane: u32, u: u32, tile: u32, h: u32, reim: u32) -> u32 {
+    let m = eo_first_m(w % 3, 2 * (lane & 3));
+    eo_g_word(u, w / 3, m, reim, 8 * tile + 24 * h + lane / 4).0
+}
+
+/// Second FFT: the `G` word lane `lane` loads for sample t, q block b, parity `par`, k16 or
+/// k8, B register `reg` (column `g = lane / 4`: `q = 4 b + g / 2`, pol `g % 2`).
+pub const fn eo_second_load_word(lane: u32, t: u32, b: u32, par: u32, k8: bool, reg: u32) -> u32 {
+    let g = lane / 4;
+    let (a, reim) = eo_b_pair(k8, lane, reg);
+    eo_g_word(t, g & 1, 4 * a + par, reim, 4 * b + g / 2).0
+}
+
+/// Second FFT output: `(p, q)` of lane `lane`'s accumulator for q block b, row tile `tile`,
+/// half h (the register's halves are pol 0 and pol 1).
+pub const fn eo_output_pixel(lane: u32, b: u32, tile: u32, h: u32) -> (u32, u32) {
+    (8 * tile + 24 * h + lane / 4, 4 * b + (lane & 3))
 }
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
@@ -1069,6 +1209,282 @@ mod device {
         }
     }
 
+    /// `add.rn.f16x2` / `sub.rn.f16x2`.
+    #[inline(always)]
+    fn hadd2(a: u32, b: u32) -> u32 {
+        let out: u32;
+        // SAFETY: pure f16x2 arithmetic on registers.
+        unsafe {
+            core::arch::asm!("add.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b,
+                options(pure, nomem, nostack))
+        };
+        out
+    }
+    #[inline(always)]
+    fn hsub2(a: u32, b: u32) -> u32 {
+        let out: u32;
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!("sub.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b,
+                options(pure, nomem, nostack))
+        };
+        out
+    }
+    /// The f16 sum of the two halves (bits of the result in the low 16).
+    #[inline(always)]
+    fn hsum_halves(a: u32) -> u16 {
+        let out: u16;
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!("{{ .reg .b16 l, h;", "mov.b32 {{l, h}}, {1};", "add.rn.f16 {0}, l, h; }}",
+                out(reg16) out, in(reg32) a, options(pure, nomem, nostack))
+        };
+        out
+    }
+
+    /// The even/odd direct DFT of eight columns (Part B'): `x` = the B registers `[E k16 0,
+    /// E k16 1, E k8, O k16 0, O k16 1, O k8]` (planar pair words), the result per row tile
+    /// `[lo (q = 8 T + i), hi (q + 24)]` C registers. Warp-collective.
+    #[inline(always)]
+    fn eo_dft(a: &[u32; EO_WORDS], x: &[u32; 6]) -> [[[u32; 2]; 2]; 3] {
+        let mut y = [[[0u32; 2]; 2]; 3];
+        unroll!(t in [0, 1, 2] {
+            let mut eo = [[0u32; 2]; 2];
+            unroll!(par in [0, 1] {
+                let w16 = eo_word(par as u32, t as u32, false, 0) as usize;
+                let w8 = eo_word(par as u32, t as u32, true, 0) as usize;
+                let acc = mma_m16n8k16_f16(
+                    [a[w16], a[w16 + 1], a[w16 + 2], a[w16 + 3]],
+                    [x[3 * par], x[3 * par + 1]],
+                    [0, 0],
+                );
+                eo[par] = mma_m16n8k8_f16([a[w8], a[w8 + 1]], x[3 * par + 2], acc);
+            });
+            y[t] = [
+                [hadd2(eo[0][0], eo[1][0]), hadd2(eo[0][1], eo[1][1])],
+                [hsub2(eo[0][0], eo[1][0]), hsub2(eo[0][1], eo[1][1])],
+            ];
+        });
+        y
+    }
+
+    /// Full CHORD's first FRB kernel with the even/odd direct DFT (Part B' above), f16 sums
+    /// over T_ds (`t_ds <= FRB_F16_SUM_MAX_T_DS`). Same blocks, arguments (`image` the
+    /// [`EO_WORDS`] x 32 A image in `gammas_m`'s place) and output as `frb_beamform`; the
+    /// gridding writes `W E` planar (two 16-bit stores per sample) into `X`. Variants that
+    /// loaded the next phase's E before this phase's FFTs, or issued two samples' second
+    /// FFTs before accumulating either, measured slower (BENCHMARKS.md).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn frb_beamform_eo(
+        e: *const u8,
+        weights: *const u32,
+        grid: *const u32,
+        image: *const u32,
+        out: *mut u16,
+        freqs: u32,
+        times: u32,
+        t_ds: u32,
+        tbar_per_block: u32,
+    ) {
+        const M: u32 = EO_N;
+        const N: u32 = EO_N;
+        const D: u32 = 512;
+        const TB: u32 = EO_TB;
+        const WORDS: u32 = 2 * D / 4;
+        let f = block_idx_x() % freqs;
+        let chunk = block_idx_x() / freqs;
+        let out_times = times / t_ds;
+        let first_tbar = chunk * tbar_per_block;
+        let end_tbar =
+            if first_tbar + tbar_per_block < out_times { first_tbar + tbar_per_block } else { out_times };
+        let (tau_begin, tau_end) = (first_tbar * t_ds, end_tbar * t_ds);
+        let tid = thread_idx_x();
+        let lane = lane_id();
+        let warp = tid / 32;
+        let x_base = dynamic_shared();
+        let g_base = x_base + 4 * EO_X_WORDS;
+        let mut k = tid;
+        while k < EO_X_WORDS {
+            st_shared_u32(x_base + 4 * k, 0);
+            k += EO_THREADS;
+        }
+        sync_threads();
+        // Thread t grids the E words t and t + 192 (pairs 4 word .. 4 word + 4). Their X
+        // slots and weights go to a table in shared memory (12 words per E word), read back
+        // once per phase, so that they hold no registers through the FFTs.
+        let table = g_base + 4 * EO_TB * EO_G_TS;
+        unroll!(jw in [0, 1] {
+            let word = tid + EO_THREADS * jw as u32;
+            if word < WORDS {
+                let mut slot = [0u32; 4];
+                let mut wh = [0u32; 8];
+                unroll!(j in [0, 1, 2, 3] {
+                    let k = 4 * word + j as u32;
+                    let (pol, point) = (k / D, *grid.add((k % D) as usize));
+                    let (w, half) = eo_x_word(pol * M + eo_x_row(point / N), point % N, 0);
+                    slot[j] = x_base + 4 * w + 2 * half;
+                    let wv = *weights.add(((f * 2 + pol) * M * N + point) as usize);
+                    wh[2 * j] = wv;
+                    wh[2 * j + 1] = prmt(wv, 0, 0x1032) ^ 0x8000;
+                });
+                let at = table + 4 * 12 * word;
+                st_shared_v4(at, slot);
+                st_shared_v4(at + 16, [wh[0], wh[1], wh[2], wh[3]]);
+                st_shared_v4(at + 32, [wh[4], wh[5], wh[6], wh[7]]);
+            }
+        });
+        let mut a = [0u32; EO_WORDS];
+        unroll_pairs::<EO_WORDS>(|k| a[k] = *image.add(32 * k + lane as usize));
+        // Lane-constant word offsets (the rest are compile-time constants).
+        let x16 = eo_first_load_word(warp, lane, 0, 0, false, 0);
+        let x8 = eo_first_load_word(warp, lane, 0, 0, true, 0);
+        let gst = eo_first_store_word(warp, lane, 0, 0, 0, 0);
+        let g16 = eo_second_load_word(lane, 0, 0, 0, false, 0);
+        let g8 = eo_second_load_word(lane, 0, 0, 0, true, 0);
+        let mut hacc = [[[0u32; 2]; 3]; 2];
+        let (mut tbar, mut count) = (first_tbar, 0u32);
+        let e4 = e as *const u32;
+        // The E words of the live samples of the phase at `tau0`, all loaded before any is
+        // gridded: one global latency per phase.
+        let load = |tau0: u32, words: &mut [[u32; 4]; 2]| {
+            unroll!(jw in [0, 1] {
+                let word = tid + EO_THREADS * jw as u32;
+                if word < WORDS {
+                    unroll!(t in [0, 1, 2, 3] {
+                        let tau = tau0 + t as u32;
+                        if tau < tau_end {
+                            let row = (tau * freqs + f) * 2 * D;
+                            words[jw][t] = *e4.add((row / 4 + word) as usize);
+                        }
+                    });
+                }
+            });
+        };
+        let mut words = [[0u32; 4]; 2];
+        let mut tau0 = tau_begin;
+        while tau0 < tau_end {
+            let live = if tau_end - tau0 < TB { tau_end - tau0 } else { TB };
+            load(tau0, &mut words);
+            unroll!(jw in [0, 1] {
+                let word = tid + EO_THREADS * jw as u32;
+                if word < WORDS {
+                    let at = table + 4 * 12 * word;
+                    let slot = ld_shared_v4(at);
+                    let w0 = ld_shared_v4(at + 16);
+                    let w1 = ld_shared_v4(at + 32);
+                    let wh = [[w0[0], w0[1]], [w0[2], w0[3]], [w1[0], w1[1]], [w1[2], w1[3]]];
+                    unroll!(t in [0, 1, 2, 3] {
+                        if (t as u32) < live {
+                            let biased = ci4_biased_f16x2(words[jw][t], prmt);
+                            unroll!(j in [0, 1, 2, 3] {
+                                let value = weighted_ci4(biased[j], wh[j]);
+                                let at = slot[j] + 4 * t as u32 * 2 * M * EO_X_ROW;
+                                st_shared_u16(at, value as u16);
+                                st_shared_u16(at + 4 * 6, (value >> 16) as u16);
+                            });
+                        }
+                    });
+                }
+            });
+            sync_threads();
+            // First FFT along n: this warp's eight rows of every live sample.
+            unroll!(u in [0, 1, 2, 3] {
+                if (u as u32) < live {
+                    let ux = x_base + 4 * (u as u32 * 2 * M * EO_X_ROW);
+                    let mut x = [0u32; 6];
+                    unroll!(par in [0, 1] {
+                        let p = 4 * par as u32 * 12;
+                        x[3 * par] = ld_shared_u32(ux + 4 * x16 + p);
+                        x[3 * par + 1] = ld_shared_u32(ux + 4 * x16 + p + 4 * 6);
+                        x[3 * par + 2] = ld_shared_u32(ux + 4 * x8 + p);
+                    });
+                    let y = eo_dft(&a, &converged(x));
+                    let gu = g_base + 4 * (gst + u as u32 * EO_G_TS);
+                    unroll!(t in [0, 1, 2] {
+                        unroll!(h in [0, 1] {
+                            let y = converged(y[t][h]);
+                            let at = gu + 4 * (8 * t as u32 + 24 * h as u32);
+                            st_shared_u32(at, y[0]);
+                            st_shared_u32(at + 4 * EO_G_RS, y[1]);
+                        });
+                    });
+                }
+            });
+            sync_threads();
+            // Second FFT along m: q blocks `warp` and `warp + 6`, |Et|^2 into both halves.
+            let second = |t: u32| {
+                let mut y = [[[[0u32; 2]; 2]; 3]; 2];
+                unroll!(bi in [0, 1] {
+                    let gb = g_base + 4 * (t * EO_G_TS + 4 * (warp + EO_WARPS * bi as u32));
+                    let mut x = [0u32; 6];
+                    unroll!(par in [0, 1] {
+                        let p = 4 * par as u32 * 6 * EO_G_PS;
+                        x[3 * par] = ld_shared_u32(gb + 4 * g16 + p);
+                        x[3 * par + 1] = ld_shared_u32(gb + 4 * g16 + p + 4 * EO_G_RS);
+                        x[3 * par + 2] = ld_shared_u32(gb + 4 * g8 + p);
+                    });
+                    y[bi] = eo_dft(&a, &converged(x));
+                });
+                y
+            };
+            let mut accumulate = |y: &[[[[u32; 2]; 2]; 3]; 2]| {
+                unroll!(bi in [0, 1] {
+                    unroll!(tt in [0, 1, 2] {
+                        unroll!(h in [0, 1] {
+                            let y = y[bi][tt][h];
+                            hacc[bi][tt][h] = hfma2(y[1], y[1], hfma2(y[0], y[0], hacc[bi][tt][h]));
+                        });
+                    });
+                });
+                count += 1;
+                if count == t_ds {
+                    unroll!(bi in [0, 1] {
+                        unroll!(tt in [0, 1, 2] {
+                            unroll!(h in [0, 1] {
+                                let (p, q) = eo_output_pixel(lane, warp + EO_WARPS * bi as u32, tt as u32, h as u32);
+                                let at = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
+                                *out.add(at as usize) = hsum_halves(hacc[bi][tt][h]);
+                                hacc[bi][tt][h] = 0;
+                            });
+                        });
+                    });
+                    count = 0;
+                    tbar += 1;
+                }
+            };
+            let mut t = 0;
+            while t < live {
+                let y = second(t);
+                accumulate(&y);
+                t += 1;
+            }
+            // The next phase overwrites X and G.
+            sync_threads();
+            tau0 += TB;
+        }
+    }
+
+    /// Full CHORD's first FRB kernel for T_ds <= 96, even/odd direct DFT: see
+    /// `frb_beamform_eo` (the same arguments as the other first FRB kernels; `gammas_m` holds
+    /// the even/odd image, `gammas_n` is unused).
+    #[no_mangle]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe extern "ptx-kernel" fn frb_beamform_d512_m24_n24_eo(
+        e: *const u8,
+        weights: *const u32,
+        grid: *const u32,
+        gammas_m: *const u32,
+        _gammas_n: *const u32,
+        out: *mut u16,
+        freqs: u32,
+        times: u32,
+        t_ds: u32,
+        tbar_per_block: u32,
+    ) {
+        frb_beamform_eo(e, weights, grid, gammas_m, out, freqs, times, t_ds, tbar_per_block);
+    }
+
     /// `W E` as f16x2 (re low) from `biased` = f16 `(1032 + Re E, 1032 + Im E)` (exact) and
     /// `w` = `[(Re W, Im W), (-Im W, Re W)]`: one exact add, then `Im E (-Im W, Re W)` and
     /// `Re E (Re W, Im W)` plus it on the broadcast halves (two f16 roundings, no f32).
@@ -1157,7 +1573,6 @@ mod device {
     frb_kernel!(frb_beamform_d64_m8_n12_f16sum, 64, 8, 12, 6, true);
     frb_kernel!(frb_beamform_d256_m16_n16_f16sum, 256, 16, 16, 8, true);
     frb_kernel!(frb_beamform_d256_m16_n20_f16sum, 256, 16, 20, 5, true);
-    frb_kernel!(frb_beamform_d512_m24_n24_f16sum, 512, 24, 24, 4, true);
 
     macro_rules! fft_kernels {
         ($n:literal, $batch:ident, $looped:ident) => {
@@ -1602,6 +2017,103 @@ mod tests {
         assert_eq!(unpadded_worst, [4, 2, 16, 4, 12]);
         assert_eq!(FRB_CASES.map(|c| frb_g_row_words(&c)), [20, 28, 34, 42, 49]);
         assert_eq!(FRB_CASES.map(|c| frb_first_fft_unroll(&c)), [2, 2, 4, 4, 4]);
+    }
+
+    /// Part B': the B tables put exactly [`eo_k_entry`]'s (n, ReIm) where [`eo_b_pair`] says
+    /// the lane loads it (element e = the pair's half); the first FFT's columns cover each
+    /// (pol, m) once with C halves in one planar word; and the six shared-memory patterns
+    /// (first-FFT loads k16 and k8, stores, second-FFT loads k16 and k8; the output is
+    /// global) are conflict free and in bounds.
+    #[test]
+    fn eo_patterns_are_conflict_free() {
+        for par in 0..2 {
+            for (k8, table, ks) in [(false, M16N8K16_F16_B, 16), (true, M16N8K8_F16_B, 8)] {
+                for k in 0..ks {
+                    for g in 0..8 {
+                        let b = table.location(k, g);
+                        let (a, reim) = eo_b_pair(k8, b.lane, b.register);
+                        assert_eq!(b.lane / 4, g);
+                        assert_eq!(eo_k_entry(par, k8, k), (4 * a + 2 * b.element + par, reim), "k={k}");
+                    }
+                }
+            }
+        }
+        let banks_distinct = |words: &[u32]| {
+            let mut seen = [false; 32];
+            words.iter().all(|&w| !core::mem::replace(&mut seen[(w % 32) as usize], true))
+        };
+        let x_words = EO_X_WORDS;
+        let g_words = EO_TB * EO_G_TS;
+        for w in 0..EO_WARPS {
+            let mut rows = [0u32; 8];
+            for g in 0..8 {
+                rows[g as usize] = eo_first_m(w % 3, g);
+                let (word, half) = eo_g_word(0, 0, eo_first_m(w % 3, g), 0, 0);
+                assert_eq!((word, half), (eo_g_word(0, 0, eo_first_m(w % 3, g & 6), 0, 0).0, g & 1));
+            }
+            for u in 0..EO_TB {
+                for par in 0..2 {
+                    for (k8, regs) in [(false, 2), (true, 1)] {
+                        for reg in 0..regs {
+                            let words: [u32; 32] =
+                                core::array::from_fn(|l| eo_first_load_word(w, l as u32, u, par, k8, reg));
+                            assert!(banks_distinct(&words) && words.iter().all(|&x| x < x_words));
+                        }
+                    }
+                }
+                for tile in 0..3 {
+                    for h in 0..2 {
+                        for reim in 0..2 {
+                            let words: [u32; 32] =
+                                core::array::from_fn(|l| eo_first_store_word(w, l as u32, u, tile, h, reim));
+                            assert!(banks_distinct(&words) && words.iter().all(|&x| x < g_words));
+                        }
+                    }
+                }
+            }
+            for g in 0..8 {
+                assert_eq!(eo_x_row(eo_first_m(w % 3, g)), 8 * (w % 3) + g);
+            }
+            // Each warp third covers 8 distinct rows; the three thirds all 24.
+            let mut all = [false; 24];
+            for c3 in 0..3 {
+                for g in 0..8 {
+                    let m = eo_first_m(c3, g) as usize;
+                    assert!(!all[m]);
+                    all[m] = true;
+                }
+            }
+            assert!(all.iter().all(|&b| b));
+        }
+        for b in 0..12 {
+            for t in 0..EO_TB {
+                for par in 0..2 {
+                    for (k8, regs) in [(false, 2), (true, 1)] {
+                        for reg in 0..regs {
+                            let words: [u32; 32] =
+                                core::array::from_fn(|l| eo_second_load_word(l as u32, t, b, par, k8, reg));
+                            assert!(banks_distinct(&words) && words.iter().all(|&x| x < g_words));
+                        }
+                    }
+                }
+            }
+        }
+        // The second FFT reads what the first wrote: (tau, pol, m, reim, q) -> one word and half.
+        extern crate std;
+        let mut seen = std::collections::HashSet::new();
+        for tau in 0..EO_TB {
+            for pol in 0..2 {
+                for m in 0..24 {
+                    for reim in 0..2 {
+                        for q in 0..48 {
+                            let at = eo_g_word(tau, pol, m, reim, q);
+                            assert!(at.0 < g_words && seen.insert(at));
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(eo_shared_bytes(), 73856);
     }
 
     #[test]

@@ -453,6 +453,13 @@ fn transposed_fft(data: &mut [Complex<f64>], rows: usize, cols: usize, fft: &Arc
 /// per launch (fine grids in shared memory, f32 arithmetic, J rounded to f16), for plans with
 /// [`NUFFT_DEFAULT`] (sigma = 2, w = 6: the kernel's fixed shape). Owns A^T, B^T, the beams'
 /// packed tap origins and weights (f32), computed by the plan on the host.
+///
+/// Correct, not yet fast: on the H200 it takes 46 ms per second of data at full CHORD and
+/// 67 ms at HIRAX square, 4.3x and 6.9x the exact W path ([`super::resample::Resampler`],
+/// which is the one to use). The interpolation's shared-memory gathers on the CUDA cores,
+/// not the operation count, bound it (BENCHMARKS.md, "NUFFT path"). It needs
+/// [`smem_layout`]`(M, N).total` bytes of shared memory per block (207 KiB at full CHORD),
+/// more than Ampere offers for the larger cases: [`GpuNufft::new`] then returns an error.
 pub struct GpuNufft<'g> {
     gpu: &'g Gpu,
     m: u32,
@@ -494,6 +501,14 @@ impl<'g> GpuNufft<'g> {
             })
             .collect();
         let layout = smem_layout(m, n);
+        if layout.total > gpu.max_shared_per_block() {
+            return Err(Error::InvalidConfig(format!(
+                "the GPU NUFFT for (M, N) = ({m}, {n}) needs {} bytes of shared memory per block; \
+                 this GPU allows {}",
+                layout.total,
+                gpu.max_shared_per_block()
+            )));
+        }
         let function = gpu.function("frb_nufft_resample")?;
         function
             .set_attribute(

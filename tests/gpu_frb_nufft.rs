@@ -9,9 +9,7 @@ mod common;
 
 use common::*;
 use half::f16;
-use radio_kernels::frb_beamformer::nufft::{
-    GpuNufft, NufftParams, NufftPlan, MAX_ABS_POSITION, NUFFT_DEFAULT,
-};
+use radio_kernels::frb_beamformer::nufft::{probe_beams, GpuNufft, NufftParams, NufftPlan, NUFFT_DEFAULT};
 use radio_kernels::frb_beamformer::resample::{resample_reference, ResampleConfig};
 use radio_kernels::frb_beamformer::FRB_CASES;
 use radio_kernels::Error;
@@ -21,32 +19,6 @@ use rand::Rng;
 const TOLERANCE_EXACT: f64 = 4e-4;
 /// f16 rounding and f32 sums only.
 const TOLERANCE_CPU: f64 = 3e-4;
-
-fn positions(m: u32, n: u32, random: usize, rng: &mut impl Rng) -> (Vec<f32>, Vec<f32>) {
-    let (mut theta, mut theta_prime) = (vec![], vec![]);
-    for _ in 0..random {
-        theta.push(rng.random_range(-3.0 * m as f32..3.0 * m as f32));
-        theta_prime.push(rng.random_range(-3.0 * n as f32..3.0 * n as f32));
-    }
-    for p in 0..2 * m {
-        theta.push(p as f32 / 2.0);
-        theta_prime.push(((p * 7) % (2 * n)) as f32 / 2.0);
-    }
-    let (mf, nf) = (m as f32, n as f32);
-    for (a, b) in [
-        (0.0, 0.0),
-        (mf, nf),
-        (-mf, -nf),
-        (mf.next_down(), nf.next_up()),
-        ((-mf).next_up(), 0f32.next_down()),
-        (MAX_ABS_POSITION, -MAX_ABS_POSITION),
-        (0.25, nf - 0.5),
-    ] {
-        theta.push(a);
-        theta_prime.push(b);
-    }
-    (theta, theta_prime)
-}
 
 fn check(
     gpu: &radio_kernels::Gpu,
@@ -59,7 +31,7 @@ fn check(
 ) {
     let (mut theta, mut theta_prime) = (vec![], vec![]);
     for _ in 0..channels {
-        let (t, tp) = positions(m, n, random, rng);
+        let (t, tp) = probe_beams(m, n, random, rng);
         theta.extend(t);
         theta_prime.extend(tp);
     }

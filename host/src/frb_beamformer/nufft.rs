@@ -49,6 +49,7 @@ use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
+use rand::Rng;
 use rustfft::num_complex::Complex;
 use rustfft::{Fft, FftPlanner};
 use std::f64::consts::PI;
@@ -449,6 +450,39 @@ fn transposed_fft(data: &mut [Complex<f64>], rows: usize, cols: usize, fft: &Arc
     }
 }
 
+/// Beam positions that probe the NUFFT's error, for tests and for validating a plan against
+/// the exact path: `random` positions uniform over three periods each way, then the edge
+/// beams of (M, N): every half-integer theta, the period ends 0, M, -M and their f32
+/// neighbours, and the ends of the valid range ([`MAX_ABS_POSITION`]).
+pub fn probe_beams(m: u32, n: u32, random: usize, rng: &mut impl Rng) -> (Vec<f32>, Vec<f32>) {
+    let mut theta = vec![];
+    let mut theta_prime = vec![];
+    for _ in 0..random {
+        theta.push(rng.random_range(-3.0 * m as f32..3.0 * m as f32));
+        theta_prime.push(rng.random_range(-3.0 * n as f32..3.0 * n as f32));
+    }
+    for p in 0..2 * m {
+        theta.push(p as f32 / 2.0);
+        theta_prime.push(((p * 7) % (2 * n)) as f32 / 2.0);
+    }
+    let (mf, nf) = (m as f32, n as f32);
+    let edges = [
+        (0.0, 0.0),
+        (mf, nf),
+        (-mf, -nf),
+        (mf.next_down(), nf.next_up()),
+        ((-mf).next_up(), 0f32.next_down()),
+        (MAX_ABS_POSITION, -MAX_ABS_POSITION),
+        (-MAX_ABS_POSITION, MAX_ABS_POSITION.next_down()),
+        (0.25, nf - 0.5),
+    ];
+    for (a, b) in edges {
+        theta.push(a);
+        theta_prime.push(b);
+    }
+    (theta, theta_prime)
+}
+
 /// The NUFFT path on the GPU (`radio_kernels_gpu::frb_beamformer::nufft`): one fused kernel
 /// per launch (fine grids in shared memory, f32 arithmetic, J rounded to f16), for plans with
 /// [`NUFFT_DEFAULT`] (sigma = 2, w = 6: the kernel's fixed shape). Owns A^T, B^T, the beams'
@@ -594,44 +628,13 @@ mod tests {
         (0..len).map(|_| f16::from_f64(rng.random_range(0.0..2.0)).to_bits()).collect()
     }
 
-    /// Random positions over several periods plus the edge beams of (M, N): exact
-    /// half-integers, the period ends 0, M, -M and their f32 neighbours, the range ends.
-    fn beams(m: u32, n: u32, random: usize, rng: &mut StdRng) -> (Vec<f32>, Vec<f32>) {
-        let mut theta = vec![];
-        let mut theta_prime = vec![];
-        for _ in 0..random {
-            theta.push(rng.random_range(-3.0 * m as f32..3.0 * m as f32));
-            theta_prime.push(rng.random_range(-3.0 * n as f32..3.0 * n as f32));
-        }
-        for p in 0..2 * m {
-            theta.push(p as f32 / 2.0);
-            theta_prime.push(((p * 7) % (2 * n)) as f32 / 2.0);
-        }
-        let (mf, nf) = (m as f32, n as f32);
-        let edges = [
-            (0.0, 0.0),
-            (mf, nf),
-            (-mf, -nf),
-            (mf.next_down(), nf.next_up()),
-            ((-mf).next_up(), 0f32.next_down()),
-            (MAX_ABS_POSITION, -MAX_ABS_POSITION),
-            (-MAX_ABS_POSITION, MAX_ABS_POSITION.next_down()),
-            (0.25, nf - 0.5),
-        ];
-        for (a, b) in edges {
-            theta.push(a);
-            theta_prime.push(b);
-        }
-        (theta, theta_prime)
-    }
-
     /// (NUFFT J, exact J) for one random job of `channels` x `times` of (M, N).
     fn job(m: u32, n: u32, params: NufftParams, seed: u64) -> (Vec<f64>, Vec<f64>) {
         let mut rng = StdRng::seed_from_u64(seed);
         let (channels, times) = (2, 3);
         let (mut theta, mut theta_prime) = (vec![], vec![]);
         for _ in 0..channels {
-            let (t, tp) = beams(m, n, 40, &mut rng);
+            let (t, tp) = probe_beams(m, n, 40, &mut rng);
             theta.extend(t);
             theta_prime.extend(tp);
         }
@@ -701,7 +704,7 @@ mod tests {
     fn without_deapodisation_the_error_is_large() {
         let mut rng = StdRng::seed_from_u64(0x4e75_2000);
         let (m, n) = (16, 16);
-        let (theta, theta_prime) = beams(m, n, 40, &mut rng);
+        let (theta, theta_prime) = probe_beams(m, n, 40, &mut rng);
         let mut plan = NufftPlan::new(m, n, 1, &theta, &theta_prime, NUFFT_DEFAULT).unwrap();
         for axis in [&mut plan.x, &mut plan.y] {
             let d0 = axis.deapodise[0];
@@ -783,7 +786,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(0x4e75_4000);
         for case in FRB_CASES {
             let (m, n) = (case.m, case.n);
-            let (theta, theta_prime) = beams(m, n, 200, &mut rng);
+            let (theta, theta_prime) = probe_beams(m, n, 200, &mut rng);
             let plan = NufftPlan::new(m, n, 1, &theta, &theta_prime, NUFFT_DEFAULT).unwrap();
             let (a, b) = plan.fine_matrices();
             let (a, b): (Vec<f32>, Vec<f32>) =

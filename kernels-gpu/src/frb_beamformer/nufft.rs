@@ -110,6 +110,43 @@ mod device {
         st_shared_u32(address, value.to_bits())
     }
 
+    /// `C[4 r + i][l] = sum_{k < len} A^T[k][4 r + i] B[k][l]` for the `units` units `(r, l)`
+    /// of [`unit_coordinates`] this thread owns (`tid`, `tid + THREADS`, ...): `A^T` f32 rows
+    /// of `a_stride` words (4 rows of C in one 16-byte load, a warp broadcast), B and C f32
+    /// rows of 4N words. Both steps of the fine grid: `V = I B^T` and `g = A V`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn four_row_products(
+        units: u32,
+        len: u32,
+        at: u32,
+        a_stride: u32,
+        b: u32,
+        c: u32,
+        n: u32,
+        tid: u32,
+    ) {
+        let ln = 4 * n;
+        let mut u = tid;
+        while u < units {
+            let (rg, l) = unit_coordinates(u, n);
+            let mut acc = [0.0f32; 4];
+            let mut k = 0;
+            while k < len {
+                let a = ld_f32x4(at + 4 * (k * a_stride + 4 * rg));
+                let v = ld_f32(b + 4 * (k * ln + l));
+                unroll!(r in [0, 1, 2, 3] {
+                    acc[r] = fma_rn_f32(a[r], v, acc[r]);
+                });
+                k += 1;
+            }
+            unroll!(r in [0, 1, 2, 3] {
+                st_f32(c + 4 * ((4 * rg + r as u32) * ln + l), acc[r]);
+            });
+            u += THREADS;
+        }
+    }
+
     /// See the module comment. `intensity` f16 `[f][tbar][2M][2N]`, `at` f32 `[2M][4M]`, `bt`
     /// f32 `[2N][4N]`, `origins` u32 `[f][beta]`, `weights` f32 `[f][beta][12]`, `out` f16
     /// `[f][tbar][beta]`. Grid: (tbar blocks, channels); THREADS threads; `smem_layout(m, n)
@@ -162,45 +199,20 @@ mod device {
                 }
                 sync_threads();
                 // V = I B^T: 4 rows p of column l' per unit.
-                let mut u = tid;
-                while u < v_units(m, n) {
-                    let (pg, l) = unit_coordinates(u, n);
-                    let mut acc = [0.0f32; 4];
-                    let mut q = 0;
-                    while q < n2 {
-                        let a = ld_f32x4(smem + layout.it + 4 * (q * m2 + 4 * pg));
-                        let b = ld_f32(smem + layout.bt + 4 * (q * ln + l));
-                        unroll!(r in [0, 1, 2, 3] {
-                            acc[r] = fma_rn_f32(a[r], b, acc[r]);
-                        });
-                        q += 1;
-                    }
-                    unroll!(r in [0, 1, 2, 3] {
-                        st_f32(smem + layout.v + 4 * ((4 * pg + r as u32) * ln + l), acc[r]);
-                    });
-                    u += THREADS;
-                }
+                four_row_products(
+                    v_units(m, n),
+                    n2,
+                    smem + layout.it,
+                    m2,
+                    smem + layout.bt,
+                    smem + layout.v,
+                    n,
+                    tid,
+                );
                 sync_threads();
                 // g = A V into grid slot `slot`: 4 rows l of column l' per unit.
                 let grid = smem + layout.grids + 4 * slot * cells;
-                let mut u = tid;
-                while u < g_units(m, n) {
-                    let (lg, l) = unit_coordinates(u, n);
-                    let mut acc = [0.0f32; 4];
-                    let mut p = 0;
-                    while p < m2 {
-                        let a = ld_f32x4(smem + layout.at + 4 * (p * lm + 4 * lg));
-                        let v = ld_f32(smem + layout.v + 4 * (p * ln + l));
-                        unroll!(r in [0, 1, 2, 3] {
-                            acc[r] = fma_rn_f32(a[r], v, acc[r]);
-                        });
-                        p += 1;
-                    }
-                    unroll!(r in [0, 1, 2, 3] {
-                        st_f32(grid + 4 * ((4 * lg + r as u32) * ln + l), acc[r]);
-                    });
-                    u += THREADS;
-                }
+                four_row_products(g_units(m, n), m2, smem + layout.at, lm, smem + layout.v, grid, n, tid);
                 // V and IT are rewritten by the next slot; the grids are read below.
                 sync_threads();
                 slot += 1;

@@ -269,11 +269,11 @@ pub fn eo_image_f64() -> Vec<f64> {
 }
 
 /// [`eo_image_f64`] rounded to f16, `[word][lane]`.
-pub fn eo_image() -> Result<Vec<u32>> {
-    Ok(eo_image_f64()
+pub fn eo_image() -> Vec<u32> {
+    eo_image_f64()
         .chunks(2)
         .map(|pair| pack_f16x2(f16::from_f64(pair[0]).to_bits(), f16::from_f64(pair[1]).to_bits()))
-        .collect())
+        .collect()
 }
 
 /// The even/odd DFT of eight columns on the CPU in f64, through the image and the A and B
@@ -884,10 +884,9 @@ pub struct FrbBeamformer<'g> {
     weights: DeviceBuffer<u32>,
     gammas_m: DeviceBuffer<u32>,
     gammas_n: DeviceBuffer<u32>,
-    /// Output samples per block, the blocks (`F` channels times time chunks) and the
-    /// dynamic shared memory of each.
+    /// Output samples per block (the blocks are `F` channels times time chunks of that
+    /// many) and the dynamic shared memory of each.
     tbar_per_block: u32,
-    blocks: u32,
     shared_bytes: u32,
     threads: u32,
 }
@@ -930,24 +929,21 @@ impl<'g> FrbBeamformer<'g> {
                 during: "raising the FRB kernel's shared-memory limit",
                 source,
             })?;
-        let out_times = config.out_times();
         let resident = kernel
             .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
             .map_err(|source| Error::Driver { during: "querying the FRB kernel's occupancy", source })?;
         let tbar_per_block = frb_output_samples_per_block(&config, resident.max(1) * gpu.sm_count());
-        let blocks = config.freqs * out_times.div_ceil(tbar_per_block);
         let points: Vec<u32> = grid.iter().map(|&(m, n)| m * config.n + n).collect();
         Ok(FrbBeamformer {
             gpu,
             config,
             kernel,
             tbar_per_block,
-            blocks,
             shared_bytes,
             grid: gpu.upload(&points)?,
             weights: gpu.upload(weights)?,
             threads,
-            gammas_m: gpu.upload(&if eo { eo_image()? } else { gamma_image(config.m)? })?,
+            gammas_m: gpu.upload(&if eo { eo_image() } else { gamma_image(config.m)? })?,
             gammas_n: gpu.upload(&gamma_image(config.n)?)?,
         })
     }
@@ -963,9 +959,7 @@ impl<'g> FrbBeamformer<'g> {
         if samples == 0 {
             return Err(Error::InvalidConfig("output samples per block must be positive".into()));
         }
-        let out_times = self.config.out_times();
-        self.tbar_per_block = samples.min(out_times);
-        self.blocks = self.config.freqs * out_times.div_ceil(self.tbar_per_block);
+        self.tbar_per_block = samples.min(self.config.out_times());
         Ok(())
     }
 
@@ -998,11 +992,12 @@ impl<'g> FrbBeamformer<'g> {
             .arg(&c.times)
             .arg(&c.t_ds)
             .arg(&self.tbar_per_block);
+        let blocks = c.freqs * c.out_times().div_ceil(self.tbar_per_block);
         // SAFETY: matches `frb_beamform_d*_m*_n*(e, weights, grid, gammas_m, gammas_n, out,
         // freqs, times, t_ds, tbar_per_block)`; every length was checked against the
         // validated config, the map is inside the grid, `times` is a multiple of `t_ds`, and
         // `blocks = F * ceil(out_times / tbar_per_block)`.
-        unsafe { launch.launch(launch_1d(self.blocks, self.threads, self.shared_bytes)) }
+        unsafe { launch.launch(launch_1d(blocks, self.threads, self.shared_bytes)) }
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
     }
@@ -1193,8 +1188,9 @@ mod tests {
         }
     }
 
-    /// The direct DFT's image, read through the m16n8k16 / m16n8k8 tables and the X / Y maps,
-    /// is the padded DFT (exact in f64), and its f16 rounding stays well inside the bound.
+    /// The even/odd kernel's image, read through the m16n8k16 / m16n8k8 tables and the
+    /// planar B pairs, is the padded DFT (exact in f64), and its f16 rounding stays within
+    /// f16 accuracy.
     #[test]
     fn even_odd_dft_emulation_is_the_padded_dft() {
         let mut rng = StdRng::seed_from_u64(24);
@@ -1210,7 +1206,6 @@ mod tests {
         }
         // The f16 image is within f16 rounding of it.
         let rounded: Vec<f64> = eo_image()
-            .unwrap()
             .iter()
             .flat_map(|&w| {
                 let (lo, hi) = unpack_f16x2(w);
@@ -1221,6 +1216,8 @@ mod tests {
         assert!(relative_l2(&got[3], &padded_dft(&x[3])) < 1e-3);
     }
 
+    /// The direct DFT's image, read through the m16n8k16 / m16n8k8 tables and the X / Y maps,
+    /// is the padded DFT (exact in f64), and its f16 rounding stays well inside the bound.
     #[test]
     fn direct_dft_emulation_is_the_padded_dft() {
         let mut rng = StdRng::seed_from_u64(5);

@@ -1209,32 +1209,11 @@ mod device {
         }
     }
 
-    /// `add.rn.f16x2` / `sub.rn.f16x2`.
-    #[inline(always)]
-    fn hadd2(a: u32, b: u32) -> u32 {
-        let out: u32;
-        // SAFETY: pure f16x2 arithmetic on registers.
-        unsafe {
-            core::arch::asm!("add.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b,
-                options(pure, nomem, nostack))
-        };
-        out
-    }
-    #[inline(always)]
-    fn hsub2(a: u32, b: u32) -> u32 {
-        let out: u32;
-        // SAFETY: as above.
-        unsafe {
-            core::arch::asm!("sub.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b,
-                options(pure, nomem, nostack))
-        };
-        out
-    }
     /// The f16 sum of the two halves (bits of the result in the low 16).
     #[inline(always)]
     fn hsum_halves(a: u32) -> u16 {
         let out: u16;
-        // SAFETY: as above.
+        // SAFETY: pure f16 arithmetic on registers.
         unsafe {
             core::arch::asm!("{{ .reg .b16 l, h;", "mov.b32 {{l, h}}, {1};", "add.rn.f16 {0}, l, h; }}",
                 out(reg16) out, in(reg32) a, options(pure, nomem, nostack))

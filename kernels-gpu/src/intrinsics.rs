@@ -612,6 +612,28 @@ pub fn hmul2(a: u32, b: u32) -> u32 {
     out
 }
 
+/// `add.rn.f16x2`: `a + b` on both halves, rounded to f16.
+#[inline(always)]
+pub fn hadd2(a: u32, b: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction (sm_53+).
+    unsafe {
+        asm!("add.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b, options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `sub.rn.f16x2`: `a - b` on both halves, rounded to f16.
+#[inline(always)]
+pub fn hsub2(a: u32, b: u32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instruction (sm_53+).
+    unsafe {
+        asm!("sub.rn.f16x2 {0}, {1}, {2};", out(reg32) out, in(reg32) a, in(reg32) b, options(pure, nomem, nostack))
+    };
+    out
+}
+
 /// `neg.f16x2`: both halves negated (exact; flips the sign bits).
 #[inline(always)]
 pub fn hneg2(a: u32) -> u32 {

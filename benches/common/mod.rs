@@ -1,6 +1,8 @@
 //! Shared pieces of the benchmarks: CUDA-event timing and the ceilings file.
 #![allow(dead_code)] // each bench binary uses a subset
 
+pub mod cublas;
+
 use radio_kernels::{DeviceBuffer, Gpu};
 use std::path::PathBuf;
 use std::time::Duration;

@@ -248,6 +248,12 @@ impl<'g> Resampler<'g> {
         &self.config
     }
 
+    /// W, `[f][beta][rho]` f16 bits (`rho = p 2N + q`), as the last [`Resampler::set_beams`]
+    /// formed it (zeros before the first).
+    pub fn weights(&self) -> &DeviceBuffer<u16> {
+        &self.weights
+    }
+
     /// W from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
     /// again whenever the beams move (tracking beams).
     pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {

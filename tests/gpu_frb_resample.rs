@@ -2,7 +2,8 @@
 //! GEMM `J = I W` against the f64 reference of eq. 137 for every seed Table 2 grid, ragged
 //! time and beam counts (1 and odd ones included), random and half-integer beam positions,
 //! moving (tracking) beams, outputs poisoned with NaN before each launch; the fused path
-//! (W formed in shared memory) against the W path, bit for bit, and the same reference.
+//! (W formed in shared memory on sm_80, W^T in registers on sm_90a, every kernel instance)
+//! against the W path, bit for bit, and the same reference.
 //! On Hopper every test runs both GEMM kernels: the sm_90a `wgmma` ones (the W path with
 //! both of its tiles, 128 x 256 and 192 x 256) and, with `set_wgmma_enabled(false)`, the
 //! sm_80 ones Ampere runs; and the two paths' J are compared
@@ -16,7 +17,7 @@ mod common;
 use common::*;
 use half::f16;
 use radio_kernels::frb_beamformer::resample::{
-    resample_reference, FusedResampler, ResampleConfig, Resampler,
+    resample_reference, FusedResampler, ResampleConfig, Resampler, RS_KERNELS,
 };
 use radio_kernels::frb_beamformer::FRB_CASES;
 use radio_kernels::Error;
@@ -188,9 +189,45 @@ fn run_fused(
     j.download().unwrap()
 }
 
-/// The fused path (W formed in shared memory) forms the W path's f16 weights bit for bit and
-/// runs the same MMA sequence, so J must be identical bits; and within `BOUND` of the f64
-/// reference. Ragged times and beams (1, odd, one past a tile), several channels, moved beams.
+/// The sm_90a fused kernels to test for `config` with `wgmma` on: every transposed (RS)
+/// instance of its grid (production and candidates); with `wgmma` off the sm_80 kernel
+/// (`None`: `FusedResampler::new`).
+fn fused_kernels(config: &ResampleConfig, wgmma: bool) -> Vec<Option<&'static str>> {
+    if !wgmma {
+        return vec![None];
+    }
+    RS_KERNELS.iter().filter(|k| (k.m, k.n) == (config.m, config.n)).map(|k| Some(k.name)).collect()
+}
+
+fn fused_resampler<'g>(
+    gpu: &'g radio_kernels::Gpu,
+    config: ResampleConfig,
+    kernel: Option<&str>,
+) -> FusedResampler<'g> {
+    let mut resampler = match kernel {
+        Some(name) => FusedResampler::with_hopper_kernel(gpu, config, name).unwrap(),
+        None => FusedResampler::new(gpu, config).unwrap(),
+    };
+    // Persistent kernels: 3 resident blocks, so that each loops over several tiles (their
+    // epilogue overlapping the next tile's first copies) even on small shapes.
+    resampler.set_resident_blocks(3);
+    resampler
+}
+
+/// J of a fused kernel against the W path's J (`want`), which it must equal bit for bit: the
+/// sm_80 fused kernel forms W in shared memory and runs the W path's MMA sequence on the W
+/// path's f16 weights; the transposed kernels form the same f16 W^T bits in registers and
+/// sum the same k16 products in the same k order as J^T, the operands' roles swapped, which
+/// gives the same f32 sums on the H200 (every output of every test, BENCHMARKS.md).
+fn check_against_w_path(label: &str, got: &[u16], want: &[u16]) {
+    let differing = got.iter().zip(want).filter(|(a, b)| a != b).count();
+    assert_eq!(differing, 0, "{label}: {differing} of {} outputs differ from the W path", got.len());
+}
+
+/// The fused path forms the W path's f16 weights bit for bit (in shared memory, or as W^T
+/// in registers for the transposed kernels): J equal to the W path's ([`check_against_w_path`])
+/// and within `BOUND` of the f64 reference. Ragged times and beams (1, odd, one past a tile,
+/// 980 = 4 x 248 - 12), several channels, half-integer beams, moved beams; every fused kernel.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
@@ -200,14 +237,16 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
         gpu.set_wgmma_enabled(wgmma);
         for case in FRB_CASES {
             for (channels, times, beams) in
-                [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256), (2, 129, 257)]
+                [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256), (2, 129, 257), (1, 980, 130)]
             {
                 let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
                 let mut w_paths: Vec<Resampler> = tiles(wgmma)
                     .iter()
                     .map(|&wide| Resampler::with_wide_tile(&gpu, config, wide).unwrap())
                     .collect();
-                let mut fused = FusedResampler::new(&gpu, config).unwrap();
+                let kernels = fused_kernels(&config, wgmma);
+                let mut fused: Vec<FusedResampler> =
+                    kernels.iter().map(|&k| fused_resampler(&gpu, config, k)).collect();
                 let i = random_intensity(&mut rng, config.intensity_len());
                 let mut theta: Vec<f32> =
                     (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -222,23 +261,53 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
                         // Tracking: the same resamplers, moved beams.
                         theta.iter_mut().for_each(|x| *x += rng.random_range(-0.5..0.5));
                     }
-                    let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
-                    // Every W-path tile (on Hopper the fused kernel's wide one and the narrow).
-                    for (tile, w_path) in w_paths.iter_mut().enumerate() {
-                        let want_bits = run(&gpu, w_path, &i, &theta, &theta_prime);
-                        let differing = got.iter().zip(&want_bits).filter(|(a, b)| a != b).count();
-                        assert_eq!(
-                            differing, 0,
-                            "{config:?} round {round}: {differing} outputs differ from the W path (tile {tile})"
-                        );
+                    // Every W-path tile gives the same bits (on Hopper the narrow and the wide).
+                    let w_j: Vec<Vec<u16>> =
+                        w_paths.iter_mut().map(|w| run(&gpu, w, &i, &theta, &theta_prime)).collect();
+                    for (tile, other) in w_j.iter().enumerate().skip(1) {
+                        assert_eq!(other, &w_j[0], "{config:?} round {round}: W-path tile {tile} differs");
                     }
                     let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
-                    let error = relative_l2(&got, &want);
-                    println!(
-                    "fused wgmma {wgmma} {config:?} round {round}: relative L2 {error:.2e}, bit-identical to the W path"
-                );
-                    assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+                    for (kernel, resampler) in kernels.iter().zip(fused.iter_mut()) {
+                        let got = run_fused(&gpu, resampler, &i, &theta, &theta_prime);
+                        let label = format!("fused {} {config:?} round {round}", kernel.unwrap_or("sm80"));
+                        check_against_w_path(&label, &got, &w_j[0]);
+                        let error = relative_l2(&got, &want);
+                        println!("{label}: relative L2 {error:.2e}");
+                        assert!(error < BOUND, "{label}: relative L2 {error:e}");
+                    }
                 }
+            }
+        }
+    }
+}
+
+/// Every fused kernel on two slow-sample tiles and two beam tiles, both ragged (the
+/// sanitizers' test: small, every instance, every edge).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_kernels_cover_ragged_tiles() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        for case in FRB_CASES {
+            let probe = ResampleConfig { channels: 2, times: 1, m: case.m, n: case.n, beams: 1 };
+            for kernel in fused_kernels(&probe, wgmma) {
+                let shape = RS_KERNELS.iter().find(|k| Some(k.name) == kernel);
+                let (times, beams) = shape.map_or((200, 300), |k| (k.nt + 9, k.beams() + 5));
+                let config = ResampleConfig { times, beams, ..probe };
+                let mut w_path = Resampler::with_wide_tile(&gpu, config, false).unwrap();
+                let mut fused = fused_resampler(&gpu, config, kernel);
+                let i = random_intensity(&mut rng, config.intensity_len());
+                let theta: Vec<f32> =
+                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let theta_prime: Vec<f32> =
+                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                let want = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
+                let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
+                let label = format!("ragged fused {} {config:?}", kernel.unwrap_or("sm80"));
+                check_against_w_path(&label, &got, &want);
             }
         }
     }
@@ -255,6 +324,15 @@ fn fused_bad_input_is_rejected_before_launch() {
             FusedResampler::new(&gpu, ResampleConfig { m: 20, ..config }),
             Err(Error::InvalidConfig(_))
         ));
+        if wgmma {
+            // A transposed kernel of another grid, and no kernel at all.
+            for name in ["frb_resample_fused_rsp2_n16_t248_sm90a", "frb_resample_gemm_sm90a"] {
+                assert!(matches!(
+                    FusedResampler::with_hopper_kernel(&gpu, config, name),
+                    Err(Error::InvalidConfig(_))
+                ));
+            }
+        }
         let mut resampler = FusedResampler::new(&gpu, config).unwrap();
         let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
         let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();

@@ -420,3 +420,66 @@ mod mbarrier {
         asm!("cp.async.mbarrier.arrive.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack));
     }
 }
+
+// --- RS (A in registers) f16 wgmma with f32 accumulators, for N that are not powers of two
+// (the transposed fused resampling GEMM, `frb_beamformer::resample::hopper`: N = a tile of
+// slow samples sized to cut padding, e.g. 232 = 917 / 4 rounded up to 8).
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use rs_f16::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod rs_f16 {
+    use core::arch::asm;
+
+    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` with A from registers: thread `t`
+    /// holds `mma.sync` m16n8k16's A fragment of rows `16 (t / 32) ..` (registers a0a1, a2a3,
+    /// a4a5, a6a7 = (row g, k 2c), (row g + 8, k 2c), (row g, k 2c + 8), (row g + 8, k 2c + 8),
+    /// lane = 4 g + c, low half the lower k); B a K-major shared-memory descriptor; no
+    /// scaling, B not transposed (tail `1, 1, 0`).
+    macro_rules! wgmma_rs_f16 {
+        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".f32.f16.f16`, A in registers, B in shared memory.")]
+            ///
+            /// # Safety
+            /// Warpgroup-collective; `b` must describe initialised shared memory and `a` stay
+            /// unchanged (its registers unwritten) until the group holding this op has been
+            /// waited for; `wgmma.fence` between the writes of `a` and this op.
+            #[inline(always)]
+            pub unsafe fn $name(d: &mut [f32; $n], a: [u32; 4], b: u64, scale_d: bool) {
+                asm!(
+                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
+                        ".f32.f16.f16 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p, 1, 1, 0; }}"),
+                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    b = in(reg64) b, sd = in(reg32) scale_d as u32,
+                    options(nostack),
+                );
+            }
+        };
+    }
+    wgmma_rs_f16!(
+        mma_rs_m64n232k16_f32_f16,
+        "m64n232k16",
+        116,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115
+        ]
+    );
+    wgmma_rs_f16!(
+        mma_rs_m64n248k16_f32_f16,
+        "m64n248k16",
+        124,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 123
+        ]
+    );
+}

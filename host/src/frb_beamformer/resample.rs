@@ -2,31 +2,36 @@
 //! U-functions of eqs. 7-8 in f64, the f64 reference of eq. 137, and [`Resampler`], which
 //! builds `W = U^M_p U^N_q` on the GPU ([`Resampler::set_beams`], for tracking beams at any
 //! cadence) and runs the tensor-core GEMM `J = I W` per channel, and [`FusedResampler`], the
-//! same GEMM with W formed in shared memory from U (issue 8 item 4: no W in device memory).
+//! same GEMM with W formed on the fly from U (issue 8 item 4: no W in device memory; in shared
+//! memory on sm_80, as the transposed GEMM's A operand in registers on sm_90a).
 //! Layouts and kernels: `radio_kernels_gpu::frb_beamformer::resample`.
 //!
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. The W path's GEMM is 1.3-1.6x faster on the H200 (BENCHMARKS.md, sm_80 and wgmma
-//! kernels), and still faster counting its W kernel when beams move every launch, so use
-//! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
-//! the memory is needed elsewhere).
+//! launch. On Hopper the fused GEMM is the faster one: 1.04-1.3x the W path's speed for full
+//! CHORD and both HIRAX cases, level with it for pathfinder, and 1.26-1.47x counting the W
+//! kernel when beams move every launch (H200, BENCHMARKS.md), so use [`FusedResampler`]
+//! there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.3-1.4x faster, and still
+//! faster counting its W kernel, so use [`Resampler`] where W fits in device memory and
+//! [`FusedResampler`] where it does not (or the memory is needed elsewhere).
 //!
 //! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
 //! (`resample::hopper`), chosen when the resampler is made unless
 //! [`Gpu::set_wgmma_enabled`]`(false)`; elsewhere the sm_80 `mma.sync` ones. Same arrays,
 //! same W and U kernels; J agrees between the two families to f32 rounding of the sums. On
-//! Hopper the fused GEMM has 192 x 256 tiles and the W path's 128 x 256 or 192 x 256 ones,
-//! whichever pads fewer slow-sample rows ([`use_wide_tile`]); J is the same bits either way.
+//! Hopper the W path's GEMM has 128 x 256 or 192 x 256 tiles, whichever pads fewer
+//! slow-sample rows ([`use_wide_tile`]), and the fused GEMM is the persistent transposed
+//! kernel with 128-beam x 232 or 248 slow-sample tiles ([`rs_default_kernel`]); J is the same
+//! bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
-    hopper_smem_bytes, use_wide_tile, wide_fused_smem_bytes, wide_smem_bytes, HOPPER_BK, HOPPER_BM,
-    HOPPER_BN, HOPPER_THREADS, WIDE_BM, WIDE_THREADS,
+    hopper_smem_bytes, rs_default_kernel, use_wide_tile, wide_smem_bytes, RsKernel, HOPPER_BK, HOPPER_BM,
+    HOPPER_BN, HOPPER_THREADS, RS_KERNELS, WIDE_BM, WIDE_THREADS,
 };
 pub use radio_kernels_gpu::frb_beamformer::resample::{
     fused_smem_bytes, GemmShape, GEMM, U_THREADS, WEIGHT_WARPS,
@@ -177,6 +182,8 @@ struct GemmLaunch {
     tile: (u32, u32),
     threads: u32,
     smem: u32,
+    /// Persistent kernels: the resident blocks (a 1-d grid looping over the tiles).
+    resident: Option<u32>,
 }
 
 impl GemmLaunch {
@@ -197,15 +204,61 @@ impl GemmLaunch {
                 smem as i32,
             )
             .during("raising the resampling GEMM's shared-memory limit")?;
-        Ok(GemmLaunch { function, tile, threads, smem })
+        Ok(GemmLaunch { function, tile, threads, smem, resident: None })
+    }
+
+    /// The sm_80 kernel `name` (tile [`GEMM`]) whether or not `wgmma` is enabled.
+    fn sm80(gpu: &Gpu, name: &'static str, smem: u32) -> Result<Self> {
+        let function = gpu.function(name)?;
+        function
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                smem as i32,
+            )
+            .during("raising the fused GEMM's shared-memory limit")?;
+        Ok(GemmLaunch {
+            function,
+            tile: (GEMM.bm(), GEMM.bn()),
+            threads: GEMM.threads(),
+            smem,
+            resident: None,
+        })
+    }
+
+    /// The transposed fused kernel: tiles of `nt` slow samples x `64 WG` beams.
+    fn transposed(gpu: &Gpu, kernel: &RsKernel) -> Result<Self> {
+        let function = gpu.hopper_function(kernel.name)?;
+        function
+            .set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                kernel.smem_bytes() as i32,
+            )
+            .during("raising the transposed fused GEMM's shared-memory limit")?;
+        let per_sm = function
+            .occupancy_max_active_blocks_per_multiprocessor(
+                kernel.threads(),
+                kernel.smem_bytes() as usize,
+                None,
+            )
+            .during("querying the transposed fused GEMM's occupancy")?;
+        let resident = Some(per_sm.max(1) * gpu.sm_count());
+        Ok(GemmLaunch {
+            function,
+            tile: (kernel.nt, kernel.beams()),
+            threads: kernel.threads(),
+            smem: kernel.smem_bytes(),
+            resident,
+        })
     }
 
     fn config(&self, c: &ResampleConfig) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (c.times.div_ceil(self.tile.0), c.beams.div_ceil(self.tile.1), c.channels),
-            block_dim: (self.threads, 1, 1),
-            shared_mem_bytes: self.smem,
-        }
+        let (x, y) = (c.times.div_ceil(self.tile.0), c.beams.div_ceil(self.tile.1));
+        // Persistent: every resident block loops over the tiles (at most one per tile).
+        let grid_dim = match self.resident {
+            Some(resident) => ((x as u64 * y as u64 * c.channels as u64).min(resident as u64) as u32, 1, 1),
+            None => (x, y, c.channels),
+        };
+        LaunchConfig { grid_dim, block_dim: (self.threads, 1, 1), shared_mem_bytes: self.smem }
     }
 }
 
@@ -338,12 +391,14 @@ fn check_io(
 
 /// The fused non-factorizable resampler (issue 8 item 4): owns U^M and U^N (f32
 /// `[f][x/4][beta][4]`, `4 F B (2M + 2N)` bytes) and never W; every [`FusedResampler::resample`]
-/// forms each block's W tiles in shared memory. Same API and same J (bit for bit) as
-/// [`Resampler`].
+/// forms each block's W tiles on the fly (sm_80: in shared memory; sm_90a: W^T in registers).
+/// Same API and same J (bit for bit) as [`Resampler`].
 pub struct FusedResampler<'g> {
     gpu: &'g Gpu,
     config: ResampleConfig,
     gemm: GemmLaunch,
+    /// The transposed (RS) kernel: M and N compiled in, the channel count passed.
+    rs: bool,
     u_kernel: CudaFunction,
     u_m: DeviceBuffer<f32>,
     u_n: DeviceBuffer<f32>,
@@ -351,20 +406,66 @@ pub struct FusedResampler<'g> {
 }
 
 impl<'g> FusedResampler<'g> {
+    /// On Hopper the kernel is the transposed one ([`rs_default_kernel`]: the slow-sample
+    /// tile that pads the fewest rows).
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let hopper =
-            ("frb_resample_fused_wide_sm90a", WIDE_THREADS, wide_fused_smem_bytes(config.n), WIDE_BM);
-        let gemm = GemmLaunch::new(gpu, "frb_resample_fused", hopper, fused_smem_bytes(config.m, config.n))?;
+        let name = rs_default_kernel(config.n, config.times)
+            .ok_or_else(|| Error::InvalidConfig(format!("no transposed fused kernel for N = {}", config.n)))?
+            .name;
+        Self::with_hopper_kernel(gpu, config, name)
+    }
+
+    /// As [`FusedResampler::new`] with the sm_90a kernel chosen by name, an entry of
+    /// [`RS_KERNELS`] for the configuration's grid (tests and benches; the same J within one
+    /// f16 ulp). Without `wgmma` the sm_80 kernel runs whatever the name.
+    pub fn with_hopper_kernel(
+        gpu: &'g Gpu,
+        config: ResampleConfig,
+        name: &str,
+    ) -> Result<FusedResampler<'g>> {
+        config.validate()?;
+        let kernel =
+            RS_KERNELS.iter().find(|k| k.name == name && k.n == config.n && k.m == config.m).ok_or_else(
+                || Error::InvalidConfig(format!("{name} is no transposed fused kernel for {config:?}")),
+            )?;
+        let (gemm, rs) = if gpu.wgmma_enabled() {
+            if config.beams.div_ceil(kernel.beams()) > 65535 {
+                return Err(Error::InvalidConfig(format!(
+                    "{} beams exceed the fused grid ({} beam tiles of {})",
+                    config.beams,
+                    config.beams.div_ceil(kernel.beams()),
+                    kernel.beams()
+                )));
+            }
+            let tiles = config.times.div_ceil(kernel.nt) as u64
+                * config.beams.div_ceil(kernel.beams()) as u64
+                * config.channels as u64;
+            if tiles > u32::MAX as u64 {
+                return Err(Error::InvalidConfig(format!("{tiles} tiles of the fused GEMM exceed 2^32")));
+            }
+            (GemmLaunch::transposed(gpu, kernel)?, true)
+        } else {
+            (GemmLaunch::sm80(gpu, "frb_resample_fused", fused_smem_bytes(config.m, config.n))?, false)
+        };
         let u_kernel = gpu.function("frb_resample_u")?;
         let per_beam = config.positions_len();
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
         let u_n = gpu.alloc::<f32>(per_beam * 2 * config.n as usize, 0)?;
-        Ok(FusedResampler { gpu, config, gemm, u_kernel, u_m, u_n, beams_set: false })
+        Ok(FusedResampler { gpu, config, gemm, rs, u_kernel, u_m, u_n, beams_set: false })
     }
 
     pub fn config(&self) -> &ResampleConfig {
         &self.config
+    }
+
+    /// Caps the grid of a persistent kernel at `blocks` resident blocks (at least 1), so that
+    /// small test shapes make each block loop over several tiles. No effect on other kernels.
+    #[doc(hidden)]
+    pub fn set_resident_blocks(&mut self, blocks: u32) {
+        if let Some(resident) = self.gemm.resident.as_mut() {
+            *resident = blocks.clamp(1, *resident);
+        }
     }
 
     /// U from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
@@ -406,14 +507,19 @@ impl<'g> FusedResampler<'g> {
             .arg(self.u_n.raw())
             .arg(out.raw_mut())
             .arg(&c.times)
-            .arg(&c.beams)
-            .arg(&c.m)
-            .arg(&c.n);
+            .arg(&c.beams);
+        if self.rs {
+            launch.arg(&c.channels);
+        } else {
+            launch.arg(&c.m).arg(&c.n);
+        }
         let config = self.gemm.config(&c);
-        // SAFETY: arguments match `frb_resample_fused` and `frb_resample_fused_wide_sm90a`; I, U^M, U^N and J hold F T 4MN,
-        // F 2M B, F 2N B (f32) and F T B values of a validated configuration; rows of I are
-        // 4MN halves (a multiple of the k-step) and U's chunks 16 bytes, so every 16-byte copy
-        // is aligned; the shared-memory limit was raised to this size in `new`.
+        // SAFETY: arguments match `frb_resample_fused` (M, N last) and the `RS_KERNELS` (M, N
+        // compiled in; channels last); I, U^M, U^N and J hold F T 4MN, F 2M B, F 2N B (f32)
+        // and F T B values of a validated configuration; rows of I are 4MN halves (a multiple
+        // of the k-step) and U's chunks 16 bytes, so every 16-byte copy is aligned; the
+        // shared-memory limit was raised to this size when the kernel was chosen; the
+        // transposed kernels' tile count fits 32 bits (checked there).
         unsafe { launch.launch(config) }.during("launching the fused FRB resampling GEMM")?;
         Ok(())
     }

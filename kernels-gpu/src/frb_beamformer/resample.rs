@@ -32,6 +32,8 @@
 //! `U^M_p U^N_q .. U^N_{q+7}` (one p per chunk: 2N is a multiple of 8) with the same f32
 //! product and f16 rounding as the W kernel, stored at the same swizzled place
 //! ([`swizzled`]), so the MMA loop, the k order and hence J are bit for bit those of the W path.
+//! On Hopper the fused path is instead the transposed GEMM `J^T = W^T I^T` with W^T formed in
+//! registers as `wgmma`'s A operand ([`hopper`]).
 
 pub mod hopper;
 

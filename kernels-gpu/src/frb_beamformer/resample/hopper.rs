@@ -1,10 +1,10 @@
-//! The resampling GEMM `J = I W` (and its fused form) on Hopper's warpgroup tensor cores
+//! The resampling GEMM `J = I W` and its fused form on Hopper's warpgroup tensor cores
 //! (`wgmma`, sm_90a; seed 000 sec. 5.2, issue 8), for the module `build.rs` compiles with
 //! `--cfg radio_sm90a`. Same formula, layouts and results as the sm_80 kernels of the parent
 //! module: I `[f][tbar][rho]`, W `[f][beta][rho]` (f16 bits), J `[f][tbar][beta]` f16.
 //!
-//! Both operands are already K-major (rho contiguous), the form `wgmma` wants, so a stage is
-//! a `64 WG x 64` tile of I and a `256 x 64` tile of W, each row 128 bytes in the 128-byte
+//! W path. Both operands are already K-major (rho contiguous), the form `wgmma` wants, so a
+//! stage is a `64 WG x 64` tile of I and a `256 x 64` tile of W, each row 128 bytes in the 128-byte
 //! swizzle ([`crate::wgmma::swizzle_128b`]; the sm_80 kernels' `swizzled(.., 64)` is the same
 //! map). A block of `WG` warpgroups computes a `64 WG` (tbar) x [`HOPPER_BN`] (beam) tile:
 //! warpgroup `w` rows `64 w .. 64 w + 63` with 4 `m64n256k16` per stage (128 f32 accumulators
@@ -23,19 +23,49 @@
 //! from L2, which bounds the narrow kernel near 7 TB/s. Its tiles are never split; instead a
 //! warpgroup whose 64 rows all lie past the edge (HIRAX's 980 = 5 x 192 + 20: two of the
 //! last tile's three) skips its wgmmas and J staging, which made the wide W GEMM 1.08-1.10x
-//! and the wide fused GEMM 1.04-1.11x faster for HIRAX on the H200. The host takes the wide
-//! tile where it pads no more rows ([`use_wide_tile`]): a tile with idle warpgroups still
-//! pulls its whole W tile, so for HIRAX the narrow one stays as fast.
+//! faster for HIRAX on the H200. The host takes the wide tile where it pads no more rows
+//! ([`use_wide_tile`]): a tile with idle warpgroups still pulls its whole W tile, so for HIRAX
+//! the narrow one stays as fast.
 //!
-//! Fused path (`frb_resample_fused_wide_sm90a`, the wide tile, [`WIDE_FUSED_STAGES`] = 3):
-//! instead of copying the B stage, all 384 threads form it in the shadow of the running
-//! wgmma group, job `tid + 384 i` writing B row `job % 256`'s chunk `job / 256` =
-//! `U^M_p U^N_q .. U^N_{q+7}` (f32 product, f16 rn: the W kernel's arithmetic, so the B tiles
-//! and hence J are the W path's bit for bit). U^N of the tile sits in shared memory after
-//! the ring (the sm_80 fused kernel's `[q/4][beam][4]`, [`super::fused_u_offset`]); U^M is
-//! read from device memory (one f32 per chunk). On the H200 this was 1.06-1.30x faster than the
-//! earlier warp-specialised 128 x 256 kernel (one producer warpgroup forming B for two
-//! consumer warpgroups), whose single producer bounded it (BENCHMARKS.md).
+//! Fused path: the transposed GEMM `J^T[beta][tbar] = sum_k W^T[beta][k] I^T[k][tbar]`
+//! (`frb_resample_fused_rsp2_n{N}_t{NT}_sm90a`, [`RS_KERNELS`]), with W^T formed in
+//! registers as the A operand of `wgmma.mma_async.m64n{NT}k16.f32.f16.f16` in its RS form,
+//! so W never exists in device or shared memory. M = beams: 2 warpgroups of 64 (128 beams
+//! per block); N = a tile of NT slow samples, 232 or 248 ([`rs_pick_tile`]: 917 = 4 x 232 - 11,
+//! 980 = 4 x 248 - 12); K = rho streamed in stages of 64. The B operand is I's rows
+//! `[f][tbar][rho]`, K-major as stored, copied per stage by `cp.async` (zero-fill past the
+//! last row) into a ring of 6 stages of `NT x 128` bytes in the 128-byte swizzle, 4 stages
+//! ahead (one barrier per stage: every warpgroup has waited for stage `s - 2`'s groups before
+//! the barrier of stage `s`). Only I crosses L2: 2 / 128 bytes per MAC, whatever N.
+//!
+//! A fragment (m64k16, `mma.sync` m16n8k16's A per warp; [`rs_a_position`]): warp `w` of a
+//! warpgroup owns beams `16 w .. 16 w + 15`, lane `4 g + c` holds registers
+//! (beam g, k 2c..2c+1), (beam g + 8, k 2c..), (beam g, k 2c + 8..), (beam g + 8, k 2c + 8..)
+//! of each k16 step, each `cvt.rn.f16x2.f32` of two f32 products `U^M_p U^N_q` (the W
+//! kernel's arithmetic, so W^T is the W path's W bit for bit). As 2N is a multiple of 8, a
+//! thread only needs k = 8 m + 2c + e: chunk m (of 8 k) is p = m / n8, q = 8 (m % n8) + 2c + e
+//! with n8 = 2N / 8 ([`rs_chunk_pq`]). The k loop is unrolled over a period ([`rs_period`]:
+//! the fewest whole stages covering whole quads of 4 p, 1-5 stages), in which every (p mod 4, q)
+//! is a constant; each thread keeps `U^N_{8 j + 2c + e}` of its two beams (4 n8 = N f32,
+//! [`rs_un_index`]) for the whole tile and loads U^M of its two beams one 16-byte quad per
+//! beam, a period ahead (the U kernel's `[f][p/4][beta][4]`). Per k16 step: `wgmma.fence`, the
+//! RS wgmma, commit, `wait_group 1` (the previous step's A registers are then free), and the
+//! next step's A (8 FMUL + 4 F2FP) in the shadow of the running wgmma. Beams past the last
+//! have zero U^N (their W^T rows are +-0) and their J is not stored.
+//!
+//! Epilogue: the accumulators are J^T (thread: beams g, g + 8 of its warp, slow-sample pairs
+//! 8 j + 2c, + 1). `stmatrix .trans` writes each 8 x 8 block transposed as 8 J rows of 8 beams
+//! (16 bytes) into the ring's last two slots ([`rs_staged_offset`]: rows of 256 bytes, 16-byte
+//! chunks XOR-swizzled by `row % 8`, conflict-free both ways), then whole 16-byte chunks of
+//! J rows go to device memory. The kernel is persistent: one block per SM (up to 255
+//! registers), each looping over every `gridDim.x`-th tile (slow-sample tile fastest, then
+//! beam tile, then channel); a tile's first 4 stages are copied into slots 0-3 before the
+//! previous tile's J is staged in slots 4-5 and stored, so the epilogue and the next tile's
+//! pipeline fill overlap (1.07-1.24x for HIRAX square and pathfinder on the H200). On the
+//! H200 the transposed kernel was 1.3-1.8x faster than the earlier fused kernel that formed W
+//! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and its persistent form
+//! is 1.04-1.3x faster than the W path for full CHORD and both HIRAX cases (BENCHMARKS.md,
+//! sixth round). Its J equals the W path's bit for bit in every GPU test.
 
 /// Block tile rows (tbar): two warpgroups of 64.
 pub const HOPPER_BM: u32 = 128;
@@ -75,33 +105,16 @@ pub const WIDE_WARPGROUPS: u32 = 3;
 pub const WIDE_THREADS: u32 = 128 * WIDE_WARPGROUPS;
 pub const WIDE_BM: u32 = 64 * WIDE_WARPGROUPS;
 pub const WIDE_STAGES: u32 = 4;
-pub const WIDE_FUSED_STAGES: u32 = 3;
 
 /// Dynamic shared memory of the wide W-path GEMM.
 pub const fn wide_smem_bytes() -> u32 {
     WIDE_STAGES * gemm_stage_bytes(WIDE_WARPGROUPS) + HOPPER_ALIGN_SLACK
 }
 
-/// Dynamic shared memory of the wide fused GEMM for grid N: the ring, then U^N of the tile.
-pub const fn wide_fused_smem_bytes(n: u32) -> u32 {
-    WIDE_FUSED_STAGES * gemm_stage_bytes(WIDE_WARPGROUPS) + 4 * HOPPER_BN * 2 * n + HOPPER_ALIGN_SLACK
-}
-
 /// The 16-byte chunk thread `thread` of a `WG`-warpgroup block copies in copy `j` of an
 /// operand tile: (row, chunk); eight threads per 128-byte row.
 pub const fn gemm_copy_chunk(warpgroups: u32, thread: u32, j: u32) -> (u32, u32) {
     (thread / 8 + 16 * warpgroups * j, thread % 8)
-}
-
-/// Fused wide GEMM: chunk job `thread + WIDE_THREADS i` of a stage forms B row `job % 256`,
-/// 16-byte chunk `job / 256` (jobs past 2047 idle).
-pub const fn wide_form_job(thread: u32, i: u32) -> Option<(u32, u32)> {
-    let job = thread + WIDE_THREADS * i;
-    if job < HOPPER_BN * 8 {
-        Some((job % HOPPER_BN, job / HOPPER_BN))
-    } else {
-        None
-    }
 }
 
 /// The 16-byte chunk thread `thread` copies in copy `j` of an operand tile: (row, chunk).
@@ -133,10 +146,9 @@ pub const fn staged_offset(row: u32, col: u32) -> u32 {
     row * 2 * HOPPER_BN + 16 * ((col / 8) ^ (row % 8)) + 2 * (col % 8)
 }
 
-/// `.maxnreg` caps `build.rs` adds: the wide kernels' 384 threads x 168 fit the SM's 65 536
+/// `.maxnreg` caps `build.rs` adds: the wide kernel's 384 threads x 168 fit the SM's 65 536
 /// registers (without a cap ptxas would take up to 255).
-pub const REGISTER_LIMITS: [(&str, u32); 2] =
-    [("frb_resample_gemm_wide_sm90a", 168), ("frb_resample_fused_wide_sm90a", 168)];
+pub const REGISTER_LIMITS: [(&str, u32); 1] = [("frb_resample_gemm_wide_sm90a", 168)];
 
 /// Whether the W-path GEMM takes the wide tile for `times` rows: when its tiles of 192 rows
 /// pad no more rows than the 128-row tiles do (a last tile of at most 64 rows counting 64,
@@ -158,10 +170,128 @@ pub const fn use_wide_tile(times: u32) -> bool {
     times.div_ceil(WIDE_BM) * WIDE_BM <= narrow
 }
 
-/// `floor(g / n8)` for the fused wide kernel's chunk counts `g < 2^12` and `n8 = 2N / 8`
-/// in 2..=6, by one multiply with `inv_n8 = 1 / n8` (f32) instead of an integer division.
-pub fn chunk_p(g: u32, inv_n8: f32) -> u32 {
-    ((g as f32 + 0.5) * inv_n8) as u32
+// --- The transposed fused GEMM ("RS": W^T formed in registers as wgmma's A operand).
+
+/// One instance of the transposed fused kernel `J^T = W^T I^T`: `warpgroups` x 64 beams
+/// (wgmma's M) by a tile of `nt` slow samples (wgmma's N), grid `(M, N)` of seed Table 2
+/// (M follows from N there), a ring of `stages` I tiles of `nt` x 128 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RsKernel {
+    pub name: &'static str,
+    pub warpgroups: u32,
+    pub nt: u32,
+    pub m: u32,
+    pub n: u32,
+    pub stages: u32,
+}
+
+impl RsKernel {
+    pub const fn threads(&self) -> u32 {
+        128 * self.warpgroups
+    }
+    /// Beams per block (wgmma rows).
+    pub const fn beams(&self) -> u32 {
+        64 * self.warpgroups
+    }
+    pub const fn stage_bytes(&self) -> u32 {
+        self.nt * 2 * HOPPER_BK
+    }
+    /// The ring, which also holds J's staged `nt` x `beams` tile in the epilogue.
+    pub const fn smem_bytes(&self) -> u32 {
+        let ring = self.stages * self.stage_bytes();
+        let staged = self.nt * 2 * self.beams();
+        (if ring > staged { ring } else { staged }) + HOPPER_ALIGN_SLACK
+    }
+}
+
+/// The period of the transposed fused kernel's unrolled k loop for grid N: (stages of 64 k,
+/// quads of 4 p). A period is the fewest whole stages whose chunks (k / 8, `2N / 8 = n8` per p)
+/// cover whole quads of p, so that every (p mod 4, q) in it is a constant and one 16-byte
+/// load per beam and quad fetches U^M (`[p/4][beta][4]`).
+pub const fn rs_period(n: u32) -> (u32, u32) {
+    let n8 = n / 4;
+    let mut stages = 1u32;
+    while !(8 * stages).is_multiple_of(4 * n8) {
+        stages += 1;
+    }
+    (stages, 8 * stages / (4 * n8))
+}
+
+/// Chunk `chunk` (k / 8, k = 2N p + q) of grid N: (p, q of its first element).
+pub const fn rs_chunk_pq(chunk: u32, n: u32) -> (u32, u32) {
+    let n8 = n / 4;
+    (chunk / n8, 8 * (chunk % n8))
+}
+
+/// The wgmma A fragment (m64k16, `mma.sync` m16n8k16's A per warp): lane `lane` register
+/// `reg` (0..4) half `e` (0 low) of k16 step `step` holds W^T[row][k] of the warp's `row`
+/// (0..16) and `k`: (row, k).
+pub const fn rs_a_position(lane: u32, reg: u32, e: u32, step: u32) -> (u32, u32) {
+    let (g, c) = (lane / 4, lane % 4);
+    (g + 8 * (reg % 2), 16 * step + 8 * (reg / 2) + 2 * c + e)
+}
+
+/// Index of `U^N_{8 j + 2 c + e}` of the thread's beam `h` (rows g, g + 8) in its register
+/// array (lane = 4 g + c): j < n8 = 2N / 8.
+pub const fn rs_un_index(j: u32, h: u32, e: u32) -> u32 {
+    (2 * j + h) * 2 + e
+}
+
+/// Byte offset of J's f16 element (slow-sample row `row`, beam `beam`) of the transposed
+/// kernel's tile staged for the epilogue: rows of `2 beams` bytes (a multiple of 128), 16-byte
+/// chunks of 8 beams XOR-swizzled by `row % 8`, so `stmatrix .trans` (8 rows of one beam chunk
+/// per matrix) and the copy-out (8 consecutive chunks of a row per phase) are conflict-free.
+pub const fn rs_staged_offset(row: u32, beam: u32, beams: u32) -> u32 {
+    row * 2 * beams + 16 * ((beam / 8) ^ (row % 8)) + 2 * (beam % 8)
+}
+
+/// The slow-sample tile for `times` among `tiles` (the wgmma N of the instances of one
+/// family): the fewest padded rows, ties to the larger tile. 917 -> 232 (4 x 232 = 928),
+/// 980 -> 248 (992).
+pub const fn rs_pick_tile(times: u32, tiles: &[u32]) -> u32 {
+    let mut best = tiles[0];
+    let mut i = 1;
+    while i < tiles.len() {
+        let (t, b) = (tiles[i], best);
+        let (pt, pb) = (times.div_ceil(t) * t, times.div_ceil(b) * b);
+        if pt < pb || (pt == pb && t > b) {
+            best = t;
+        }
+        i += 1;
+    }
+    best
+}
+
+macro_rules! rs_table {
+    ($(($name:literal, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal)),* $(,)?) => {
+        /// Every instance of the transposed fused kernel (entry points of the sm_90a module).
+        pub const RS_KERNELS: &[RsKernel] = &[
+            $(RsKernel { name: $name, warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s }),*
+        ];
+    };
+}
+rs_table!(
+    ("frb_resample_fused_rsp2_n8_t232_sm90a", 2, 232, 8, 8, 6),
+    ("frb_resample_fused_rsp2_n8_t248_sm90a", 2, 248, 8, 8, 6),
+    ("frb_resample_fused_rsp2_n12_t232_sm90a", 2, 232, 8, 12, 6),
+    ("frb_resample_fused_rsp2_n12_t248_sm90a", 2, 248, 8, 12, 6),
+    ("frb_resample_fused_rsp2_n16_t232_sm90a", 2, 232, 16, 16, 6),
+    ("frb_resample_fused_rsp2_n16_t248_sm90a", 2, 248, 16, 16, 6),
+    ("frb_resample_fused_rsp2_n20_t232_sm90a", 2, 232, 16, 20, 6),
+    ("frb_resample_fused_rsp2_n20_t248_sm90a", 2, 248, 16, 20, 6),
+    ("frb_resample_fused_rsp2_n24_t232_sm90a", 2, 232, 24, 24, 6),
+    ("frb_resample_fused_rsp2_n24_t248_sm90a", 2, 248, 24, 24, 6),
+);
+
+/// Warpgroups of the production family of the transposed fused kernel.
+pub const RS_DEFAULT_WARPGROUPS: u32 = 2;
+/// Its slow-sample tiles (instances for every grid).
+pub const RS_DEFAULT_TILES: [u32; 2] = [232, 248];
+
+/// The production instance of the transposed fused kernel for grid (M, N) and `times` rows.
+pub fn rs_default_kernel(n: u32, times: u32) -> Option<&'static RsKernel> {
+    let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
+    RS_KERNELS.iter().find(|k| k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS)
 }
 
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
@@ -183,14 +313,11 @@ mod device {
     /// memory. With `WG` = 2, tiles of at most 64 rows are split by beams: that form passed
     /// the GPU tests but ran 2-3% slower on the H200 than the narrow [`gemm`] it generalises
     /// (LLVM hoists its epilogue's addresses over the main loop: 210 registers against 206),
-    /// so the narrow kernel stays [`gemm`]. `FUSED`: the B stage is formed from U^M (device
-    /// memory) and U^N (shared memory after the ring, `m`, `n` given) instead of copied.
+    /// so the narrow kernel stays [`gemm`].
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_wide<const S: u32, const WG: u32, const FUSED: bool>(
+    unsafe fn gemm_wide<const S: u32, const WG: u32>(
         intensity: *const u16,
         weights: *const u16,
-        (u_m, u_n, m, n): (*const f32, *const f32, u32, u32),
         out: *mut u16,
         times: u32,
         beams: u32,
@@ -246,96 +373,16 @@ mod device {
                 }
             });
         };
-        // Fused: chunk job `tid + 128 WG i` of a stage is B row `job % 256`, chunk `job / 256`
-        // ([`wide_form_job`]); a warp's 32 jobs share the chunk, so p and q are warp-uniform.
-        let un_s = smem + S * stage_bytes;
-        let um_g = u_m.wrapping_add(channel as usize * 2 * m as usize * beams as usize);
-        // Chunks of 8 q per row of p, and its inverse for an exact floor division of the
-        // small chunk counts (< 2^12) by a multiply.
-        let n8 = (n / 4).max(1);
-        let inv_n8 = 1.0 / n8 as f32;
-        let form_b = |step: u32, slot: u32| {
-            let base = smem + slot * stage_bytes + b_offset;
-            // The job's B row, chunk, and its (p, q): warp-uniform chunk, p and q.
-            let job = |i: u32| {
-                let (row, chunk) = ((tid + threads * i) % HOPPER_BN, (tid + threads * i) / HOPPER_BN);
-                let g = step * (HOPPER_BK / 8) + chunk;
-                let p = chunk_p(g, inv_n8);
-                (row, chunk, p, 8 * (g - p * n8))
-            };
-            let active = |i: u32| i < 2048 / threads || tid + threads * i < 2048;
-            // Three jobs' U^M loads (device memory, mostly L2) at a time, so their latencies
-            // overlap; all six at once spill at 168 registers.
-            // (A rolled loop over the halves: unrolled, ptxas hoists every job's addresses.)
-            let mut h = 0;
-            while h < 6 {
-                let mut um = [0.0f32; 3];
-                unroll!(e in [0, 1, 2] {
-                    let i = h + e as u32;
-                    if active(i) {
-                        let (row, _, p, _) = job(i);
-                        // Past the last beam U^N is zero: U^M of the last beam keeps the address valid.
-                        let beam = (col0 + row).min(beams.max(1) - 1);
-                        um[e] = *um_g.add((4 * ((p / 4) * beams + beam) + p % 4) as usize);
-                    }
-                });
-                unroll!(e in [0, 1, 2] {
-                    let i = h + e as u32;
-                    if active(i) {
-                        let (row, chunk, _, q) = job(i);
-                        let lo = ld_shared_v4(un_s + super::super::fused_u_offset(q, row, HOPPER_BN));
-                        let hi = ld_shared_v4(un_s + super::super::fused_u_offset(q + 4, row, HOPPER_BN));
-                        let un = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(f32::from_bits);
-                        // The W kernel's product and rounding: U^M_p U^N_q in f32, then f16 (rn).
-                        let w = [0, 1, 2, 3].map(|x| f32x2_to_f16x2(um[e] * un[2 * x], um[e] * un[2 * x + 1]));
-                        st_shared_v4(base + swizzle_128b(row, 16 * chunk), w);
-                    }
-                });
-                h += 3;
-            }
-        };
-
         let steps = k / HOPPER_BK;
-        if FUSED {
-            // U^N of the tile's beams, zero past the last; its own group, before the stages'.
-            let un_g = u_n.add(channel as usize * 2 * n as usize * beams as usize);
-            let per_row = n / 2;
-            let mut x = tid;
-            while x < HOPPER_BN * per_row {
-                let (row, q4) = (x % HOPPER_BN, x / HOPPER_BN);
-                let beam = col0 + row;
-                let inside = beam < beams;
-                let at = if inside { 4 * (q4 as usize * beams as usize + beam as usize) } else { 0 };
-                cp_async_16(
-                    un_s + super::super::fused_u_offset(4 * q4, row, HOPPER_BN),
-                    un_g.add(at) as *const u8,
-                    if inside { 16 } else { 0 },
-                );
-                x += threads;
-            }
-            cp_async_commit();
-        }
         unroll!(s in [0, 1, 2, 3] {
             if (s as u32) < d {
                 if (s as u32) < steps {
                     copy_a(s as u32, s as u32);
-                    if !FUSED {
-                        copy_b(s as u32, s as u32);
-                    }
+                    copy_b(s as u32, s as u32);
                 }
                 cp_async_commit();
             }
         });
-        if FUSED {
-            // U^N has landed (every thread's copies, then the barrier): form the first stages.
-            cp_async_wait_pending(d);
-            sync_threads();
-            unroll!(s in [0, 1, 2, 3] {
-                if (s as u32) < d && (s as u32) < steps {
-                    form_b(s as u32, s as u32);
-                }
-            });
-        }
         // A tile whose rows all lie in its first 64 (full CHORD's last, 21 rows): both
         // warpgroups take those rows, each with half of the beams (m64n128), instead of the
         // second computing rows past the edge. Block-uniform, so the wgmmas stay unserialised.
@@ -381,14 +428,9 @@ mod device {
                     let next_slot = if slot + d >= S { slot + d - S } else { slot + d };
                     if next < steps {
                         copy_a(next, next_slot);
-                        if !FUSED {
-                            copy_b(next, next_slot);
-                        }
+                        copy_b(next, next_slot);
                     }
                     cp_async_commit();
-                    if FUSED && next < steps {
-                        form_b(next, next_slot);
-                    }
                     slot = if slot + 1 == S { 0 } else { slot + 1 };
                     step += 1;
                 }
@@ -627,41 +669,338 @@ mod device {
         beams: u32,
         k: u32,
     ) {
-        let none = core::ptr::null();
-        gemm_wide::<WIDE_STAGES, WIDE_WARPGROUPS, false>(
-            intensity,
-            weights,
-            (none, none, 0, 0),
-            out,
-            times,
-            beams,
-            k,
-        )
+        gemm_wide::<WIDE_STAGES, WIDE_WARPGROUPS>(intensity, weights, out, times, beams, k)
+    }
+}
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use rs_device::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod rs_device {
+    use super::*;
+    use crate::intrinsics::*;
+    use crate::wgmma::{
+        commit_group, descriptor_k_major_128b, fence, fence_proxy_async_shared, mma_rs_m64n232k16_f32_f16,
+        mma_rs_m64n248k16_f32_f16, swizzle_128b, wait_group,
+    };
+    use core::arch::asm;
+
+    /// `stmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: register i of lane l holds elements
+    /// (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix i (low half first); lanes
+    /// 8 i .. 8 i + 7 give the addresses of the 16-byte rows of matrix i's transpose.
+    #[inline(always)]
+    unsafe fn stmatrix_x4_trans(address: u32, r: [u32; 4]) {
+        asm!("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [{a}], {{{0}, {1}, {2}, {3}}};",
+            in(reg32) r[0], in(reg32) r[1], in(reg32) r[2], in(reg32) r[3], a = in(reg32) address,
+            options(nostack));
     }
 
-    /// `J = I W` with W formed from U by all threads in the wgmmas' shadow, 192 x 256 tiles:
-    /// [`WIDE_THREADS`] threads, [`wide_fused_smem_bytes`]`(n)` of dynamic shared memory.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn frb_resample_fused_wide_sm90a(
+    /// As [`stmatrix_x4_trans`] for two matrices (lanes 0..16 give the addresses).
+    #[inline(always)]
+    unsafe fn stmatrix_x2_trans(address: u32, r: [u32; 2]) {
+        asm!("stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [{a}], {{{0}, {1}}};",
+            in(reg32) r[0], in(reg32) r[1], a = in(reg32) address, options(nostack));
+    }
+
+    /// The transposed fused GEMM (module comment, [`RsKernel`]): `WG` warpgroups of 64 beams,
+    /// a tile of `NT` slow samples (`ACC` = NT / 2 accumulators per thread), grid (M, N), a
+    /// ring of `S` I tiles copied `S - 2` ahead. Persistent: a 1-d grid of resident blocks,
+    /// each taking every `gridDim.x`-th tile (slow-sample tile fastest, then beam tile, then
+    /// channel): a tile's first copies are issued before the previous tile's epilogue, which
+    /// goes through the ring's last two slots (`NT x 128` beams x 2 bytes: exactly two
+    /// stages), so the two overlap.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn fused_rs<
+        const WG: u32,
+        const NT: u32,
+        const M: u32,
+        const N: u32,
+        const S: u32,
+        const ACC: usize,
+    >(
         intensity: *const u16,
         u_m: *const f32,
         u_n: *const f32,
         out: *mut u16,
-        times: u32,
-        beams: u32,
-        m: u32,
-        n: u32,
+        (times, beams, channels): (u32, u32, u32),
+        mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
     ) {
-        gemm_wide::<WIDE_FUSED_STAGES, WIDE_WARPGROUPS, true>(
-            intensity,
-            core::ptr::null(),
-            (u_m, u_n, m, n),
-            out,
-            times,
-            beams,
-            4 * m * n,
-        )
+        const {
+            assert!(2 * ACC as u32 == NT && NT.is_multiple_of(8));
+            assert!(S >= 3 && N.is_multiple_of(4) && N <= 24 && WG >= 2 && WG <= 4);
+            assert!(WG == 2 && S >= 4, "the staged J tile is the last two slots");
+        };
+        let threads = 128 * WG;
+        let bb = 64 * WG;
+        let stage_bytes = NT * 2 * HOPPER_BK;
+        let k = 4 * M * N;
+        let steps = M * N / 16;
+        let (period, quads) = const { rs_period(N) };
+        let periods = steps / period;
+        let n8 = N / 4;
+        let d = S - 2;
+        let tid = thread_idx_x();
+        let (warpgroup, t) = (tid / 128, tid % 128);
+        let lane = t % 32;
+        let c = lane % 4;
+        let smem = (dynamic_shared() + 1023) & !1023;
+        let staged = smem + (S - 2) * stage_bytes;
+        let (tiles_x, tiles_y) = (times.div_ceil(NT), beams.div_ceil(bb));
+        let total = tiles_x * tiles_y * channels;
+        let (first, stride) = (block_idx_x(), grid_dim_x());
+        // This thread's beams within a tile: A rows g and g + 8 of its warp's 16 (lane = 4 g + c).
+        let beam_in_tile = 64 * warpgroup + 16 * (t / 32) + lane / 4;
+        let (r, cc) = (tid / 8, tid % 8);
+        let dst = swizzle_128b(r, 16 * cc);
+        let row_stride = threads / 8;
+        let row_step = row_stride as usize * k as usize;
+
+        // J of the tile at (row0, col0, channel) from `acc`, staged transposed as J rows (slow
+        // samples) of `bb` beams: matrix (j, h) of the accumulators (slow samples 8 j ..,
+        // beams 16 w + 8 h ..) per `stmatrix`; then whole 16-byte chunks of J rows, 8
+        // consecutive threads reading 8 chunks of one row. Callers put a barrier between the
+        // last wgmma reading the staging slots and this.
+        let warp_beam = 64 * warpgroup + 16 * (t / 32);
+        let mi = lane / 8;
+        let epilogue = |acc: &[f32; ACC], (row0, col0, channel): (u32, u32, u32)| {
+            unroll!(jp in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                let pack = |i: usize| {
+                    f32x2_to_f16x2(acc[(8 * jp + 2 * i).min(ACC - 2)], acc[(8 * jp + 2 * i + 1).min(ACC - 1)])
+                };
+                if 16 * (jp as u32) + 16 <= NT {
+                    let row = 8 * (2 * jp as u32 + mi / 2) + lane % 8;
+                    let at = staged + rs_staged_offset(row, warp_beam + 8 * (mi % 2), bb);
+                    stmatrix_x4_trans(at, [pack(0), pack(1), pack(2), pack(3)]);
+                } else if 16 * (jp as u32) + 8 == NT {
+                    let row = 8 * (2 * jp as u32) + lane % 8;
+                    stmatrix_x2_trans(staged + rs_staged_offset(row, warp_beam + 8 * (mi % 2), bb), [pack(0), pack(1)]);
+                }
+            });
+            sync_threads();
+            let j = out.add(channel as usize * times as usize * beams as usize);
+            let per_row = bb / 8;
+            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                let idx = tid + threads * i as u32;
+                if (i as u32) < NT.div_ceil(16) && idx < NT * per_row {
+                    let (r, chunk) = (idx / per_row, idx % per_row);
+                    let (row, col) = (row0 + r, col0 + 8 * chunk);
+                    if row < times && col < beams {
+                        let v = ld_shared_v4(staged + rs_staged_offset(r, 8 * chunk, bb));
+                        let at = row as usize * beams as usize + col as usize;
+                        if beams.is_multiple_of(8) {
+                            st_global_v4(j.add(at) as *mut u32, v);
+                        } else {
+                            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                if col + (e as u32) < beams {
+                                    *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
+                                }
+                            });
+                        }
+                    }
+                }
+            });
+        };
+
+        let mut acc = [0.0f32; ACC];
+        let mut prev = (0, 0, 0);
+        let mut have_prev = false;
+        let mut tile = first;
+        // One call site for the (large) epilogue, so that it is inlined and `acc` stays in
+        // registers: each pass stores the previous tile's J, after the next tile's first copies.
+        loop {
+            let has_tile = tile < total;
+            // Past the last tile (the pass that only stores the previous J): the last tile's
+            // coordinates, so that the U loads below stay inside the arrays.
+            let channel = tile.min(total - 1) / (tiles_x * tiles_y);
+            let (row0, col0) = (NT * (tile % tiles_x), bb * ((tile / tiles_x) % tiles_y));
+            let a = intensity.add(channel as usize * times as usize * k as usize);
+
+            // I tile copies: thread `tid` copies chunk `tid % 8` of rows `tid / 8 + (threads / 8) j`.
+            let rows_left = times.saturating_sub(row0 + r);
+            let src = a.wrapping_add((row0 + r) as usize * k as usize + 8 * cc as usize);
+            let copy = |step: u32, slot: u32| {
+                let base = smem + slot * stage_bytes + dst;
+                let k0 = (step * HOPPER_BK) as usize;
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    // Whole warps: NT and the warp's 4 rows are multiples of 4 and 8 rows apart.
+                    if r + row_stride * (j as u32) < NT {
+                        let ok = row_stride * (j as u32) < rows_left;
+                        // Past the edge: zero-fill, the channel's first row as a harmless address.
+                        let from = if ok { src.wrapping_add(j * row_step + k0) } else { a };
+                        cp_async_16(base + row_stride * j as u32 * 128, from as *const u8, if ok { 16 } else { 0 });
+                    }
+                });
+            };
+            // The first stages into slots 0 .. S - 3, free once every warpgroup waited for
+            // the previous tile's last group (the barrier that ended its main loop).
+            if has_tile {
+                unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if (s as u32) < d {
+                        if (s as u32) < steps {
+                            copy(s as u32, s as u32);
+                        }
+                        cp_async_commit();
+                    }
+                });
+            }
+
+            // U of this tile's beams (device memory) before the previous tile's epilogue, so
+            // that their latency overlaps it.
+            let first_beam = col0 + beam_in_tile;
+            let beam = [first_beam, first_beam + 8];
+            let inside = beam.map(|b| has_tile && b < beams);
+            // Past the last beam: the last beam's U^M (a valid address; U^N is zero there, so
+            // the row of W^T is +-0 and its J is never stored).
+            let clamped = beam.map(|b| b.min(beams - 1));
+            // U^N_{8 j + 2 c + e} of both beams, for the whole tile (`rs_un_index`).
+            let un_g = u_n.add(channel as usize * (N / 2) as usize * beams as usize * 4);
+            let mut un = [0.0f32; 24];
+            unroll!(j in [0, 1, 2, 3, 4, 5] {
+                if (j as u32) < n8 {
+                    unroll!(h in [0, 1] {
+                        let at = 4 * ((2 * j as u32 + c / 2) * beams + clamped[h]) + 2 * (c % 2);
+                        let v = ld_global_nc_v2(un_g.add(at as usize) as *const u32);
+                        let i = rs_un_index(j as u32, h as u32, 0) as usize;
+                        un[i] = if inside[h] { f32::from_bits(v[0]) } else { 0.0 };
+                        un[i + 1] = if inside[h] { f32::from_bits(v[1]) } else { 0.0 };
+                    });
+                }
+            });
+            // U^M of both beams for the `quads` quads of p of a period: `[quad][h][p % 4]`
+            // (device memory, mostly L1/L2 hits: a tile's U^M is 2M x 128 x 4 bytes).
+            let um_g = u_m.add(channel as usize * (M / 2) as usize * beams as usize * 4);
+            let load_um = |period_index: u32| {
+                let mut um = [0.0f32; 16];
+                unroll!(x in [0, 1] {
+                    if (x as u32) < quads {
+                        unroll!(h in [0, 1] {
+                            let quad = period_index * quads + x as u32;
+                            let v = ld_global_nc_v4(um_g.add(4 * (quad * beams + clamped[h]) as usize) as *const u32);
+                            unroll!(i in [0, 1, 2, 3] {
+                                um[(2 * x + h) * 4 + i] = f32::from_bits(v[i]);
+                            });
+                        });
+                    }
+                });
+                um
+            };
+            let mut um = load_um(0);
+
+            if have_prev {
+                epilogue(&acc, prev);
+            }
+            if !has_tile {
+                break;
+            }
+
+            // The A fragment of k16 step `u` of a period: chunks 2u (registers 0, 1) and 2u + 1
+            // (2, 3), beams g (0, 2) and g + 8 (1, 3); U^M_p U^N_q in f32, then f16 (rn): the
+            // W kernel's arithmetic, so W^T is the W path's W bit for bit.
+            let form = |u: u32, um: &[f32; 16]| {
+                let mut r = [0u32; 4];
+                unroll!(half in [0, 1] {
+                    let chunk = 2 * u + half as u32;
+                    let (p, q) = rs_chunk_pq(chunk, N);
+                    unroll!(h in [0, 1] {
+                        let x = um[((2 * (p / 4) + h as u32) * 4 + p % 4) as usize];
+                        let i = rs_un_index(q / 8, h as u32, 0) as usize;
+                        r[2 * half + h] = f32x2_to_f16x2(x * un[i], x * un[i + 1]);
+                    });
+                });
+                r
+            };
+
+            acc = [0.0f32; ACC];
+            let mut frag = [form(0, &um), [0u32; 4]];
+            let mut slot = 0;
+            let mut stage = 0;
+            let mut pi = 0;
+            while pi < periods {
+                // The next period's U^M (the last period reloads its own), a period ahead.
+                let um_next = load_um(if pi + 1 < periods { pi + 1 } else { pi });
+                unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19] {
+                    if (u as u32) < 4 * period {
+                        let kk = u as u32 % 4;
+                        if kk == 0 {
+                            cp_async_wait_pending(d - 1); // stage `stage` has landed
+                            fence_proxy_async_shared();
+                            // Also: the previous tile's staged J has been read out.
+                            sync_threads();
+                        }
+                        fence();
+                        mma(&mut acc, frag[u % 2], descriptor_k_major_128b(smem + slot * stage_bytes + 32 * kk));
+                        commit_group();
+                        // The group of step u - 1 is done: its A registers are free.
+                        wait_group::<1>();
+                        if kk == 0 {
+                            // Every warpgroup waited for stage - 2's groups before the barrier
+                            // above, so its slot takes stage + S - 2.
+                            let next = stage + d;
+                            let next_slot = if slot + d >= S { slot + d - S } else { slot + d };
+                            if next < steps {
+                                copy(next, next_slot);
+                            }
+                            cp_async_commit();
+                        }
+                        frag[(u + 1) % 2] =
+                            if (u as u32) + 1 < 4 * period { form(u as u32 + 1, &um) } else { form(0, &um_next) };
+                        if kk == 3 {
+                            slot = if slot + 1 == S { 0 } else { slot + 1 };
+                            stage += 1;
+                        }
+                    }
+                });
+                um = um_next;
+                pi += 1;
+            }
+            wait_group::<0>();
+            // The ring is free (for staging J, or the next tile's first copies) once every
+            // warpgroup's wgmmas are done.
+            sync_threads();
+            prev = (row0, col0, channel);
+            have_prev = true;
+            tile = tile.saturating_add(stride);
+        }
+        cp_async_wait_all();
     }
+
+    macro_rules! rs_kernel {
+        ($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $acc:literal, $mma:ident) => {
+            /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
+            /// registers; `128 WG` threads, [`RsKernel::smem_bytes`] of dynamic shared memory.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(
+                intensity: *const u16,
+                u_m: *const f32,
+                u_n: *const f32,
+                out: *mut u16,
+                times: u32,
+                beams: u32,
+                channels: u32,
+            ) {
+                fused_rs::<$wg, $nt, $m, $n, $s, $acc>(
+                    intensity,
+                    u_m,
+                    u_n,
+                    out,
+                    (times, beams, channels),
+                    |d, a, b| $mma(d, a, b, true),
+                )
+            }
+        };
+    }
+    rs_kernel!(frb_resample_fused_rsp2_n8_t232_sm90a, 2, 232, 8, 8, 6, 116, mma_rs_m64n232k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n8_t248_sm90a, 2, 248, 8, 8, 6, 124, mma_rs_m64n248k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n12_t232_sm90a, 2, 232, 8, 12, 6, 116, mma_rs_m64n232k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n12_t248_sm90a, 2, 248, 8, 12, 6, 124, mma_rs_m64n248k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n16_t232_sm90a, 2, 232, 16, 16, 6, 116, mma_rs_m64n232k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n16_t248_sm90a, 2, 248, 16, 16, 6, 124, mma_rs_m64n248k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n20_t232_sm90a, 2, 232, 16, 20, 6, 116, mma_rs_m64n232k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n20_t248_sm90a, 2, 248, 16, 20, 6, 124, mma_rs_m64n248k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n24_t232_sm90a, 2, 232, 24, 24, 6, 116, mma_rs_m64n232k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, 124, mma_rs_m64n248k16_f32_f16);
 }
 
 #[cfg(test)]
@@ -754,43 +1093,176 @@ mod tests {
         }
     }
 
+    use crate::frb_beamformer::FRB_CASES;
+
     #[test]
-    fn wide_fused_jobs_cover_b_once_with_warp_uniform_chunks_and_no_conflicts() {
-        let mut seen = [0u32; (HOPPER_BN * 8) as usize];
-        for i in 0..6 {
-            for warp in 0..WIDE_THREADS / 32 {
-                let jobs: Vec<_> = (0..32).map(|l| wide_form_job(32 * warp + l, i)).collect();
-                if jobs.iter().all(Option::is_none) {
-                    continue;
-                }
-                let jobs: Vec<(u32, u32)> = jobs.into_iter().map(|j| j.expect("whole warps")).collect();
-                assert!(jobs.iter().all(|j| j.1 == jobs[0].1), "job {i} warp {warp}: one chunk");
-                let store: [u32; 32] = core::array::from_fn(|l| swizzle_128b(jobs[l].0, 16 * jobs[l].1));
-                assert!(is_conflict_free(&store, 16), "job {i} warp {warp}: B stores");
-                for q in (0..48).step_by(4) {
-                    let load: [u32; 32] =
-                        core::array::from_fn(|l| super::super::fused_u_offset(q, jobs[l].0, HOPPER_BN));
-                    assert!(is_conflict_free(&load, 16), "job {i} warp {warp}: U^N loads");
-                }
-                for (row, chunk) in jobs {
-                    seen[(8 * row + chunk) as usize] += 1;
+    fn rs_periods_cover_whole_quads_of_p_in_whole_stages() {
+        for case in FRB_CASES {
+            let (m, n) = (case.m, case.n);
+            let (stages, quads) = rs_period(n);
+            let n8 = n / 4;
+            // 8 chunks per stage, n8 chunks per p, 4 p per quad.
+            assert_eq!(8 * stages, 4 * quads * n8, "N = {n}");
+            assert!((m * n / 16).is_multiple_of(stages), "({m}, {n}): whole periods");
+            assert!((2 * m).is_multiple_of(4 * quads));
+            // The kernel's unroll bounds: 4 P <= 20 k16 steps, Q <= 2 quads, n8 <= 6.
+            assert!(4 * stages <= 20 && quads <= 2 && n8 <= 6, "N = {n}");
+        }
+        assert_eq!([8, 12, 16, 20, 24].map(rs_period), [(1, 1), (3, 2), (2, 1), (5, 2), (3, 1)]);
+    }
+
+    #[test]
+    fn rs_a_fragment_is_w_transposed_at_k_2n_p_plus_q() {
+        // Thread (lane = 4 g + c), register `reg`, half `e` of k16 step `u` of period `pi`:
+        // the kernel takes chunk 2u + reg / 2 of the period, (p, q0) = rs_chunk_pq, q = q0 +
+        // 2c + e, U^M from `[quad][h][p % 4]` of the period's quads and U^N from
+        // rs_un_index(q0 / 8, h, e); this must be W^T[row][k] with k = 2N p + q (global).
+        for case in FRB_CASES {
+            let n = case.n;
+            let (stages, quads) = rs_period(n);
+            for pi in 0..(case.m * n / 16 / stages) {
+                for u in 0..4 * stages {
+                    let mut seen = [[false; 16]; 16];
+                    for lane in 0..32 {
+                        let (g, c) = (lane / 4, lane % 4);
+                        for reg in 0..4 {
+                            for e in 0..2 {
+                                let (row, k_rel) = rs_a_position(lane, reg, e, u);
+                                assert!(!core::mem::replace(
+                                    &mut seen[row as usize][(k_rel % 16) as usize],
+                                    true
+                                ));
+                                let (p, q0) = rs_chunk_pq(2 * u + reg / 2, n);
+                                let h = reg % 2;
+                                assert_eq!(row, g + 8 * h);
+                                let k = 64 * stages * pi + k_rel;
+                                assert_eq!(
+                                    (k / (2 * n), k % (2 * n)),
+                                    (4 * quads * pi + p, q0 + 2 * c + e),
+                                    "N {n}"
+                                );
+                                // Constant register indices inside the kernel's arrays.
+                                assert!(p / 4 < quads && (2 * (p / 4) + h) * 4 + p % 4 < 16);
+                                let i = rs_un_index(q0 / 8, h, e);
+                                assert!(q0 % 8 == 0 && i < n && i < 24);
+                            }
+                        }
+                    }
+                    assert!(seen.iter().flatten().all(|&s| s), "the m16k16 fragment once");
                 }
             }
-        }
-        assert!(seen.iter().all(|&n| n == 1));
-        // The kernel's `i < 2048 / 384 || tid < 128` guard is this coverage's.
-        for t in 0..WIDE_THREADS {
-            assert_eq!(wide_form_job(t, 5).is_some(), t < 128);
+            // A thread's U^N registers: each (j, h, e) once.
+            let mut used = [false; 24];
+            for j in 0..n / 4 {
+                for h in 0..2 {
+                    for e in 0..2 {
+                        assert!(!core::mem::replace(&mut used[rs_un_index(j, h, e) as usize], true));
+                    }
+                }
+            }
         }
     }
 
     #[test]
-    fn p_by_the_inverse_is_the_floor_division() {
-        // The fused wide kernel's p = floor(g / (2N / 8)) for g < 2^12 by one f32 multiply.
-        for n in [8u32, 12, 16, 20, 24] {
-            let n8 = n / 4;
-            for g in 0..4096u32 {
-                assert_eq!(chunk_p(g, 1.0 / n8 as f32), g / n8, "g {g} / {n8}");
+    fn rs_staged_epilogue_is_a_conflict_free_bijection() {
+        for kernel in RS_KERNELS {
+            let (nt, bb) = (kernel.nt, kernel.beams());
+            let mut seen = std::vec![false; (nt * bb) as usize];
+            for row in 0..nt {
+                for beam in 0..bb {
+                    let at = rs_staged_offset(row, beam, bb);
+                    assert!(at < nt * bb * 2 && at % 16 == 2 * (beam % 8));
+                    assert!(!core::mem::replace(&mut seen[(at / 2) as usize], true), "{kernel:?}");
+                }
+            }
+            // stmatrix .x4 .trans: lane l gives row 8 (2 jp + l / 16) + l % 8 of beam chunk
+            // (warp beam + 8 ((l / 8) % 2)) / 8; phases are the 4 matrices of 8 lanes.
+            for warp in 0..kernel.warpgroups * 4 {
+                let warp_beam = 64 * (warp / 4) + 16 * (warp % 4);
+                for jp in 0..nt / 16 {
+                    let at: [u32; 32] = core::array::from_fn(|l| {
+                        let (l, mi) = (l as u32, l as u32 / 8);
+                        rs_staged_offset(8 * (2 * jp + mi / 2) + l % 8, warp_beam + 8 * (mi % 2), bb)
+                    });
+                    assert!(crate::bank::is_conflict_free(&at, 16), "{kernel:?} warp {warp} jp {jp}");
+                }
+            }
+            // The copy-out: thread `tid` reads chunk `(tid + threads i) % (bb / 8)` of row
+            // `(tid + threads i) / (bb / 8)`; whole warps conflict-free.
+            let per_row = bb / 8;
+            for i in 0..nt.div_ceil(16) {
+                for warp in 0..kernel.threads() / 32 {
+                    let at: [u32; 32] = core::array::from_fn(|l| {
+                        let idx = (32 * warp + l as u32 + kernel.threads() * i) % (nt * per_row);
+                        rs_staged_offset(idx / per_row, 8 * (idx % per_row), bb)
+                    });
+                    assert!(crate::bank::is_conflict_free(&at, 16), "{kernel:?} copy-out {i}");
+                }
+            }
+            // The store loop's bound covers the tile.
+            assert!(nt.div_ceil(16) * kernel.threads() >= nt * per_row && nt.div_ceil(16) <= 16);
+        }
+    }
+
+    #[test]
+    fn rs_copies_cover_each_i_tile_once_without_conflicts() {
+        for kernel in RS_KERNELS {
+            let (threads, nt) = (kernel.threads(), kernel.nt);
+            let stride = threads / 8;
+            let mut seen = std::vec![0u32; (nt * 8) as usize];
+            for j in 0..8 {
+                for warp in 0..threads / 32 {
+                    let lanes: Vec<u32> =
+                        (0..32).map(|l| 32 * warp + l).filter(|t| t / 8 + stride * j < nt).collect();
+                    assert!(lanes.is_empty() || lanes.len() == 32, "{kernel:?}: whole warps");
+                    if let Ok(at) = <[u32; 32]>::try_from(
+                        lanes
+                            .iter()
+                            .map(|t| swizzle_128b(t / 8 + stride * j, 16 * (t % 8)))
+                            .collect::<Vec<_>>(),
+                    ) {
+                        assert!(crate::bank::is_conflict_free(&at, 16));
+                        for a in at {
+                            seen[(a / 16) as usize] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{kernel:?}");
+        }
+    }
+
+    #[test]
+    fn rs_kernels_fit_and_the_default_pads_least() {
+        for (i, kernel) in RS_KERNELS.iter().enumerate() {
+            assert!(RS_KERNELS[..i].iter().all(|k| k.name != kernel.name));
+            assert!(FRB_CASES.iter().any(|c| (c.m, c.n) == (kernel.m, kernel.n)));
+            assert!(kernel.nt % 8 == 0 && kernel.nt <= 256 && kernel.stages >= 3);
+            assert!(kernel.stage_bytes() % 1024 == 0, "{kernel:?}: whole atoms per stage");
+            // J's staged tile is exactly the ring's last two slots, which the next tile's
+            // first S - 2 stages leave alone.
+            assert!(kernel.warpgroups == 2 && kernel.stages >= 4);
+            assert_eq!(kernel.nt * 2 * kernel.beams(), 2 * kernel.stage_bytes());
+            // 256 threads without a cap run one block per SM (ptxas may take 255 registers);
+            // capped kernels fit their blocks per SM in registers and shared memory.
+            let cap = REGISTER_LIMITS.iter().find(|(k, _)| *k == kernel.name).map(|l| l.1);
+            let blocks = match cap {
+                Some(cap) => 65536 / (cap * kernel.threads()),
+                None => {
+                    assert_eq!(kernel.threads(), 256, "{kernel:?} needs a register cap");
+                    1
+                }
+            };
+            assert!(blocks >= 1 && blocks * (kernel.smem_bytes() + 1024) <= 228 * 1024, "{kernel:?}");
+        }
+        assert_eq!(rs_pick_tile(917, &RS_DEFAULT_TILES), 232);
+        assert_eq!(rs_pick_tile(980, &RS_DEFAULT_TILES), 248);
+        assert_eq!(rs_pick_tile(1, &RS_DEFAULT_TILES), 232);
+        assert_eq!(rs_pick_tile(496, &RS_DEFAULT_TILES), 248);
+        for case in FRB_CASES {
+            for times in [1, 200, 917, 980] {
+                let k = rs_default_kernel(case.n, times).expect("a default for every grid");
+                assert_eq!((k.m, k.warpgroups), (case.m, RS_DEFAULT_WARPGROUPS));
             }
         }
     }
@@ -810,24 +1282,20 @@ mod tests {
 
     #[test]
     fn wide_kernels_fit_registers_shared_memory_and_atoms() {
-        for name in ["frb_resample_gemm_wide_sm90a", "frb_resample_fused_wide_sm90a"] {
-            let cap = REGISTER_LIMITS.iter().find(|(k, _)| *k == name).expect("listed").1;
-            assert!(cap * WIDE_THREADS <= 65536 && cap % 8 == 0);
-        }
+        let cap =
+            REGISTER_LIMITS.iter().find(|(k, _)| *k == "frb_resample_gemm_wide_sm90a").expect("listed").1;
+        assert!(cap * WIDE_THREADS <= 65536 && cap % 8 == 0);
         assert!(wide_smem_bytes() <= 227 * 1024);
-        for n in [8, 12, 16, 20, 24] {
-            assert!(wide_fused_smem_bytes(n) <= 227 * 1024, "N = {n}");
-        }
         for wg in [2, 3] {
             assert_eq!(gemm_stage_bytes(wg) % 1024, 0);
             assert_eq!(gemm_b_offset(wg) % 1024, 0);
             assert_eq!(hopper_a_offset(wg - 1) % 1024, 0);
         }
         assert_eq!(gemm_stage_bytes(2), hopper_stage_bytes());
-        // J (192 x 256 f16) is staged in either ring.
+        // J (192 x 256 f16) is staged in the ring.
         let staged = (0..HOPPER_BN).map(|col| staged_offset(WIDE_BM - 1, col) + 2).max().unwrap();
         assert_eq!(staged, WIDE_BM * HOPPER_BN * 2);
-        assert!(staged <= WIDE_FUSED_STAGES * gemm_stage_bytes(WIDE_WARPGROUPS));
+        assert!(staged <= WIDE_STAGES * gemm_stage_bytes(WIDE_WARPGROUPS));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use crate::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
 use crate::correlator::{Correlator, CorrelatorConfig, Format, Order};
 use crate::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
-use crate::frb_beamformer::resample::{ResampleConfig, Resampler};
+use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler};
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
 use crate::{launch_1d, CudaFunction, DeviceBuffer, DriverContext, Gpu, PushKernelArg, Result};
@@ -412,6 +412,22 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
         ms,
         result: format!(
             "{:.2}% of real time, {tflops:.0} TFLOP/s, {:.1}% of {f16_name} (cuBLAS: 9.2-10.2 ms)",
+            ms / 10.0,
+            100.0 * tflops / f16_matching
+        ),
+    });
+    drop(resampler);
+
+    // The same with W formed on the fly (no W in device memory).
+    let mut fused = FusedResampler::new(gpu, config)?;
+    fused.set_beams(&theta, &theta_prime)?;
+    let ms = median_ms(gpu, REPS, || fused.resample(&intensity, &mut beams))?;
+    let tflops = config.flops() / ms / 1e9;
+    push(Row {
+        name: "FRB beamformer 2, fused (no W), full CHORD".into(),
+        ms,
+        result: format!(
+            "{:.2}% of real time, {tflops:.0} TFLOP/s, {:.1}% of {f16_name}",
             ms / 10.0,
             100.0 * tflops / f16_matching
         ),

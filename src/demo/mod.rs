@@ -17,7 +17,9 @@ use radio_kernels_gpu::packing::{pack_ci4, pack_f16x2, unpack_ci4};
 use radio_kernels_host::baseband_beamformer::{self as bb, BasebandBeamformer, BeamformerConfig};
 use radio_kernels_host::correlator::{self as xc, Correlator, CorrelatorConfig, Format, Order};
 use radio_kernels_host::delay_beamformer::{self as db, Beam, DelayBeamformer, DelayBeamformerConfig, Plan};
-use radio_kernels_host::frb_beamformer::resample::{resample_reference, ResampleConfig, Resampler};
+use radio_kernels_host::frb_beamformer::resample::{
+    resample_reference, FusedResampler, ResampleConfig, Resampler,
+};
 use radio_kernels_host::frb_beamformer::{
     frb_intensity_reference, FrbBeamformer, FrbConfig, FRB_REL_L2_BOUND,
 };
@@ -589,11 +591,20 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let shape = format!("{k2}x{q2} grid -> {BEAMS} beams, F={n} x {tbar} samples");
     let resampled: Vec<f64> = match gpu {
         Some(gpu) => {
-            let mut resampler = Resampler::new(gpu, rs_config)?;
-            resampler.set_beams(&gpu.upload(&theta)?, &gpu.upload(&theta_prime)?)?;
+            let (theta_dev, theta_prime_dev) = (gpu.upload(&theta)?, gpu.upload(&theta_prime)?);
             let i_dev = gpu.upload(&intensity)?;
             let mut out = gpu.alloc::<u16>(rs_config.output_len(), 0x7e)?;
-            let ((), ms) = timed(gpu, || resampler.resample(&i_dev, &mut out))?;
+            // The faster path of each GPU family (host module docs): on Hopper the fused one,
+            // which also needs no W memory; elsewhere the W path.
+            let ((), ms) = if gpu.wgmma_enabled() {
+                let mut fused = FusedResampler::new(gpu, rs_config)?;
+                fused.set_beams(&theta_dev, &theta_prime_dev)?;
+                timed(gpu, || fused.resample(&i_dev, &mut out))?
+            } else {
+                let mut resampler = Resampler::new(gpu, rs_config)?;
+                resampler.set_beams(&theta_dev, &theta_prime_dev)?;
+                timed(gpu, || resampler.resample(&i_dev, &mut out))?
+            };
             let got: Vec<f64> = out.download()?.iter().map(|&b| f16::from_bits(b).to_f64()).collect();
             let sub = ResampleConfig { channels: CHECK_CHANNELS, ..rs_config };
             let k = rs_config.k() as usize;

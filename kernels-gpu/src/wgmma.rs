@@ -483,3 +483,46 @@ mod rs_f16 {
         ]
     );
 }
+
+// --- A narrower RS f16 shape for the transposed fused resampling GEMM with 192 beams per
+// block (3 warpgroups): a slow-sample tile of 184 (917 = 5 x 184 - 3), so that the 92
+// accumulators fit the 168 registers such a block allows. Same operand conventions as
+// `rs_f16` above.
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+pub use rs_f16_narrow::*;
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod rs_f16_narrow {
+    use core::arch::asm;
+
+    macro_rules! wgmma_rs_f16_narrow {
+        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".f32.f16.f16`, A in registers, B in shared memory.")]
+            ///
+            /// # Safety
+            /// As [`super::mma_rs_m64n232k16_f32_f16`].
+            #[inline(always)]
+            pub unsafe fn $name(d: &mut [f32; $n], a: [u32; 4], b: u64, scale_d: bool) {
+                asm!(
+                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
+                        ".f32.f16.f16 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p, 1, 1, 0; }}"),
+                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
+                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                    b = in(reg64) b, sd = in(reg32) scale_d as u32,
+                    options(nostack),
+                );
+            }
+        };
+    }
+    wgmma_rs_f16_narrow!(
+        mma_rs_m64n184k16_f32_f16,
+        "m64n184k16",
+        92,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91
+        ]
+    );
+}

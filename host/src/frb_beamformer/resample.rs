@@ -22,8 +22,9 @@
 //! same W and U kernels; J agrees between the two families to f32 rounding of the sums. On
 //! Hopper the W path's GEMM has 128 x 256 or 192 x 256 tiles, whichever pads fewer
 //! slow-sample rows ([`use_wide_tile`]), and the fused GEMM is the persistent transposed
-//! kernel with 128-beam x 232 or 248 slow-sample tiles ([`rs_default_kernel`]); J is the same
-//! bits either way.
+//! kernel with 128-beam x 232 or 248 slow-sample tiles, or 192-beam x 184 ones for the grids
+//! and shapes where those pad no more work (full CHORD, pathfinder rect.;
+//! [`rs_default_kernel`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
@@ -407,10 +408,10 @@ pub struct FusedResampler<'g> {
 
 impl<'g> FusedResampler<'g> {
     /// On Hopper the kernel is the transposed one ([`rs_default_kernel`]: the slow-sample
-    /// tile that pads the fewest rows).
+    /// tile that pads the fewest rows, 192 beams per block where that pads no more work).
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let name = rs_default_kernel(config.n, config.times)
+        let name = rs_default_kernel(config.n, config.times, config.beams)
             .ok_or_else(|| Error::InvalidConfig(format!("no transposed fused kernel for N = {}", config.n)))?
             .name;
         Self::with_hopper_kernel(gpu, config, name)

@@ -66,6 +66,21 @@
 //! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and its persistent form
 //! is 1.04-1.3x faster than the W path for full CHORD and both HIRAX cases (BENCHMARKS.md,
 //! sixth round). Its J equals the W path's bit for bit in every GPU test.
+//!
+//! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
+//! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit
+//! 168 registers the tile is 184 slow samples (92 accumulators; 917 = 5 x 184 - 3), U^M moves
+//! to shared memory (the tile's `2M x 192` f32 in the U kernel's `[p/4][beta][4]` layout,
+//! [`rs_um_offset`], copied by `cp.async` with stage 0's group, read by two LDS.32 per p
+//! instead of two periods of quads in registers; U^N stays in registers, as from shared memory
+//! its 32 bytes per thread per k16 step would have added about two thirds to the wgmmas' own
+//! shared-memory reads), copies run `S - 3` = 4 stages ahead in a ring of 7 so that J's staged
+//! tile (three slots) is left alone, and the copy-out steps 16 rows at a time from one base
+//! (unrolled, its precomputed addresses spilled). On the H200 it runs 1.05-1.24x faster than
+//! the 128-beam kernel for full CHORD (there at or below cuBLAS's time) and 1.13-1.19x for
+//! pathfinder rect.; for HIRAX (980 rows -> 5 x 200, 2560 beams -> 14 x 192, 7% padded work)
+//! a 200-row form was slower, as was a 256-beam one (4 warpgroups, 144 rows), so HIRAX and
+//! pathfinder square keep 128 beams ([`rs_default_kernel`], BENCHMARKS.md, seventh round).
 
 /// Block tile rows (tbar): two warpgroups of 64.
 pub const HOPPER_BM: u32 = 128;
@@ -148,7 +163,13 @@ pub const fn staged_offset(row: u32, col: u32) -> u32 {
 
 /// `.maxnreg` caps `build.rs` adds: the wide kernel's 384 threads x 168 fit the SM's 65 536
 /// registers (without a cap ptxas would take up to 255).
-pub const REGISTER_LIMITS: [(&str, u32); 1] = [("frb_resample_gemm_wide_sm90a", 168)];
+/// The transposed fused kernels of 3 warpgroups (384 threads) are capped at 168 for one
+/// block per SM.
+pub const REGISTER_LIMITS: [(&str, u32); 3] = [
+    ("frb_resample_gemm_wide_sm90a", 168),
+    ("frb_resample_fused_rsp3_n12_t184_sm90a", 168),
+    ("frb_resample_fused_rsp3_n24_t184_sm90a", 168),
+];
 
 /// Whether the W-path GEMM takes the wide tile for `times` rows: when its tiles of 192 rows
 /// pad no more rows than the 128-row tiles do (a last tile of at most 64 rows counting 64,
@@ -196,11 +217,26 @@ impl RsKernel {
     pub const fn stage_bytes(&self) -> u32 {
         self.nt * 2 * HOPPER_BK
     }
-    /// The ring, which also holds J's staged `nt` x `beams` tile in the epilogue.
+    /// Whether the tile's U^M sits in shared memory (`[p / 4][beam][4]` f32 after the ring,
+    /// [`RsKernel::um_bytes`]) instead of registers: the 3- and 4-warpgroup blocks, whose
+    /// 168 and 128 registers per thread cannot also hold two periods of U^M.
+    pub const fn um_in_smem(&self) -> bool {
+        self.warpgroups >= 3
+    }
+    /// Bytes of the tile's U^M in shared memory (0 where it stays in registers).
+    pub const fn um_bytes(&self) -> u32 {
+        if self.um_in_smem() {
+            2 * self.m * self.beams() * 4
+        } else {
+            0
+        }
+    }
+    /// The ring, which also holds J's staged `nt` x `beams` tile (its last `warpgroups`
+    /// slots) in the epilogue, then U^M.
     pub const fn smem_bytes(&self) -> u32 {
         let ring = self.stages * self.stage_bytes();
         let staged = self.nt * 2 * self.beams();
-        (if ring > staged { ring } else { staged }) + HOPPER_ALIGN_SLACK
+        (if ring > staged { ring } else { staged }) + self.um_bytes() + HOPPER_ALIGN_SLACK
     }
 }
 
@@ -245,6 +281,14 @@ pub const fn rs_staged_offset(row: u32, beam: u32, beams: u32) -> u32 {
     row * 2 * beams + 16 * ((beam / 8) ^ (row % 8)) + 2 * (beam % 8)
 }
 
+/// Byte offset of U^M_p of beam `beam` (within the tile of `beams`) in the shared U^M of the
+/// 3- and 4-warpgroup kernels: the U kernel's `[p / 4][beam][4]` f32 layout, so that the tile
+/// is copied in 16-byte chunks as stored. A warp's loads of one p (beams 16 w + g + 8 h, four
+/// lanes c sharing each) touch 8 distinct 16-byte chunks: one wavefront.
+pub const fn rs_um_offset(p: u32, beam: u32, beams: u32) -> u32 {
+    16 * ((p / 4) * beams + beam) + 4 * (p % 4)
+}
+
 /// The slow-sample tile for `times` among `tiles` (the wgmma N of the instances of one
 /// family): the fewest padded rows, ties to the larger tile. 917 -> 232 (4 x 232 = 928),
 /// 980 -> 248 (992).
@@ -281,6 +325,8 @@ rs_table!(
     ("frb_resample_fused_rsp2_n20_t248_sm90a", 2, 248, 16, 20, 6),
     ("frb_resample_fused_rsp2_n24_t232_sm90a", 2, 232, 24, 24, 6),
     ("frb_resample_fused_rsp2_n24_t248_sm90a", 2, 248, 24, 24, 6),
+    ("frb_resample_fused_rsp3_n12_t184_sm90a", 3, 184, 8, 12, 7),
+    ("frb_resample_fused_rsp3_n24_t184_sm90a", 3, 184, 24, 24, 7),
 );
 
 /// Warpgroups of the production family of the transposed fused kernel.
@@ -288,10 +334,27 @@ pub const RS_DEFAULT_WARPGROUPS: u32 = 2;
 /// Its slow-sample tiles (instances for every grid).
 pub const RS_DEFAULT_TILES: [u32; 2] = [232, 248];
 
-/// The production instance of the transposed fused kernel for grid (M, N) and `times` rows.
-pub fn rs_default_kernel(n: u32, times: u32) -> Option<&'static RsKernel> {
+/// Warpgroups and slow-sample tile of the 192-beam instances (U^M in shared memory), which
+/// exist for the grids where they ran faster on the H200 (N = 12, 24; seventh round).
+pub const RS_WIDE_WARPGROUPS: u32 = 3;
+pub const RS_WIDE_TILE: u32 = 184;
+
+/// The production instance of the transposed fused kernel for grid (M, N), `times` rows and
+/// `beams` beams: the 2-warpgroup instance whose tile pads the fewest rows, or the
+/// 3-warpgroup one (192 beams: a third less I pulled from L2 per MAC) where one exists for N
+/// and its tiles pad no more work (padded rows x padded beams). Seed Table 4: full CHORD
+/// (917 x 5760 -> 920 x 5760 against 928 x 5760) and pathfinder rect. (917 x 960 -> 920 x 960
+/// against 928 x 1024) take the 3-warpgroup kernel, 1.05x and 1.15-1.19x faster on the H200.
+pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKernel> {
     let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
-    RS_KERNELS.iter().find(|k| k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS)
+    let narrow =
+        RS_KERNELS.iter().find(|k| k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS)?;
+    let padded =
+        |k: &RsKernel| (times.div_ceil(k.nt) * k.nt) as u64 * (beams.div_ceil(k.beams()) * k.beams()) as u64;
+    match RS_KERNELS.iter().find(|k| k.n == n && k.warpgroups == RS_WIDE_WARPGROUPS) {
+        Some(wide) if padded(wide) <= padded(narrow) => Some(wide),
+        _ => Some(narrow),
+    }
 }
 
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
@@ -681,8 +744,8 @@ mod rs_device {
     use super::*;
     use crate::intrinsics::*;
     use crate::wgmma::{
-        commit_group, descriptor_k_major_128b, fence, fence_proxy_async_shared, mma_rs_m64n232k16_f32_f16,
-        mma_rs_m64n248k16_f32_f16, swizzle_128b, wait_group,
+        commit_group, descriptor_k_major_128b, fence, fence_proxy_async_shared, mma_rs_m64n184k16_f32_f16,
+        mma_rs_m64n232k16_f32_f16, mma_rs_m64n248k16_f32_f16, swizzle_128b, wait_group,
     };
     use core::arch::asm;
 
@@ -694,6 +757,17 @@ mod rs_device {
         asm!("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [{a}], {{{0}, {1}, {2}, {3}}};",
             in(reg32) r[0], in(reg32) r[1], in(reg32) r[2], in(reg32) r[3], a = in(reg32) address,
             options(nostack));
+    }
+
+    /// The 1024-aligned base of the dynamic shared memory, as `dynamic_shared` rounds it, read
+    /// anew at each use (not `pure`): LLVM then cannot keep one copy in a register across the
+    /// main loop, which under a register cap spilled it.
+    #[inline(always)]
+    fn fresh_smem() -> u32 {
+        let base: u32;
+        // SAFETY: takes the address of the module-scope extern shared array.
+        unsafe { asm!("mov.u32 {0}, radio_kernels_dynamic_smem;", out(reg32) base, options(nomem, nostack)) };
+        (base + 1023) & !1023
     }
 
     /// As [`stmatrix_x4_trans`] for two matrices (lanes 0..16 give the addresses).
@@ -730,8 +804,11 @@ mod rs_device {
         const {
             assert!(2 * ACC as u32 == NT && NT.is_multiple_of(8));
             assert!(S >= 3 && N.is_multiple_of(4) && N <= 24 && WG >= 2 && WG <= 4);
-            assert!(WG == 2 && S >= 4, "the staged J tile is the last two slots");
+            assert!(S >= WG + 2 && S - WG <= 7, "the staged J tile is the last WG slots");
+            assert!(WG == 2 || M.is_multiple_of(4), "U^M copies: M / 4 per thread");
         };
+        // U^M in shared memory (`RsKernel::um_in_smem`) for 3 and 4 warpgroups.
+        let um_smem = WG >= 3;
         let threads = 128 * WG;
         let bb = 64 * WG;
         let stage_bytes = NT * 2 * HOPPER_BK;
@@ -740,13 +817,17 @@ mod rs_device {
         let (period, quads) = const { rs_period(N) };
         let periods = steps / period;
         let n8 = N / 4;
-        let d = S - 2;
+        // Copies run `S - WG` stages ahead, so that the next tile's first stages leave the
+        // last WG slots (J's staged tile) alone.
+        let d = S - WG;
         let tid = thread_idx_x();
         let (warpgroup, t) = (tid / 128, tid % 128);
         let lane = t % 32;
         let c = lane % 4;
         let smem = (dynamic_shared() + 1023) & !1023;
-        let staged = smem + (S - 2) * stage_bytes;
+        let staged = smem + (S - WG) * stage_bytes;
+        // The tile's U^M, `[p / 4][beam in tile][4]` f32, after the ring.
+        let um_s = smem + S * stage_bytes;
         let (tiles_x, tiles_y) = (times.div_ceil(NT), beams.div_ceil(bb));
         let total = tiles_x * tiles_y * channels;
         let (first, stride) = (block_idx_x(), grid_dim_x());
@@ -765,6 +846,9 @@ mod rs_device {
         let warp_beam = 64 * warpgroup + 16 * (t / 32);
         let mi = lane / 8;
         let epilogue = |acc: &[f32; ACC], (row0, col0, channel): (u32, u32, u32)| {
+            // Capped kernels (WG >= 3): the staging base afresh, so that it is not kept in a
+            // register across the main loop (it spilled at 168).
+            let staged = if WG >= 3 { fresh_smem() + (S - WG) * stage_bytes } else { staged };
             unroll!(jp in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 let pack = |i: usize| {
                     f32x2_to_f16x2(acc[(8 * jp + 2 * i).min(ACC - 2)], acc[(8 * jp + 2 * i + 1).min(ACC - 1)])
@@ -781,26 +865,56 @@ mod rs_device {
             sync_threads();
             let j = out.add(channel as usize * times as usize * beams as usize);
             let per_row = bb / 8;
-            unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                let idx = tid + threads * i as u32;
-                if (i as u32) < NT.div_ceil(16) && idx < NT * per_row {
-                    let (r, chunk) = (idx / per_row, idx % per_row);
-                    let (row, col) = (row0 + r, col0 + 8 * chunk);
-                    if row < times && col < beams {
-                        let v = ld_shared_v4(staged + rs_staged_offset(r, 8 * chunk, bb));
-                        let at = row as usize * beams as usize + col as usize;
-                        if beams.is_multiple_of(8) {
-                            st_global_v4(j.add(at) as *mut u32, v);
-                        } else {
-                            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                                if col + (e as u32) < beams {
-                                    *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
-                                }
-                            });
+            if WG == 2 {
+                // The 2-warpgroup kernels keep the form they were measured in (sixth round):
+                // every step's (row, chunk) unrolled.
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    let idx = tid + threads * i as u32;
+                    if (i as u32) < NT.div_ceil(16) && idx < NT * per_row {
+                        let (r, chunk) = (idx / per_row, idx % per_row);
+                        let (row, col) = (row0 + r, col0 + 8 * chunk);
+                        if row < times && col < beams {
+                            let v = ld_shared_v4(staged + rs_staged_offset(r, 8 * chunk, bb));
+                            let at = row as usize * beams as usize + col as usize;
+                            if beams.is_multiple_of(8) {
+                                st_global_v4(j.add(at) as *mut u32, v);
+                            } else {
+                                unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                                    if col + (e as u32) < beams {
+                                        *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
+                                    }
+                                });
+                            }
                         }
                     }
+                });
+                return;
+            }
+            // The block's `128 WG` threads cover 16 rows of `8 WG` chunks: a thread keeps its
+            // chunk and its row modulo 16 (so its swizzle) and steps 16 rows at a time, one
+            // shared and one global address advanced by constants (the unrolled form above,
+            // with every step's addresses precomputed, spilled at 168 registers).
+            let (r0, chunk) = (tid / per_row, tid % per_row);
+            let col = col0 + 8 * chunk;
+            let from = staged + rs_staged_offset(r0, 8 * chunk, bb);
+            let mut to = j.wrapping_add((row0 + r0) as usize * beams as usize + col as usize);
+            let mut r = r0;
+            while r < NT {
+                if row0 + r < times && col < beams {
+                    let v = ld_shared_v4(from + (r - r0) * 2 * bb);
+                    if beams.is_multiple_of(8) {
+                        st_global_v4(to as *mut u32, v);
+                    } else {
+                        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            if col + (e as u32) < beams {
+                                *to.add(e) = (v[e / 2] >> (16 * (e % 2))) as u16;
+                            }
+                        });
+                    }
                 }
-            });
+                to = to.wrapping_add(16 * beams as usize);
+                r += 16;
+            }
         };
 
         let mut acc = [0.0f32; ACC];
@@ -833,8 +947,24 @@ mod rs_device {
                     }
                 });
             };
-            // The first stages into slots 0 .. S - 3, free once every warpgroup waited for
-            // the previous tile's last group (the barrier that ended its main loop).
+            // The tile's U^M (2M x bb f32, `M / 4` 16-byte chunks per thread) into shared memory
+            // with stage 0's group; read after the previous tile's last barrier, so free.
+            let um_g = u_m.add(channel as usize * (M / 2) as usize * beams as usize * 4);
+            if um_smem && has_tile {
+                unroll!(j in [0, 1, 2, 3, 4, 5] {
+                    if (j as u32) < M / 4 {
+                        let (quad, b) = (2 * j as u32 + tid / bb, tid % bb);
+                        let ok = col0 + b < beams;
+                        // Past the last beam: zero (the W^T row is 0; its J is not stored).
+                        let from = if ok { um_g.add(4 * (quad * beams + col0 + b) as usize) } else { um_g };
+                        // (The base afresh: kept across the main loop, it spilled at 168.)
+                        let to = fresh_smem() + S * stage_bytes + 16 * (quad * bb + b);
+                        cp_async_16(to, from as *const u8, if ok { 16 } else { 0 });
+                    }
+                });
+            }
+            // The first stages into slots 0 .. S - WG - 1, free once every warpgroup waited
+            // for the previous tile's last group (the barrier that ended its main loop).
             if has_tile {
                 unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if (s as u32) < d {
@@ -869,12 +999,12 @@ mod rs_device {
                 }
             });
             // U^M of both beams for the `quads` quads of p of a period: `[quad][h][p % 4]`
-            // (device memory, mostly L1/L2 hits: a tile's U^M is 2M x 128 x 4 bytes).
-            let um_g = u_m.add(channel as usize * (M / 2) as usize * beams as usize * 4);
+            // (device memory, mostly L1/L2 hits: a tile's U^M is 2M x 128 x 4 bytes). With
+            // U^M in shared memory, none.
             let load_um = |period_index: u32| {
                 let mut um = [0.0f32; 16];
                 unroll!(x in [0, 1] {
-                    if (x as u32) < quads {
+                    if !um_smem && (x as u32) < quads {
                         unroll!(h in [0, 1] {
                             let quad = period_index * quads + x as u32;
                             let v = ld_global_nc_v4(um_g.add(4 * (quad * beams + clamped[h]) as usize) as *const u32);
@@ -894,17 +1024,34 @@ mod rs_device {
             if !has_tile {
                 break;
             }
+            if um_smem {
+                // U^M (stage 0's group) has landed and is visible to the block.
+                cp_async_wait_pending(d - 1);
+                sync_threads();
+            }
 
             // The A fragment of k16 step `u` of a period: chunks 2u (registers 0, 1) and 2u + 1
             // (2, 3), beams g (0, 2) and g + 8 (1, 3); U^M_p U^N_q in f32, then f16 (rn): the
             // W kernel's arithmetic, so W^T is the W path's W bit for bit.
-            let form = |u: u32, um: &[f32; 16]| {
+            // With U^M in shared memory (period `pi`), each beam's U^M_p is loaded once per p,
+            // at the chunk that starts it (q = 0), into `cur`: two LDS.32 per p, 8 distinct
+            // 16-byte chunks per warp (conflict-free, `rs_um_offset`).
+            let um_beam = um_s + rs_um_offset(0, beam_in_tile, bb);
+            let form = |u: u32, um: &[f32; 16], pi: u32, cur: &mut [f32; 2]| {
                 let mut r = [0u32; 4];
                 unroll!(half in [0, 1] {
                     let chunk = 2 * u + half as u32;
                     let (p, q) = rs_chunk_pq(chunk, N);
                     unroll!(h in [0, 1] {
-                        let x = um[((2 * (p / 4) + h as u32) * 4 + p % 4) as usize];
+                        let x = if um_smem {
+                            if q == 0 {
+                                let at = um_beam + rs_um_offset(4 * quads * pi + p, 8 * h as u32, bb);
+                                cur[h] = f32::from_bits(ld_shared_u32(at));
+                            }
+                            cur[h]
+                        } else {
+                            um[((2 * (p / 4) + h as u32) * 4 + p % 4) as usize]
+                        };
                         let i = rs_un_index(q / 8, h as u32, 0) as usize;
                         r[2 * half + h] = f32x2_to_f16x2(x * un[i], x * un[i + 1]);
                     });
@@ -913,13 +1060,15 @@ mod rs_device {
             };
 
             acc = [0.0f32; ACC];
-            let mut frag = [form(0, &um), [0u32; 4]];
+            let mut cur = [0.0f32; 2];
+            let mut frag = [form(0, &um, 0, &mut cur), [0u32; 4]];
             let mut slot = 0;
             let mut stage = 0;
             let mut pi = 0;
             while pi < periods {
                 // The next period's U^M (the last period reloads its own), a period ahead.
-                let um_next = load_um(if pi + 1 < periods { pi + 1 } else { pi });
+                let pn = if pi + 1 < periods { pi + 1 } else { pi };
+                let um_next = load_um(pn);
                 unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19] {
                     if (u as u32) < 4 * period {
                         let kk = u as u32 % 4;
@@ -944,8 +1093,11 @@ mod rs_device {
                             }
                             cp_async_commit();
                         }
-                        frag[(u + 1) % 2] =
-                            if (u as u32) + 1 < 4 * period { form(u as u32 + 1, &um) } else { form(0, &um_next) };
+                        frag[(u + 1) % 2] = if (u as u32) + 1 < 4 * period {
+                            form(u as u32 + 1, &um, pi, &mut cur)
+                        } else {
+                            form(0, &um_next, pn, &mut cur)
+                        };
                         if kk == 3 {
                             slot = if slot + 1 == S { 0 } else { slot + 1 };
                             stage += 1;
@@ -1001,6 +1153,8 @@ mod rs_device {
     rs_kernel!(frb_resample_fused_rsp2_n20_t248_sm90a, 2, 248, 16, 20, 6, 124, mma_rs_m64n248k16_f32_f16);
     rs_kernel!(frb_resample_fused_rsp2_n24_t232_sm90a, 2, 232, 24, 24, 6, 116, mma_rs_m64n232k16_f32_f16);
     rs_kernel!(frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, 124, mma_rs_m64n248k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp3_n12_t184_sm90a, 3, 184, 8, 12, 7, 92, mma_rs_m64n184k16_f32_f16);
+    rs_kernel!(frb_resample_fused_rsp3_n24_t184_sm90a, 3, 184, 24, 24, 7, 92, mma_rs_m64n184k16_f32_f16);
 }
 
 #[cfg(test)]
@@ -1205,6 +1359,44 @@ mod tests {
     }
 
     #[test]
+    fn rs_um_in_shared_memory_is_copied_once_and_read_conflict_free() {
+        for kernel in RS_KERNELS.iter().filter(|k| k.um_in_smem()) {
+            let (bb, threads) = (kernel.beams(), kernel.threads());
+            // Copy j of thread tid: chunk (quad 2 j + tid / bb, beam tid % bb), whole warps
+            // storing 512 consecutive bytes.
+            let mut seen = std::vec![0u32; (kernel.um_bytes() / 16) as usize];
+            for j in 0..kernel.m / 4 {
+                for warp in 0..threads / 32 {
+                    let at: [u32; 32] = core::array::from_fn(|l| {
+                        let tid = 32 * warp + l as u32;
+                        let (quad, b) = (2 * j + tid / bb, tid % bb);
+                        assert_eq!(rs_um_offset(4 * quad, b, bb), 16 * (quad * bb + b));
+                        16 * (quad * bb + b)
+                    });
+                    assert!(is_conflict_free(&at, 16), "{kernel:?}");
+                    for a in at {
+                        seen[(a / 16) as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{kernel:?}");
+            // Reads: lane 4 g + c of warp w loads U^M_p of beam 16 (w % 4) + 64 (w / 4) + g + 8 h.
+            for p in 0..2 * kernel.m {
+                for warp in 0..threads / 32 {
+                    for h in 0..2 {
+                        let at: [u32; 32] = core::array::from_fn(|l| {
+                            let beam = 64 * (warp / 4) + 16 * (warp % 4) + l as u32 / 4;
+                            rs_um_offset(0, beam, bb) + rs_um_offset(p, 8 * h, bb)
+                        });
+                        assert!(at.iter().all(|&a| a + 4 <= kernel.um_bytes() && a % 4 == 0));
+                        assert!(is_conflict_free(&at, 4), "{kernel:?} p {p}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn rs_copies_cover_each_i_tile_once_without_conflicts() {
         for kernel in RS_KERNELS {
             let (threads, nt) = (kernel.threads(), kernel.nt);
@@ -1239,10 +1431,17 @@ mod tests {
             assert!(FRB_CASES.iter().any(|c| (c.m, c.n) == (kernel.m, kernel.n)));
             assert!(kernel.nt % 8 == 0 && kernel.nt <= 256 && kernel.stages >= 3);
             assert!(kernel.stage_bytes() % 1024 == 0, "{kernel:?}: whole atoms per stage");
-            // J's staged tile is exactly the ring's last two slots, which the next tile's
-            // first S - 2 stages leave alone.
-            assert!(kernel.warpgroups == 2 && kernel.stages >= 4);
-            assert_eq!(kernel.nt * 2 * kernel.beams(), 2 * kernel.stage_bytes());
+            // J's staged tile is exactly the ring's last WG slots, which the next tile's
+            // first S - WG stages (at least 2, at most 7 groups pending) leave alone.
+            let wg = kernel.warpgroups;
+            assert!((2..=4).contains(&wg) && kernel.stages >= wg + 2 && kernel.stages - wg <= 7);
+            assert_eq!(kernel.nt * 2 * kernel.beams(), wg * kernel.stage_bytes());
+            // U^M in shared memory: M / 4 whole 16-byte chunks per thread, after the ring.
+            assert_eq!(kernel.um_in_smem(), wg >= 3);
+            if kernel.um_in_smem() {
+                assert!(kernel.m.is_multiple_of(4) && kernel.m / 4 <= 6);
+                assert_eq!(kernel.um_bytes(), 16 * (kernel.m / 4) * kernel.threads());
+            }
             // 256 threads without a cap run one block per SM (ptxas may take 255 registers);
             // capped kernels fit their blocks per SM in registers and shared memory.
             let cap = REGISTER_LIMITS.iter().find(|(k, _)| *k == kernel.name).map(|l| l.1);
@@ -1261,9 +1460,25 @@ mod tests {
         assert_eq!(rs_pick_tile(496, &RS_DEFAULT_TILES), 248);
         for case in FRB_CASES {
             for times in [1, 200, 917, 980] {
-                let k = rs_default_kernel(case.n, times).expect("a default for every grid");
-                assert_eq!((k.m, k.warpgroups), (case.m, RS_DEFAULT_WARPGROUPS));
+                for beams in [1, 640, 960, 2560, 5760] {
+                    let k = rs_default_kernel(case.n, times, beams).expect("a default for every grid");
+                    assert_eq!(k.m, case.m);
+                    assert!(k.warpgroups == RS_DEFAULT_WARPGROUPS || k.warpgroups == RS_WIDE_WARPGROUPS);
+                }
             }
+        }
+        // Seed Table 4 (B = 10 MN): the 192-beam kernel for full CHORD and pathfinder rect.
+        let pick = |n, times, beams| rs_default_kernel(n, times, beams).unwrap().name;
+        assert_eq!(pick(24, 917, 5760), "frb_resample_fused_rsp3_n24_t184_sm90a");
+        assert_eq!(pick(12, 917, 960), "frb_resample_fused_rsp3_n12_t184_sm90a");
+        assert_eq!(pick(8, 917, 640), "frb_resample_fused_rsp2_n8_t232_sm90a");
+        assert_eq!(pick(16, 980, 2560), "frb_resample_fused_rsp2_n16_t248_sm90a");
+        assert_eq!(pick(20, 980, 3200), "frb_resample_fused_rsp2_n20_t248_sm90a");
+        // Elsewhere by padding: 980 rows pad to 1104 in tiles of 184, 992 in tiles of 248.
+        assert_eq!(pick(24, 980, 5760), "frb_resample_fused_rsp2_n24_t248_sm90a");
+        assert_eq!(pick(24, 917, 128), "frb_resample_fused_rsp2_n24_t232_sm90a");
+        for kernel in RS_KERNELS.iter().filter(|k| k.warpgroups == RS_WIDE_WARPGROUPS) {
+            assert_eq!(kernel.nt, RS_WIDE_TILE);
         }
     }
 

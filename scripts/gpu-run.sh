@@ -31,9 +31,15 @@ for arg in "$@"; do
     esac
 done
 
-# scripts/gpu-bundle packs the binaries into payload.tar.gz; unpack them on first use.
-if [[ -f "$BUNDLE/payload.tar.gz" && ! -e "$BUNDLE/tests" ]]; then
-    tar xzf "$BUNDLE/payload.tar.gz" -C "$BUNDLE" || { echo "gpu-run: cannot unpack $BUNDLE/payload.tar.gz" >&2; exit 1; }
+# scripts/gpu-bundle packs the binaries into payload.tar.xz; unpack them on first use (with
+# python3's tarfile where there is no xz).
+if [[ -f "$BUNDLE/payload.tar.xz" && ! -e "$BUNDLE/tests" ]]; then
+    if command -v xz >/dev/null; then
+        tar xJf "$BUNDLE/payload.tar.xz" -C "$BUNDLE"
+    else
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")' \
+            "$BUNDLE/payload.tar.xz" "$BUNDLE"
+    fi || { echo "gpu-run: cannot unpack $BUNDLE/payload.tar.xz" >&2; exit 1; }
 fi
 
 LOG_DIR="${OUT:-$BUNDLE/logs}"

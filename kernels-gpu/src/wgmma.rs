@@ -423,7 +423,8 @@ mod mbarrier {
 
 // --- RS (A in registers) f16 wgmma with f32 accumulators, for N that are not powers of two
 // (the transposed fused resampling GEMM, `frb_beamformer::resample::hopper`: N = a tile of
-// slow samples sized to cut padding, e.g. 232 = 917 / 4 rounded up to 8).
+// slow samples sized to cut padding: 232 = 917 / 4 rounded up to 8, 248 for 980, and 184 =
+// 917 / 5 for the 192-beam blocks, whose 92 accumulators fit the 168 registers they allow).
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 pub use rs_f16::*;
 
@@ -482,39 +483,7 @@ mod rs_f16 {
             118, 119, 120, 121, 122, 123
         ]
     );
-}
-
-// --- A narrower RS f16 shape for the transposed fused resampling GEMM with 192 beams per
-// block (3 warpgroups): a slow-sample tile of 184 (917 = 5 x 184 - 3), so that the 92
-// accumulators fit the 168 registers such a block allows. Same operand conventions as
-// `rs_f16` above.
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-pub use rs_f16_narrow::*;
-
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-mod rs_f16_narrow {
-    use core::arch::asm;
-
-    macro_rules! wgmma_rs_f16_narrow {
-        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
-            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".f32.f16.f16`, A in registers, B in shared memory.")]
-            ///
-            /// # Safety
-            /// As [`super::mma_rs_m64n232k16_f32_f16`].
-            #[inline(always)]
-            pub unsafe fn $name(d: &mut [f32; $n], a: [u32; 4], b: u64, scale_d: bool) {
-                asm!(
-                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
-                        ".f32.f16.f16 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p, 1, 1, 0; }}"),
-                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
-                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-                    b = in(reg64) b, sd = in(reg32) scale_d as u32,
-                    options(nostack),
-                );
-            }
-        };
-    }
-    wgmma_rs_f16_narrow!(
+    wgmma_rs_f16!(
         mma_rs_m64n184k16_f32_f16,
         "m64n184k16",
         92,

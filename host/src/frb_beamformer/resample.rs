@@ -9,9 +9,10 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. On Hopper the fused GEMM is the faster one: 1.04-1.3x the W path's speed for full
-//! CHORD and both HIRAX cases, level with it for pathfinder, and 1.26-1.47x counting the W
-//! kernel when beams move every launch (H200, BENCHMARKS.md), so use [`FusedResampler`]
+//! launch. On Hopper the fused GEMM is the faster one: 1.06-1.37x the W path's speed for full
+//! CHORD and both HIRAX cases, 1.02-1.15x for pathfinder, at or below cuBLAS's time for full
+//! CHORD, and 1.26-1.47x faster counting the W kernel when beams move every launch (H200,
+//! BENCHMARKS.md, the eighth session's final run), so use [`FusedResampler`]
 //! there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.3-1.4x faster, and still
 //! faster counting its W kernel, so use [`Resampler`] where W fits in device memory and
 //! [`FusedResampler`] where it does not (or the memory is needed elsewhere).
@@ -418,8 +419,8 @@ impl<'g> FusedResampler<'g> {
     }
 
     /// As [`FusedResampler::new`] with the sm_90a kernel chosen by name, an entry of
-    /// [`RS_KERNELS`] for the configuration's grid (tests and benches; the same J within one
-    /// f16 ulp). Without `wgmma` the sm_80 kernel runs whatever the name.
+    /// [`RS_KERNELS`] for the configuration's grid (tests and benches; the same J bit for
+    /// bit). Without `wgmma` the sm_80 kernel runs whatever the name.
     pub fn with_hopper_kernel(
         gpu: &'g Gpu,
         config: ResampleConfig,

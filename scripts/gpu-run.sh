@@ -37,8 +37,14 @@ if [[ -f "$BUNDLE/payload.tar.xz" && ! -e "$BUNDLE/tests" ]]; then
     if command -v xz >/dev/null; then
         tar xJf "$BUNDLE/payload.tar.xz" -C "$BUNDLE"
     else
-        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")' \
-            "$BUNDLE/payload.tar.xz" "$BUNDLE"
+        # extractall's filter argument is Python 3.12 (or a security backport) only.
+        python3 -c '
+import sys, tarfile
+with tarfile.open(sys.argv[1]) as payload:
+    try:
+        payload.extractall(sys.argv[2], filter="tar")
+    except TypeError:
+        payload.extractall(sys.argv[2])' "$BUNDLE/payload.tar.xz" "$BUNDLE"
     fi || { echo "gpu-run: cannot unpack $BUNDLE/payload.tar.xz" >&2; exit 1; }
 fi
 

@@ -219,7 +219,10 @@ fn fused_resampler<'g>(
 /// path's f16 weights; the transposed kernels form the same f16 W^T bits in registers and
 /// sum the same k16 products in the same k order as J^T, the operands' roles swapped, which
 /// gives the same f32 sums on the H200 (every output of every test, BENCHMARKS.md).
+/// Both outputs start as the same poison, so every output must also have been written.
 fn check_against_w_path(label: &str, got: &[u16], want: &[u16]) {
+    let unwritten = got.iter().filter(|&&v| v == u16::from_ne_bytes([POISON; 2])).count();
+    assert_eq!(unwritten, 0, "{label}: {unwritten} of {} outputs still hold the poison", got.len());
     let differing = got.iter().zip(want).filter(|(a, b)| a != b).count();
     assert_eq!(differing, 0, "{label}: {differing} of {} outputs differ from the W path", got.len());
 }

@@ -243,7 +243,15 @@ impl GemmLaunch {
                 None,
             )
             .during("querying the transposed fused GEMM's occupancy")?;
-        let resident = Some(per_sm.max(1) * gpu.sm_count());
+        if per_sm == 0 {
+            return Err(Error::InvalidConfig(format!(
+                "{} cannot be resident on this GPU ({} threads, {} bytes of shared memory per block)",
+                kernel.name,
+                kernel.threads(),
+                kernel.smem_bytes()
+            )));
+        }
+        let resident = Some(per_sm * gpu.sm_count());
         Ok(GemmLaunch {
             function,
             tile: (kernel.nt, kernel.beams()),
@@ -432,14 +440,7 @@ impl<'g> FusedResampler<'g> {
                 || Error::InvalidConfig(format!("{name} is no transposed fused kernel for {config:?}")),
             )?;
         let (gemm, rs) = if gpu.wgmma_enabled() {
-            if config.beams.div_ceil(kernel.beams()) > 65535 {
-                return Err(Error::InvalidConfig(format!(
-                    "{} beams exceed the fused grid ({} beam tiles of {})",
-                    config.beams,
-                    config.beams.div_ceil(kernel.beams()),
-                    kernel.beams()
-                )));
-            }
+            // A 1-d persistent grid: only the tile count (32-bit tile indices) is bounded.
             let tiles = config.times.div_ceil(kernel.nt) as u64
                 * config.beams.div_ceil(kernel.beams()) as u64
                 * config.channels as u64;
@@ -461,8 +462,9 @@ impl<'g> FusedResampler<'g> {
         &self.config
     }
 
-    /// Caps the grid of a persistent kernel at `blocks` resident blocks (at least 1), so that
-    /// small test shapes make each block loop over several tiles. No effect on other kernels.
+    /// Caps the grid of a persistent kernel at `blocks` resident blocks (at least 1, at most
+    /// what fits the GPU: it can only lower the count), so that small test shapes make each
+    /// block loop over several tiles. No effect on other kernels.
     #[doc(hidden)]
     pub fn set_resident_blocks(&mut self, blocks: u32) {
         if let Some(resident) = self.gemm.resident.as_mut() {

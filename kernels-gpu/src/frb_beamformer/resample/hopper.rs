@@ -55,7 +55,7 @@
 //!
 //! Epilogue: the accumulators are J^T (thread: beams g, g + 8 of its warp, slow-sample pairs
 //! 8 j + 2c, + 1). `stmatrix .trans` writes each 8 x 8 block transposed as 8 J rows of 8 beams
-//! (16 bytes) into the ring's last two slots ([`rs_staged_offset`]: rows of 256 bytes, 16-byte
+//! (16 bytes) into the ring's last `WG` slots ([`rs_staged_offset`]: rows of `2 x 64 WG` bytes, 16-byte
 //! chunks XOR-swizzled by `row % 8`, conflict-free both ways), then whole 16-byte chunks of
 //! J rows go to device memory. The kernel is persistent: one block per SM (up to 255
 //! registers), each looping over every `gridDim.x`-th tile (slow-sample tile fastest, then
@@ -63,9 +63,10 @@
 //! previous tile's J is staged in slots 4-5 and stored, so the epilogue and the next tile's
 //! pipeline fill overlap (1.07-1.24x for HIRAX square and pathfinder on the H200). On the
 //! H200 the transposed kernel was 1.3-1.8x faster than the earlier fused kernel that formed W
-//! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and its persistent form
-//! is 1.04-1.3x faster than the W path for full CHORD and both HIRAX cases (BENCHMARKS.md,
-//! sixth round). Its J equals the W path's bit for bit in every GPU test.
+//! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and the production
+//! kernels are 1.06-1.37x faster than the W path for full CHORD and both HIRAX cases
+//! (BENCHMARKS.md, the eighth session's final run). Its J equals the W path's bit for bit in
+//! every GPU test.
 //!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
 //! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit
@@ -76,7 +77,7 @@
 //! its 32 bytes per thread per k16 step would have added about two thirds to the wgmmas' own
 //! shared-memory reads), copies run `S - 3` = 4 stages ahead in a ring of 7 so that J's staged
 //! tile (three slots) is left alone, and the copy-out steps 16 rows at a time from one base
-//! (unrolled, its precomputed addresses spilled). On the H200 it runs 1.05-1.24x faster than
+//! (the unrolled form's precomputed addresses spilled). On the H200 it runs 1.05-1.24x faster than
 //! the 128-beam kernel for full CHORD (there at or below cuBLAS's time) and 1.13-1.19x for
 //! pathfinder rect.; for HIRAX (980 rows -> 5 x 200, 2560 beams -> 14 x 192, 7% padded work)
 //! a 200-row form was slower, as was a 256-beam one (4 warpgroups, 144 rows), so HIRAX and
@@ -218,8 +219,9 @@ impl RsKernel {
         self.nt * 2 * HOPPER_BK
     }
     /// Whether the tile's U^M sits in shared memory (`[p / 4][beam][4]` f32 after the ring,
-    /// [`RsKernel::um_bytes`]) instead of registers: the 3- and 4-warpgroup blocks, whose
-    /// 168 and 128 registers per thread cannot also hold two periods of U^M.
+    /// [`RsKernel::um_bytes`]) instead of registers: the 3-warpgroup blocks (and any
+    /// 4-warpgroup one; none is instantiated), whose 168 (128) registers per thread cannot also
+    /// hold two periods of U^M.
     pub const fn um_in_smem(&self) -> bool {
         self.warpgroups >= 3
     }
@@ -282,7 +284,7 @@ pub const fn rs_staged_offset(row: u32, beam: u32, beams: u32) -> u32 {
 }
 
 /// Byte offset of U^M_p of beam `beam` (within the tile of `beams`) in the shared U^M of the
-/// 3- and 4-warpgroup kernels: the U kernel's `[p / 4][beam][4]` f32 layout, so that the tile
+/// 3-warpgroup kernels: the U kernel's `[p / 4][beam][4]` f32 layout, so that the tile
 /// is copied in 16-byte chunks as stored. A warp's loads of one p (beams 16 w + g + 8 h, four
 /// lanes c sharing each) touch 8 distinct 16-byte chunks: one wavefront.
 pub const fn rs_um_offset(p: u32, beam: u32, beams: u32) -> u32 {
@@ -779,11 +781,11 @@ mod rs_device {
 
     /// The transposed fused GEMM (module comment, [`RsKernel`]): `WG` warpgroups of 64 beams,
     /// a tile of `NT` slow samples (`ACC` = NT / 2 accumulators per thread), grid (M, N), a
-    /// ring of `S` I tiles copied `S - 2` ahead. Persistent: a 1-d grid of resident blocks,
-    /// each taking every `gridDim.x`-th tile (slow-sample tile fastest, then beam tile, then
-    /// channel): a tile's first copies are issued before the previous tile's epilogue, which
-    /// goes through the ring's last two slots (`NT x 128` beams x 2 bytes: exactly two
-    /// stages), so the two overlap.
+    /// ring of `S` I tiles copied `d = S - WG` ahead. Persistent: a 1-d grid of resident
+    /// blocks, each taking every `gridDim.x`-th tile (slow-sample tile fastest, then beam tile,
+    /// then channel): a tile's first copies are issued before the previous tile's epilogue,
+    /// which goes through the ring's last `WG` slots (`NT x 64 WG` beams x 2 bytes: exactly
+    /// `WG` stages), so the two overlap.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn fused_rs<
@@ -1084,8 +1086,8 @@ mod rs_device {
                         // The group of step u - 1 is done: its A registers are free.
                         wait_group::<1>();
                         if kk == 0 {
-                            // Every warpgroup waited for stage - 2's groups before the barrier
-                            // above, so its slot takes stage + S - 2.
+                            // Every warpgroup waited for stage - WG's groups before the
+                            // barrier above, so its slot takes stage + d (d = S - WG).
                             let next = stage + d;
                             let next_slot = if slot + d >= S { slot + d - S } else { slot + d };
                             if next < steps {

@@ -7,7 +7,7 @@
 //! (one byte, re in the low nibble, `packing::pack_ci4`), A complex int8+8 (`[i8; 2]` = [re,
 //! im]), s `i32` in 0..=31.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::baseband_beamformer as layout;
 pub use radio_kernels_gpu::baseband_beamformer::{CHUNK, POLS};
@@ -234,12 +234,11 @@ impl<'g> BasebandBeamformer<'g> {
             let shared_bytes = layout::smem_bytes(config.dishes, beams, stage_rows);
             // The limit belongs to the kernel, which other configurations (and both parts of
             // a split launch) share: allow what the device allows.
-            kernel
-                .set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    gpu.max_shared_per_block() as i32,
-                )
-                .during("raising the beamformer's shared-memory limit")?;
+            allow_dynamic_shared(
+                &kernel,
+                gpu.max_shared_per_block(),
+                "raising the beamformer's shared-memory limit",
+            )?;
             let threads = 32 * warps;
             let per_sm = kernel
                 .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)

@@ -5,7 +5,7 @@
 //! each value `sum_t x_i,pi conj(x_j,pj)` as (re, im): `[i32; 2]` per launch, `[i64; 2]` when
 //! accumulated.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::correlator as layout;
 use radio_kernels_gpu::correlator::hopper;
@@ -279,12 +279,7 @@ impl<'g> Correlator<'g> {
             (shape.threads(), layout::SMEM_BYTES)
         };
         if smem > 48 * 1024 {
-            kernel
-                .set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    smem as i32,
-                )
-                .during("raising the correlator's shared-memory limit")?;
+            allow_dynamic_shared(&kernel, smem, "raising the correlator's shared-memory limit")?;
         }
         let per_sm = kernel
             .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)

@@ -7,7 +7,7 @@
 //! `[antenna][beam]`, y complex int8 `[beam][channel][time]`, Q = round half to even and
 //! saturate to [-127, 127], and per-beam counts of saturated samples.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::delay_beamformer as layout;
 pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, VARIANTS};
@@ -411,12 +411,7 @@ impl<'g> DelayBeamformer<'g> {
         let variant = probe.variant;
         let kernel = gpu.function(variant.kernel_name())?;
         let most_shared = variant.shared_bytes(variant.max_coefficient_antennas());
-        kernel
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                most_shared as i32,
-            )
-            .during("raising the delay beamformer's shared-memory limit")?;
+        allow_dynamic_shared(&kernel, most_shared, "raising the delay beamformer's shared-memory limit")?;
         let per_sm = kernel
             .occupancy_max_active_blocks_per_multiprocessor(THREADS, probe.shared_bytes() as usize, None)
             .during("querying the delay beamformer's occupancy")?;

@@ -9,7 +9,7 @@
 //! Complex f16 data is one `u32` per value, real part in bits 0..16 (`packing::pack_f16x2`).
 use crate::error::{Error, Result};
 use crate::fragment::{from_slots, to_slots};
-use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
 use half::f16;
 use radio_kernels_gpu::frb_beamformer::*;
@@ -920,15 +920,7 @@ impl<'g> FrbBeamformer<'g> {
             (FRB_THREADS, frb_beamform_shared_bytes(&case))
         };
         let kernel = gpu.function(name)?;
-        kernel
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared_bytes as i32,
-            )
-            .map_err(|source| Error::Driver {
-                during: "raising the FRB kernel's shared-memory limit",
-                source,
-            })?;
+        allow_dynamic_shared(&kernel, shared_bytes, "raising the FRB kernel's shared-memory limit")?;
         let resident = kernel
             .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
             .map_err(|source| Error::Driver { during: "querying the FRB kernel's occupancy", source })?;

@@ -19,7 +19,7 @@
 //! the same launches from that buffer as soon as its last window has arrived, so a
 //! stream cut into any chunk size gives the same bytes as one long buffer.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
 use radio_kernels_gpu::pfb as layout;
@@ -677,8 +677,6 @@ impl<'g> Channelizer<'g> {
         let spectra = config.spectra_per_chunk() as usize;
         let values = 2 * spectra * n;
         let int4 = config.output == OutputFormat::Ci4;
-        let shared_limit =
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
         let (three, fused) = match path {
             PfbPath::ThreeKernel => {
                 let fir = gpu.function(layout::fir_kernel_name(layout::fir_variant(config.taps)))?;
@@ -686,8 +684,7 @@ impl<'g> Channelizer<'g> {
                 // is shared by every channelizer of this GPU, so the limit is the most any of
                 // them needs.
                 let fir_shared = layout::fir_shared_bytes(16, THREADS, layout::fir_variant(config.taps));
-                fir.set_attribute(shared_limit, fir_shared as i32)
-                    .during("raising the PFB FIR's shared-memory limit")?;
+                allow_dynamic_shared(&fir, fir_shared, "raising the PFB FIR's shared-memory limit")?;
                 let three = ThreeKernel {
                     fir,
                     post: gpu.function(layout::post_kernel_name(int4))?,
@@ -700,9 +697,11 @@ impl<'g> Channelizer<'g> {
             PfbPath::Fused => {
                 let kernel = gpu.function(fused_layout::fused_kernel_for(config.taps, int4))?;
                 // As above: the most any channelizer of this GPU needs.
-                kernel
-                    .set_attribute(shared_limit, fused_layout::FUSED_MAX_SHARED as i32)
-                    .during("raising the fused PFB kernel's shared-memory limit")?;
+                allow_dynamic_shared(
+                    &kernel,
+                    fused_layout::FUSED_MAX_SHARED,
+                    "raising the fused PFB kernel's shared-memory limit",
+                )?;
                 let fused = Fused {
                     kernel,
                     twiddles: gpu.upload(&fused_twiddles(config.channels))?,

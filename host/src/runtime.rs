@@ -282,6 +282,17 @@ impl Timer {
     }
 }
 
+/// Raises `function`'s dynamic shared-memory limit to `bytes` (launches asking for more than
+/// the default 48 KiB fail without it); `during` names the step in the typed error.
+pub fn allow_dynamic_shared(function: &CudaFunction, bytes: u32, during: &'static str) -> Result<()> {
+    function
+        .set_attribute(
+            sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .during(during)
+}
+
 /// A launch configuration of `blocks` one-dimensional blocks of `threads` threads.
 pub fn launch_1d(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared_bytes }

@@ -13,7 +13,7 @@
 //! fp32 accumulate, so a few bits below f32 epsilon are lost).
 use crate::error::{DriverContext, Result};
 use crate::fragment::{pack, unpack};
-use crate::runtime::{launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use half::f16;
 use radio_kernels_gpu::bank;
 use radio_kernels_gpu::layout::{self, Fragment};
@@ -619,12 +619,7 @@ pub fn check_wgmma(gpu: &Gpu, int8: bool, seed: u64) -> Result<Option<Check>> {
     let (da, db) = (gpu.upload(&a_bytes)?, gpu.upload(&b_bytes)?);
     let mut dd = gpu.alloc::<u32>(64 * 256, POISON)?;
     let dynamic_bytes = 1024 + 2 * (64 + 256) * 128;
-    function
-        .set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            dynamic_bytes as i32,
-        )
-        .during("allowing the wgmma self-test its shared memory")?;
+    allow_dynamic_shared(&function, dynamic_bytes, "allowing the wgmma self-test its shared memory")?;
     let mut launch = gpu.stream().launch_builder(&function);
     launch.arg(da.raw()).arg(db.raw()).arg(dd.raw_mut());
     // SAFETY: matches `selftest_wgmma_m64n256_*(a, b, d)`: one warpgroup, A 64 x 256 bytes,

@@ -8,7 +8,7 @@
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::resample::u_function;
 use crate::frb_beamformer::FRB_CASES;
-use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::factorized::{
@@ -167,12 +167,11 @@ impl<'g> FactorizedResampler<'g> {
         config.validate()?;
         let name = kernel_name(config.m, config.n).expect("validated (M, N)");
         let kernel = gpu.function(name)?;
-        kernel
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                config.layout().smem_bytes() as i32,
-            )
-            .during("raising the factorized resampler's shared-memory limit")?;
+        allow_dynamic_shared(
+            &kernel,
+            config.layout().smem_bytes(),
+            "raising the factorized resampler's shared-memory limit",
+        )?;
         let layout = config.layout();
         let um = gpu.alloc::<u16>(config.channels as usize * layout.um_len() as usize, 0)?;
         let un = gpu.alloc::<u16>(config.channels as usize * layout.un_len() as usize, 0)?;

@@ -46,7 +46,7 @@
 //! `[f][beta]` in grid units of eq. 1, J `[f][tbar][beta]` (f64 here).
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
-use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 use rand::Rng;
@@ -544,12 +544,7 @@ impl<'g> GpuNufft<'g> {
             )));
         }
         let function = gpu.function("frb_nufft_resample")?;
-        function
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                layout.total as i32,
-            )
-            .during("raising the NUFFT kernel's shared-memory limit")?;
+        allow_dynamic_shared(&function, layout.total, "raising the NUFFT kernel's shared-memory limit")?;
         Ok(GpuNufft {
             gpu,
             m,

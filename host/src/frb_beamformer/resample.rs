@@ -28,7 +28,7 @@
 //! [`rs_default_kernel`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
-use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
@@ -195,29 +195,24 @@ impl GemmLaunch {
         (sm90a, sm90a_threads, sm90a_smem, sm90a_bm): (&'static str, u32, u32, u32),
         sm80_smem: u32,
     ) -> Result<Self> {
-        let (function, tile, threads, smem) = if gpu.wgmma_enabled() {
-            (gpu.hopper_function(sm90a)?, (sm90a_bm, HOPPER_BN), sm90a_threads, sm90a_smem)
-        } else {
-            (gpu.function(sm80)?, (GEMM.bm(), GEMM.bn()), GEMM.threads(), sm80_smem)
-        };
-        function
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .during("raising the resampling GEMM's shared-memory limit")?;
-        Ok(GemmLaunch { function, tile, threads, smem, resident: None })
+        if !gpu.wgmma_enabled() {
+            return Self::sm80(gpu, sm80, sm80_smem);
+        }
+        let function = gpu.hopper_function(sm90a)?;
+        allow_dynamic_shared(&function, sm90a_smem, "raising the resampling GEMM's shared-memory limit")?;
+        Ok(GemmLaunch {
+            function,
+            tile: (sm90a_bm, HOPPER_BN),
+            threads: sm90a_threads,
+            smem: sm90a_smem,
+            resident: None,
+        })
     }
 
     /// The sm_80 kernel `name` (tile [`GEMM`]) whether or not `wgmma` is enabled.
     fn sm80(gpu: &Gpu, name: &'static str, smem: u32) -> Result<Self> {
         let function = gpu.function(name)?;
-        function
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .during("raising the fused GEMM's shared-memory limit")?;
+        allow_dynamic_shared(&function, smem, "raising the resampling GEMM's shared-memory limit")?;
         Ok(GemmLaunch {
             function,
             tile: (GEMM.bm(), GEMM.bn()),
@@ -230,12 +225,11 @@ impl GemmLaunch {
     /// The transposed fused kernel: tiles of `nt` slow samples x `64 WG` beams.
     fn transposed(gpu: &Gpu, kernel: &RsKernel) -> Result<Self> {
         let function = gpu.hopper_function(kernel.name)?;
-        function
-            .set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                kernel.smem_bytes() as i32,
-            )
-            .during("raising the transposed fused GEMM's shared-memory limit")?;
+        allow_dynamic_shared(
+            &function,
+            kernel.smem_bytes(),
+            "raising the transposed fused GEMM's shared-memory limit",
+        )?;
         let per_sm = function
             .occupancy_max_active_blocks_per_multiprocessor(
                 kernel.threads(),

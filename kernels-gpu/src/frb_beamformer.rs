@@ -692,6 +692,14 @@ pub const fn eo_shared_bytes() -> u32 {
     4 * (EO_X_WORDS + EO_TB * EO_G_TS + 12 * 2 * 512 / 4)
 }
 
+/// Output samples `first .. end` of block chunk `chunk` (each chunk `tbar_per_block` of the
+/// `out_times`, the last one short), in both first-kernel families.
+pub const fn chunk_output_samples(chunk: u32, tbar_per_block: u32, out_times: u32) -> (u32, u32) {
+    let first = chunk * tbar_per_block;
+    let end = if first + tbar_per_block < out_times { first + tbar_per_block } else { out_times };
+    (first, end)
+}
+
 /// Whether the even/odd kernel runs this case and T_ds (full CHORD, f16 sums).
 pub const fn eo_applies(case: &FrbCase, t_ds: u32) -> bool {
     case.dishes == 512 && case.m == EO_N && case.n == EO_N && t_ds <= FRB_F16_SUM_MAX_T_DS
@@ -1057,11 +1065,8 @@ mod device {
         tbar_per_block: u32,
     ) {
         let f = block_idx_x() % freqs;
-        let chunk = block_idx_x() / freqs;
         let out_times = times / t_ds;
-        let first_tbar = chunk * tbar_per_block;
-        let end_tbar =
-            if first_tbar + tbar_per_block < out_times { first_tbar + tbar_per_block } else { out_times };
+        let (first_tbar, end_tbar) = chunk_output_samples(block_idx_x() / freqs, tbar_per_block, out_times);
         let (tau_begin, tau_end) = (first_tbar * t_ds, end_tbar * t_ds);
         let tid = thread_idx_x();
         let lane = lane_id();
@@ -1272,11 +1277,8 @@ mod device {
         const TB: u32 = EO_TB;
         const WORDS: u32 = 2 * D / 4;
         let f = block_idx_x() % freqs;
-        let chunk = block_idx_x() / freqs;
         let out_times = times / t_ds;
-        let first_tbar = chunk * tbar_per_block;
-        let end_tbar =
-            if first_tbar + tbar_per_block < out_times { first_tbar + tbar_per_block } else { out_times };
+        let (first_tbar, end_tbar) = chunk_output_samples(block_idx_x() / freqs, tbar_per_block, out_times);
         let (tau_begin, tau_end) = (first_tbar * t_ds, end_tbar * t_ds);
         let tid = thread_idx_x();
         let lane = lane_id();
@@ -1642,6 +1644,21 @@ pub const fn fft_kernel_names(n: u32) -> Option<(&'static str, &'static str)> {
 mod tests {
     use super::*;
     use crate::layout::{M16N8K16_F16_A, M16N8K16_F16_B, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C};
+
+    /// Chunks of output samples tile `0 .. out_times` exactly, the last one short.
+    #[test]
+    fn chunks_of_output_samples_tile_the_output() {
+        for (per_block, out_times) in [(1u32, 1u32), (6, 48), (6, 50), (8, 3), (96, 917)] {
+            let mut next = 0;
+            for chunk in 0..out_times.div_ceil(per_block) {
+                let (first, end) = chunk_output_samples(chunk, per_block, out_times);
+                assert_eq!(first, next);
+                assert!(end > first && end - first <= per_block && end <= out_times);
+                next = end;
+            }
+            assert_eq!(next, out_times);
+        }
+    }
 
     /// The derived constants reproduce seed Table 2 column by column.
     #[test]

@@ -298,19 +298,23 @@ fn fused_kernels_cover_ragged_tiles() {
             let probe = ResampleConfig { channels: 2, times: 1, m: case.m, n: case.n, beams: 1 };
             for kernel in fused_kernels(&probe, wgmma) {
                 let shape = RS_KERNELS.iter().find(|k| Some(k.name) == kernel);
-                let (times, beams) = shape.map_or((200, 300), |k| (k.nt + 9, k.beams() + 5));
-                let config = ResampleConfig { times, beams, ..probe };
-                let mut w_path = Resampler::with_wide_tile(&gpu, config, false).unwrap();
-                let mut fused = fused_resampler(&gpu, config, kernel);
-                let i = random_intensity(&mut rng, config.intensity_len());
-                let theta: Vec<f32> =
-                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
-                let theta_prime: Vec<f32> =
-                    (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
-                let want = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
-                let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
-                let label = format!("ragged fused {} {config:?}", kernel.unwrap_or("sm80"));
-                check_against_w_path(&label, &got, &want);
+                // Beams a part chunk past a tile (the f16 stores of unaligned J rows) and one
+                // whole 8-beam chunk past it (16-byte stores in a ragged last beam tile).
+                for extra in [5, 8] {
+                    let (times, beams) = shape.map_or((200, 300 + extra), |k| (k.nt + 9, k.beams() + extra));
+                    let config = ResampleConfig { times, beams, ..probe };
+                    let mut w_path = Resampler::with_wide_tile(&gpu, config, false).unwrap();
+                    let mut fused = fused_resampler(&gpu, config, kernel);
+                    let i = random_intensity(&mut rng, config.intensity_len());
+                    let theta: Vec<f32> =
+                        (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                    let theta_prime: Vec<f32> =
+                        (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+                    let want = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
+                    let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
+                    let label = format!("ragged fused {} {config:?}", kernel.unwrap_or("sm80"));
+                    check_against_w_path(&label, &got, &want);
+                }
             }
         }
     }

@@ -66,7 +66,10 @@
 //! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and the production
 //! kernels are 1.06-1.37x faster than the W path for full CHORD and both HIRAX cases
 //! (BENCHMARKS.md, the eighth session's final run). Its J equals the W path's bit for bit in
-//! every GPU test.
+//! every GPU test. Measured slower or level on the H200 (BENCHMARKS.md, ninth session): a ring
+//! running on across tiles with J staged apart and stored by `cp.async.bulk`, a deeper ring,
+//! and two wgmma groups in flight. For HIRAX square the copies and the stage barriers cost
+//! about 6% each, and the bare RS wgmma loop only matches cuBLAS.
 //!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
 //! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit

@@ -68,7 +68,7 @@
 //! (BENCHMARKS.md, the eighth session's final run). Its J equals the W path's bit for bit in
 //! every GPU test. Measured slower or level on the H200 (BENCHMARKS.md, ninth session): a ring
 //! running on across tiles with J staged apart and stored by `cp.async.bulk`, a deeper ring,
-//! and two wgmma groups in flight. For HIRAX square the copies and the stage barriers cost
+//! two wgmma groups in flight, and a barrier every two stages. For HIRAX square the copies and the stage barriers cost
 //! about 6% each, and the bare RS wgmma loop only matches cuBLAS.
 //!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384

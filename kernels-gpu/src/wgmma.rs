@@ -126,19 +126,26 @@ mod device {
         };
     }
 
-    /// As the s8 form of `wgmma_ss` with A from registers: thread `t` holds the m64k32 A
-    /// fragment of `mma.sync` m16n8k32 for rows 16 (t / 32) .. + 15 (4 registers of 4 bytes).
-    macro_rules! wgmma_rs_s8 {
-        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
-            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".s32.s8.s8`, A in registers, B in shared memory.")]
+    /// As `wgmma_ss` with A from registers: thread `t` holds `mma.sync`'s A fragment (m16n8k32
+    /// s8, m16n8k16 f16) of rows `16 (t / 32) ..` in 4 registers (f16: a0a1, a2a3, a4a5, a6a7 =
+    /// (row g, k 2c), (row g + 8, k 2c), (row g, k 2c + 8), (row g + 8, k 2c + 8), lane =
+    /// 4 g + c, low half the lower k); B a K-major shared-memory descriptor. `$tail` as in
+    /// `wgmma_ss` less A's transposition, which the register form does not take.
+    macro_rules! wgmma_rs {
+        ($name:ident, $shape:literal, $types:literal, $tail:literal, $acc:ty, $n:literal,
+         [$first:literal $(, $i:literal)*]) => {
+            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, $types, "`, A in registers, B in shared memory.")]
             ///
             /// # Safety
-            /// As `wgmma_ss`; `a` must not change until the group has been waited for.
+            /// Warpgroup-collective; `b` must describe initialised shared memory and `a` stay
+            /// unchanged (its registers unwritten) until the group holding this op has been
+            /// waited for; `wgmma.fence` between the writes of `a` and this op.
             #[inline(always)]
-            pub unsafe fn $name(d: &mut [i32; $n], a: [u32; 4], b: u64, scale_d: bool) {
+            pub unsafe fn $name(d: &mut [$acc; $n], a: [u32; 4], b: u64, scale_d: bool) {
                 asm!(
                     concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
-                        ".s32.s8.s8 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p; }}"),
+                        $types, " {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p",
+                        $tail, "; }}"),
                     inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
                     a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
                     b = in(reg64) b, sd = in(reg32) scale_d as u32,
@@ -189,9 +196,59 @@ mod device {
     with_registers!(32, wgmma_ss!(mma_m64n64k32_s32_s8, "m64n64k32", ".s32.s8.s8", "", i32,));
     with_registers!(64, wgmma_ss!(mma_m64n128k32_s32_s8, "m64n128k32", ".s32.s8.s8", "", i32,));
     with_registers!(128, wgmma_ss!(mma_m64n256k32_s32_s8, "m64n256k32", ".s32.s8.s8", "", i32,));
-    with_registers!(32, wgmma_rs_s8!(mma_rs_m64n64k32_s32_s8, "m64n64k32",));
-    with_registers!(64, wgmma_rs_s8!(mma_rs_m64n128k32_s32_s8, "m64n128k32",));
-    with_registers!(128, wgmma_rs_s8!(mma_rs_m64n256k32_s32_s8, "m64n256k32",));
+    with_registers!(32, wgmma_rs!(mma_rs_m64n64k32_s32_s8, "m64n64k32", ".s32.s8.s8", "", i32,));
+    with_registers!(64, wgmma_rs!(mma_rs_m64n128k32_s32_s8, "m64n128k32", ".s32.s8.s8", "", i32,));
+    with_registers!(128, wgmma_rs!(mma_rs_m64n256k32_s32_s8, "m64n256k32", ".s32.s8.s8", "", i32,));
+
+    // RS f16 wgmma with f32 accumulators, for N that are not powers of two
+    // (the transposed fused resampling GEMM, `frb_beamformer::resample::hopper`: N = a tile of
+    // slow samples sized to cut padding: 232 = 917 / 4 rounded up to 8, 248 for 980, and 184 =
+    // 917 / 5 for the 192-beam blocks, whose 92 accumulators fit the 168 registers they allow).
+    wgmma_rs!(
+        mma_rs_m64n232k16_f32_f16,
+        "m64n232k16",
+        ".f32.f16.f16",
+        ", 1, 1, 0",
+        f32,
+        116,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115
+        ]
+    );
+    wgmma_rs!(
+        mma_rs_m64n248k16_f32_f16,
+        "m64n248k16",
+        ".f32.f16.f16",
+        ", 1, 1, 0",
+        f32,
+        124,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
+            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
+            118, 119, 120, 121, 122, 123
+        ]
+    );
+    wgmma_rs!(
+        mma_rs_m64n184k16_f32_f16,
+        "m64n184k16",
+        ".f32.f16.f16",
+        ", 1, 1, 0",
+        f32,
+        92,
+        [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
+            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
+            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91
+        ]
+    );
 
     /// Applies `$f(r)` to every register index `r` of a 128-register accumulator with `r` a
     /// constant, so the array stays in registers (a loop would index it dynamically).
@@ -419,79 +476,4 @@ mod mbarrier {
     pub unsafe fn cp_async_arrive(bar: u32) {
         asm!("cp.async.mbarrier.arrive.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack));
     }
-}
-
-// --- RS (A in registers) f16 wgmma with f32 accumulators, for N that are not powers of two
-// (the transposed fused resampling GEMM, `frb_beamformer::resample::hopper`: N = a tile of
-// slow samples sized to cut padding: 232 = 917 / 4 rounded up to 8, 248 for 980, and 184 =
-// 917 / 5 for the 192-beam blocks, whose 92 accumulators fit the 168 registers they allow).
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-pub use rs_f16::*;
-
-#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-mod rs_f16 {
-    use core::arch::asm;
-
-    /// `wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16` with A from registers: thread `t`
-    /// holds `mma.sync` m16n8k16's A fragment of rows `16 (t / 32) ..` (registers a0a1, a2a3,
-    /// a4a5, a6a7 = (row g, k 2c), (row g + 8, k 2c), (row g, k 2c + 8), (row g + 8, k 2c + 8),
-    /// lane = 4 g + c, low half the lower k); B a K-major shared-memory descriptor; no
-    /// scaling, B not transposed (tail `1, 1, 0`).
-    macro_rules! wgmma_rs_f16 {
-        ($name:ident, $shape:literal, $n:literal, [$first:literal $(, $i:literal)*]) => {
-            #[doc = concat!("`wgmma.mma_async.sync.aligned.", $shape, ".f32.f16.f16`, A in registers, B in shared memory.")]
-            ///
-            /// # Safety
-            /// Warpgroup-collective; `b` must describe initialised shared memory and `a` stay
-            /// unchanged (its registers unwritten) until the group holding this op has been
-            /// waited for; `wgmma.fence` between the writes of `a` and this op.
-            #[inline(always)]
-            pub unsafe fn $name(d: &mut [f32; $n], a: [u32; 4], b: u64, scale_d: bool) {
-                asm!(
-                    concat!("{{ .reg .pred p; setp.ne.b32 p, {sd}, 0;\n wgmma.mma_async.sync.aligned.", $shape,
-                        ".f32.f16.f16 {{{", $first, "}" $(, ",{", $i, "}")*, "}}, {{{a0},{a1},{a2},{a3}}}, {b}, p, 1, 1, 0; }}"),
-                    inout(reg32) d[$first] $(, inout(reg32) d[$i])*,
-                    a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
-                    b = in(reg64) b, sd = in(reg32) scale_d as u32,
-                    options(nostack),
-                );
-            }
-        };
-    }
-    wgmma_rs_f16!(
-        mma_rs_m64n232k16_f32_f16,
-        "m64n232k16",
-        116,
-        [
-            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
-            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
-            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
-            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115
-        ]
-    );
-    wgmma_rs_f16!(
-        mma_rs_m64n248k16_f32_f16,
-        "m64n248k16",
-        124,
-        [
-            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
-            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
-            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98,
-            99, 100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112, 113, 114, 115, 116, 117,
-            118, 119, 120, 121, 122, 123
-        ]
-    );
-    wgmma_rs_f16!(
-        mma_rs_m64n184k16_f32_f16,
-        "m64n184k16",
-        92,
-        [
-            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
-            27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
-            51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74,
-            75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91
-        ]
-    );
 }

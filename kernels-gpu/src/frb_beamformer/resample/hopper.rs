@@ -311,28 +311,37 @@ pub const fn rs_pick_tile(times: u32, tiles: &[u32]) -> u32 {
     best
 }
 
+/// Every instance of the transposed fused kernel, written once: `$callback!` gets (entry
+/// point, warpgroups, NT, M, N, stages, its RS wgmma) for each. [`RS_KERNELS`] and the sm_90a
+/// entry points are both made from this list.
+macro_rules! rs_instances {
+    ($callback:ident) => {
+        $callback!(
+            (frb_resample_fused_rsp2_n8_t232_sm90a, 2, 232, 8, 8, 6, mma_rs_m64n232k16_f32_f16),
+            (frb_resample_fused_rsp2_n8_t248_sm90a, 2, 248, 8, 8, 6, mma_rs_m64n248k16_f32_f16),
+            (frb_resample_fused_rsp2_n12_t232_sm90a, 2, 232, 8, 12, 6, mma_rs_m64n232k16_f32_f16),
+            (frb_resample_fused_rsp2_n12_t248_sm90a, 2, 248, 8, 12, 6, mma_rs_m64n248k16_f32_f16),
+            (frb_resample_fused_rsp2_n16_t232_sm90a, 2, 232, 16, 16, 6, mma_rs_m64n232k16_f32_f16),
+            (frb_resample_fused_rsp2_n16_t248_sm90a, 2, 248, 16, 16, 6, mma_rs_m64n248k16_f32_f16),
+            (frb_resample_fused_rsp2_n20_t232_sm90a, 2, 232, 16, 20, 6, mma_rs_m64n232k16_f32_f16),
+            (frb_resample_fused_rsp2_n20_t248_sm90a, 2, 248, 16, 20, 6, mma_rs_m64n248k16_f32_f16),
+            (frb_resample_fused_rsp2_n24_t232_sm90a, 2, 232, 24, 24, 6, mma_rs_m64n232k16_f32_f16),
+            (frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, mma_rs_m64n248k16_f32_f16),
+            (frb_resample_fused_rsp3_n12_t184_sm90a, 3, 184, 8, 12, 7, mma_rs_m64n184k16_f32_f16),
+            (frb_resample_fused_rsp3_n24_t184_sm90a, 3, 184, 24, 24, 7, mma_rs_m64n184k16_f32_f16),
+        );
+    };
+}
+
 macro_rules! rs_table {
-    ($(($name:literal, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal)),* $(,)?) => {
+    ($(($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident)),* $(,)?) => {
         /// Every instance of the transposed fused kernel (entry points of the sm_90a module).
         pub const RS_KERNELS: &[RsKernel] = &[
-            $(RsKernel { name: $name, warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s }),*
+            $(RsKernel { name: stringify!($name), warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s }),*
         ];
     };
 }
-rs_table!(
-    ("frb_resample_fused_rsp2_n8_t232_sm90a", 2, 232, 8, 8, 6),
-    ("frb_resample_fused_rsp2_n8_t248_sm90a", 2, 248, 8, 8, 6),
-    ("frb_resample_fused_rsp2_n12_t232_sm90a", 2, 232, 8, 12, 6),
-    ("frb_resample_fused_rsp2_n12_t248_sm90a", 2, 248, 8, 12, 6),
-    ("frb_resample_fused_rsp2_n16_t232_sm90a", 2, 232, 16, 16, 6),
-    ("frb_resample_fused_rsp2_n16_t248_sm90a", 2, 248, 16, 16, 6),
-    ("frb_resample_fused_rsp2_n20_t232_sm90a", 2, 232, 16, 20, 6),
-    ("frb_resample_fused_rsp2_n20_t248_sm90a", 2, 248, 16, 20, 6),
-    ("frb_resample_fused_rsp2_n24_t232_sm90a", 2, 232, 24, 24, 6),
-    ("frb_resample_fused_rsp2_n24_t248_sm90a", 2, 248, 24, 24, 6),
-    ("frb_resample_fused_rsp3_n12_t184_sm90a", 3, 184, 8, 12, 7),
-    ("frb_resample_fused_rsp3_n24_t184_sm90a", 3, 184, 24, 24, 7),
-);
+rs_instances!(rs_table);
 
 /// Warpgroups of the production family of the transposed fused kernel.
 pub const RS_DEFAULT_WARPGROUPS: u32 = 2;
@@ -1123,43 +1132,34 @@ mod rs_device {
         cp_async_wait_all();
     }
 
-    macro_rules! rs_kernel {
-        ($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $acc:literal, $mma:ident) => {
-            /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
-            /// registers; `128 WG` threads, [`RsKernel::smem_bytes`] of dynamic shared memory.
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(
-                intensity: *const u16,
-                u_m: *const f32,
-                u_n: *const f32,
-                out: *mut u16,
-                times: u32,
-                beams: u32,
-                channels: u32,
-            ) {
-                fused_rs::<$wg, $nt, $m, $n, $s, $acc>(
-                    intensity,
-                    u_m,
-                    u_n,
-                    out,
-                    (times, beams, channels),
-                    |d, a, b| $mma(d, a, b, true),
-                )
-            }
+    macro_rules! rs_kernels {
+        ($(($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident)),* $(,)?) => {
+            $(
+                /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
+                /// registers; `128 WG` threads, [`RsKernel::smem_bytes`] of dynamic shared memory.
+                #[no_mangle]
+                pub unsafe extern "ptx-kernel" fn $name(
+                    intensity: *const u16,
+                    u_m: *const f32,
+                    u_n: *const f32,
+                    out: *mut u16,
+                    times: u32,
+                    beams: u32,
+                    channels: u32,
+                ) {
+                    fused_rs::<$wg, $nt, $m, $n, $s, { $nt / 2 }>(
+                        intensity,
+                        u_m,
+                        u_n,
+                        out,
+                        (times, beams, channels),
+                        |d, a, b| $mma(d, a, b, true),
+                    )
+                }
+            )*
         };
     }
-    rs_kernel!(frb_resample_fused_rsp2_n8_t232_sm90a, 2, 232, 8, 8, 6, 116, mma_rs_m64n232k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n8_t248_sm90a, 2, 248, 8, 8, 6, 124, mma_rs_m64n248k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n12_t232_sm90a, 2, 232, 8, 12, 6, 116, mma_rs_m64n232k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n12_t248_sm90a, 2, 248, 8, 12, 6, 124, mma_rs_m64n248k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n16_t232_sm90a, 2, 232, 16, 16, 6, 116, mma_rs_m64n232k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n16_t248_sm90a, 2, 248, 16, 16, 6, 124, mma_rs_m64n248k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n20_t232_sm90a, 2, 232, 16, 20, 6, 116, mma_rs_m64n232k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n20_t248_sm90a, 2, 248, 16, 20, 6, 124, mma_rs_m64n248k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n24_t232_sm90a, 2, 232, 24, 24, 6, 116, mma_rs_m64n232k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, 124, mma_rs_m64n248k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp3_n12_t184_sm90a, 3, 184, 8, 12, 7, 92, mma_rs_m64n184k16_f32_f16);
-    rs_kernel!(frb_resample_fused_rsp3_n24_t184_sm90a, 3, 184, 24, 24, 7, 92, mma_rs_m64n184k16_f32_f16);
+    rs_instances!(rs_kernels);
 }
 
 #[cfg(test)]

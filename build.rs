@@ -135,6 +135,12 @@ fn limit_registers(ptx: &str) -> String {
         &radio_kernels_gpu::frb_beamformer::resample::hopper::REGISTER_LIMITS,
     ];
     limits.extend(family_limits.iter().flat_map(|list| list.iter()).map(|(k, n)| (k.to_string(), *n)));
+    {
+        use radio_kernels_gpu::frb_beamformer::resample::hopper::{RS_KERNELS, RS_TMA_LAUNCH_REGISTERS};
+        limits.extend(
+            RS_KERNELS.iter().filter(|k| k.tma).map(|k| (k.name.to_string(), RS_TMA_LAUNCH_REGISTERS)),
+        );
+    }
     // Baseband beamformer: each kernel's largest block must fit one SM's registers.
     for (_, warps, name) in radio_kernels_gpu::baseband_beamformer::KERNELS {
         limits.push((name.to_string(), radio_kernels_gpu::baseband_beamformer::max_registers(warps)));

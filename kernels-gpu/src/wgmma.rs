@@ -476,4 +476,92 @@ mod mbarrier {
     pub unsafe fn cp_async_arrive(bar: u32) {
         asm!("cp.async.mbarrier.arrive.shared::cta.b64 [{b}];", b = in(reg32) bar, options(nostack));
     }
+
+    /// Makes [`mbarrier_init`]'s initialisations visible to the async proxy (the tensor
+    /// copies that complete transactions on them). One thread, before the block barrier.
+    #[inline(always)]
+    pub fn fence_mbarrier_init() {
+        // SAFETY: ordering instruction only.
+        unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) }
+    }
+
+    /// One arrival that also expects `bytes` more bytes of transactions in the current phase
+    /// (the tensor copies that [`tma_load_3d`] completes on `bar`).
+    ///
+    /// # Safety
+    /// As [`mbarrier_arrive`].
+    #[inline(always)]
+    pub unsafe fn mbarrier_arrive_expect_tx(bar: u32, bytes: u32) {
+        asm!(
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};",
+            b = in(reg32) bar,
+            n = in(reg32) bytes,
+            options(nostack)
+        );
+    }
+
+    /// `cp.async.bulk.tensor.3d` store (TMA): the box at shared address `src`, laid out and
+    /// swizzled as the tensor map at generic address `tensor_map` says, to the tensor at
+    /// `coords` (innermost first; elements outside the tensor are not written), in this
+    /// thread's current bulk group ([`bulk_commit`]).
+    ///
+    /// # Safety
+    /// As [`tma_load_3d`], the tensor writable; `src` must not be written before
+    /// [`bulk_wait_read`] returns for its group.
+    #[inline(always)]
+    pub unsafe fn tma_store_3d(tensor_map: u64, coords: [u32; 3], src: u32) {
+        asm!(
+            "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [{m}, {{{x}, {y}, {z}}}], [{s}];",
+            m = in(reg64) tensor_map,
+            x = in(reg32) coords[0],
+            y = in(reg32) coords[1],
+            z = in(reg32) coords[2],
+            s = in(reg32) src,
+            options(nostack)
+        );
+    }
+
+    /// Closes this thread's bulk group of tensor stores.
+    #[inline(always)]
+    pub fn bulk_commit() {
+        // SAFETY: no operands.
+        unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) }
+    }
+
+    /// Waits until every bulk group of this thread has read its shared memory.
+    #[inline(always)]
+    pub fn bulk_wait_read() {
+        // SAFETY: no operands.
+        unsafe { asm!("cp.async.bulk.wait_group.read 0;", options(nostack)) }
+    }
+
+    /// Waits until every bulk group of this thread has completed (its writes made).
+    #[inline(always)]
+    pub fn bulk_wait() {
+        // SAFETY: no operands.
+        unsafe { asm!("cp.async.bulk.wait_group 0;", options(nostack)) }
+    }
+
+    /// `cp.async.bulk.tensor.3d` (TMA): the box of the tensor map at generic address
+    /// `tensor_map` whose first element is at `coords` (innermost first; elements outside the
+    /// tensor are zero) into shared memory at `dst`, laid out and swizzled as the map says;
+    /// the box's bytes complete as transactions on the mbarrier `bar`.
+    ///
+    /// # Safety
+    /// `tensor_map` must address a valid tensor map (kernel parameter or global memory) whose
+    /// tensor is readable; `dst` must hold the box, aligned as its swizzle requires (1024
+    /// bytes for the 128-byte swizzle); `bar`'s phase must expect the bytes.
+    #[inline(always)]
+    pub unsafe fn tma_load_3d(dst: u32, tensor_map: u64, bar: u32, coords: [u32; 3]) {
+        asm!(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{x}, {y}, {z}}}], [{b}];",
+            d = in(reg32) dst,
+            m = in(reg64) tensor_map,
+            x = in(reg32) coords[0],
+            y = in(reg32) coords[1],
+            z = in(reg32) coords[2],
+            b = in(reg32) bar,
+            options(nostack)
+        );
+    }
 }

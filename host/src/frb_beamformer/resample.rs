@@ -403,6 +403,8 @@ pub struct FusedResampler<'g> {
     gemm: GemmLaunch,
     /// The transposed (RS) kernel: M and N compiled in, the channel count passed.
     rs: bool,
+    /// The TMA kernels ([`RsKernel::tma`]) take tensor maps of I and J as their last argument.
+    tma: Option<std::sync::Mutex<TensorMaps>>,
     u_kernel: CudaFunction,
     u_m: DeviceBuffer<f32>,
     u_n: DeviceBuffer<f32>,
@@ -433,6 +435,12 @@ impl<'g> FusedResampler<'g> {
             RS_KERNELS.iter().find(|k| k.name == name && k.n == config.n && k.m == config.m).ok_or_else(
                 || Error::InvalidConfig(format!("{name} is no transposed fused kernel for {config:?}")),
             )?;
+        let tma = if gpu.wgmma_enabled() && kernel.tma {
+            let maps = gpu.alloc::<u8>(2 * std::mem::size_of::<TensorMap>(), 0)?;
+            Some(std::sync::Mutex::new(TensorMaps { encoded_for: None, maps }))
+        } else {
+            None
+        };
         let (gemm, rs) = if gpu.wgmma_enabled() {
             // A 1-d persistent grid: only the tile count (32-bit tile indices) is bounded.
             let tiles = config.times.div_ceil(kernel.nt) as u64
@@ -449,7 +457,7 @@ impl<'g> FusedResampler<'g> {
         let per_beam = config.positions_len();
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
         let u_n = gpu.alloc::<f32>(per_beam * 2 * config.n as usize, 0)?;
-        Ok(FusedResampler { gpu, config, gemm, rs, u_kernel, u_m, u_n, beams_set: false })
+        Ok(FusedResampler { gpu, config, gemm, rs, tma, u_kernel, u_m, u_n, beams_set: false })
     }
 
     pub fn config(&self) -> &ResampleConfig {
@@ -498,6 +506,12 @@ impl<'g> FusedResampler<'g> {
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = self.config;
         check_io(&c, self.beams_set, intensity, out)?;
+        // (A poisoned lock only means a panic elsewhere: the maps are written before their
+        // addresses are recorded, so they stay consistent.)
+        let mut maps = self.tma.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
+        if let Some(maps) = maps.as_mut() {
+            maps.encode(self.gpu, &c, self.gemm.tile.0, intensity, out)?;
+        }
         let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
         launch
             .arg(intensity.raw())
@@ -508,6 +522,9 @@ impl<'g> FusedResampler<'g> {
             .arg(&c.beams);
         if self.rs {
             launch.arg(&c.channels);
+            if let Some(maps) = &maps {
+                launch.arg(maps.maps.raw());
+            }
         } else {
             launch.arg(&c.m).arg(&c.n);
         }
@@ -521,6 +538,84 @@ impl<'g> FusedResampler<'g> {
         unsafe { launch.launch(config) }.during("launching the fused FRB resampling GEMM")?;
         Ok(())
     }
+}
+
+struct TensorMap(cudarc::driver::sys::CUtensorMap);
+
+/// The TMA kernels' tensor maps in device memory (I's, then J's), and the (I, J) addresses
+/// they were encoded for: encoded again only when other buffers come.
+struct TensorMaps {
+    encoded_for: Option<(u64, u64)>,
+    maps: DeviceBuffer<u8>,
+}
+
+impl TensorMaps {
+    /// I `[f][tbar][rho]` in boxes of 64 rho x `rows` slow samples (a stage of the ring);
+    /// J `[f][tbar][beta]` in boxes of 64 beams x `rows` (half a staged tile), only where rows
+    /// of J are whole 16-byte chunks (`beams` a multiple of 8: the kernels store J by threads
+    /// otherwise, and the map is zero).
+    fn encode(
+        &mut self,
+        gpu: &Gpu,
+        c: &ResampleConfig,
+        rows: u32,
+        intensity: &DeviceBuffer<u16>,
+        out: &DeviceBuffer<u16>,
+    ) -> Result<()> {
+        let address = (device_address(gpu, intensity), device_address(gpu, out));
+        if self.encoded_for == Some(address) {
+            return Ok(());
+        }
+        let k = 4 * c.m as u64 * c.n as u64;
+        let (t, f, b) = (c.times as u64, c.channels as u64, c.beams as u64);
+        let i_map = tensor_map_3d(address.0, [k, t, f], [2 * k, 2 * k * t], [HOPPER_BK, rows, 1])?;
+        let mut words = i_map.0.opaque.to_vec();
+        if c.beams.is_multiple_of(8) {
+            let j_map = tensor_map_3d(address.1, [b, t, f], [2 * b, 2 * b * t], [64, rows, 1])?;
+            words.extend_from_slice(&j_map.0.opaque);
+        } else {
+            words.extend_from_slice(&[0; 16]);
+        }
+        self.maps.upload(bytemuck::cast_slice(&words))?;
+        self.encoded_for = Some(address);
+        Ok(())
+    }
+}
+
+fn device_address<T: bytemuck::Pod>(gpu: &Gpu, buffer: &DeviceBuffer<T>) -> u64 {
+    use cudarc::driver::DevicePtr;
+    buffer.raw().device_ptr(gpu.stream()).0
+}
+
+/// A tensor map of a 3-d f16 array at device address `address` (`dims` innermost first,
+/// byte `strides` of the outer two) for the TMA kernels: boxes of `boxes` elements in the
+/// 128-byte swizzle (the wgmma operands' and the staged J halves' layout), elements outside
+/// the array read as zero and not written.
+fn tensor_map_3d(address: u64, dims: [u64; 3], strides: [u64; 2], boxes: [u32; 3]) -> Result<TensorMap> {
+    use cudarc::driver::sys;
+    let steps = [1u32; 3];
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::uninit();
+    // SAFETY: every array holds the rank's (3) entries; the map only describes the array (the
+    // caller's validated buffer), which the kernel accesses.
+    let status = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            3,
+            address as *mut std::ffi::c_void,
+            dims.as_ptr(),
+            strides.as_ptr(),
+            boxes.as_ptr(),
+            steps.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    status.result().during("encoding a tensor map of the FRB resampler")?;
+    // SAFETY: initialised by the successful call above.
+    Ok(TensorMap(unsafe { map.assume_init() }))
 }
 
 #[cfg(test)]

@@ -71,6 +71,26 @@
 //! two wgmma groups in flight, and a barrier every two stages. For HIRAX square the copies and the stage barriers cost
 //! about 6% each, and the bare RS wgmma loop only matches cuBLAS.
 //!
+//! TMA form (`frb_resample_fused_rsp2tma_n{16,20}_t{232,248}_sm90a`, [`RsKernel::tma`], the
+//! production kernels for N = 16 and 20): the same consumer warpgroups and arithmetic, J bit
+//! for bit the same, with a producer warpgroup in front (384 threads, launched at
+//! [`RS_TMA_LAUNCH_REGISTERS`], then `setmaxnreg` gives the consumers 232). Its thread 0 runs
+//! through the block's tiles copying each stage by one tensor copy (`cp.async.bulk.tensor`, a
+//! tensor map of I from the host: box 64 rho x NT x 1 in the 128-byte swizzle, rows past the
+//! last read as zero) into the ring, completing on the slot's `full` mbarrier, as soon as both
+//! consumer warpgroups have released the slot on its `empty` mbarrier: after the wgmmas that
+//! read it, or for the staging slots' last use in a tile, after J left them. The consumers
+//! issue no copies and meet no block barrier per stage; J is staged as two 64-beam halves in
+//! the 128-byte swizzle ([`rs_staged_offset_halves`]) and leaves by two tensor stores (rows and
+//! beams past the last are not written; where rows of J are not whole 16-byte chunks, `beams`
+//! not a multiple of 8, by the thread stores). On the H200 it ran 1.04-1.08x faster than the
+//! `cp` form for HIRAX square and rect. (BENCHMARKS.md, tenth session); for full CHORD it tied
+//! the 192-beam kernel and for pathfinder square (K = 256) it was 2-3% slower, so those keep
+//! theirs. Measured and dropped on the way: the tensor copies issued inline by a consumer
+//! thread (level), the same without the tensor stores (level to 1.05x), and 2-block clusters
+//! multicasting each stage to both blocks (1.3-1.6x slower: the kernel is not bound by L2,
+//! ncu: L2 throughput 37%).
+//!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
 //! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit
 //! 168 registers the tile is 184 slow samples (92 accumulators; 917 = 5 x 184 - 3), U^M moves
@@ -169,6 +189,16 @@ pub const fn staged_offset(row: u32, col: u32) -> u32 {
 /// registers (without a cap ptxas would take up to 255).
 /// The transposed fused kernels of 3 warpgroups (384 threads) are capped at 168 for one
 /// block per SM.
+/// The TMA instances ([`RsKernel::tma`]) launch at [`RS_TMA_LAUNCH_REGISTERS`] (`.maxnreg`,
+/// which `build.rs` adds to each: 384 threads x 168 fill the register file), then the
+/// producer warpgroup gives registers back and the consumers take them (`setmaxnreg`): the
+/// consumers of the 248-slow-sample tile use about 230 (ptxas, sm_90a).
+pub const RS_TMA_LAUNCH_REGISTERS: u32 = 168;
+pub const RS_PRODUCER_REGISTERS: u32 = 40;
+pub const RS_CONSUMER_REGISTERS: u32 = 232;
+const _: () =
+    assert!(128 * RS_PRODUCER_REGISTERS + 256 * RS_CONSUMER_REGISTERS <= 384 * RS_TMA_LAUNCH_REGISTERS);
+
 pub const REGISTER_LIMITS: [(&str, u32); 3] = [
     ("frb_resample_gemm_wide_sm90a", 168),
     ("frb_resample_fused_rsp3_n12_t184_sm90a", 168),
@@ -208,11 +238,30 @@ pub struct RsKernel {
     pub m: u32,
     pub n: u32,
     pub stages: u32,
+    /// I's stages arrive by tensor copies (TMA, one thread) on per-slot mbarriers instead
+    /// of every thread's `cp.async` and a block barrier per stage; the kernel then takes a
+    /// tensor map of I (box 64 x `nt` x 1, 128-byte swizzle) as its last parameter.
+    pub tma: bool,
 }
 
 impl RsKernel {
+    /// The block: the consumer warpgroups, and the TMA instances' producer warpgroup.
     pub const fn threads(&self) -> u32 {
+        128 * (self.warpgroups + self.tma as u32)
+    }
+    /// The threads that compute, stage and store J (all but the TMA producer).
+    pub const fn consumer_threads(&self) -> u32 {
         128 * self.warpgroups
+    }
+    /// Byte offset of J's f16 element (slow-sample row, beam) in the staged tile:
+    /// [`rs_staged_offset`], or for the TMA instances [`rs_staged_offset_halves`] (the
+    /// tensor stores' layout).
+    pub const fn staged_offset(&self, row: u32, beam: u32) -> u32 {
+        if self.tma {
+            rs_staged_offset_halves(row, beam, self.nt)
+        } else {
+            rs_staged_offset(row, beam, self.beams())
+        }
     }
     /// Beams per block (wgmma rows).
     pub const fn beams(&self) -> u32 {
@@ -239,9 +288,14 @@ impl RsKernel {
     /// The ring, which also holds J's staged `nt` x `beams` tile (its last `warpgroups`
     /// slots) in the epilogue, then U^M.
     pub const fn smem_bytes(&self) -> u32 {
+        self.barrier_offset() + if self.tma { 16 * self.stages } else { 0 } + HOPPER_ALIGN_SLACK
+    }
+    /// Offset of the TMA kernels' mbarriers (`full` per slot, then `empty` per slot), after
+    /// the ring (or J's staged tile) and U^M.
+    pub const fn barrier_offset(&self) -> u32 {
         let ring = self.stages * self.stage_bytes();
         let staged = self.nt * 2 * self.beams();
-        (if ring > staged { ring } else { staged }) + self.um_bytes() + HOPPER_ALIGN_SLACK
+        (if ring > staged { ring } else { staged }) + self.um_bytes()
     }
 }
 
@@ -286,6 +340,14 @@ pub const fn rs_staged_offset(row: u32, beam: u32, beams: u32) -> u32 {
     row * 2 * beams + 16 * ((beam / 8) ^ (row % 8)) + 2 * (beam % 8)
 }
 
+/// As [`rs_staged_offset`] for the TMA instances (two warpgroups): J's staged tile as two
+/// halves of 64 beams, `nt` rows of 128 bytes each, in the 128-byte swizzle (chunk XOR
+/// `row % 8`), the layout of the tensor store of each half. `stmatrix .trans` and the
+/// copy-out (8 consecutive chunks of a row) stay conflict-free.
+pub const fn rs_staged_offset_halves(row: u32, beam: u32, nt: u32) -> u32 {
+    (beam / 64) * nt * 128 + row * 128 + 16 * (((beam % 64) / 8) ^ (row % 8)) + 2 * (beam % 8)
+}
+
 /// Byte offset of U^M_p of beam `beam` (within the tile of `beams`) in the shared U^M of the
 /// 3-warpgroup kernels: the U kernel's `[p / 4][beam][4]` f32 layout, so that the tile
 /// is copied in 16-byte chunks as stored. A warp's loads of one p (beams 16 w + g + 8 h, four
@@ -317,27 +379,43 @@ pub const fn rs_pick_tile(times: u32, tiles: &[u32]) -> u32 {
 macro_rules! rs_instances {
     ($callback:ident) => {
         $callback!(
-            (frb_resample_fused_rsp2_n8_t232_sm90a, 2, 232, 8, 8, 6, mma_rs_m64n232k16_f32_f16),
-            (frb_resample_fused_rsp2_n8_t248_sm90a, 2, 248, 8, 8, 6, mma_rs_m64n248k16_f32_f16),
-            (frb_resample_fused_rsp2_n12_t232_sm90a, 2, 232, 8, 12, 6, mma_rs_m64n232k16_f32_f16),
-            (frb_resample_fused_rsp2_n12_t248_sm90a, 2, 248, 8, 12, 6, mma_rs_m64n248k16_f32_f16),
-            (frb_resample_fused_rsp2_n16_t232_sm90a, 2, 232, 16, 16, 6, mma_rs_m64n232k16_f32_f16),
-            (frb_resample_fused_rsp2_n16_t248_sm90a, 2, 248, 16, 16, 6, mma_rs_m64n248k16_f32_f16),
-            (frb_resample_fused_rsp2_n20_t232_sm90a, 2, 232, 16, 20, 6, mma_rs_m64n232k16_f32_f16),
-            (frb_resample_fused_rsp2_n20_t248_sm90a, 2, 248, 16, 20, 6, mma_rs_m64n248k16_f32_f16),
-            (frb_resample_fused_rsp2_n24_t232_sm90a, 2, 232, 24, 24, 6, mma_rs_m64n232k16_f32_f16),
-            (frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, mma_rs_m64n248k16_f32_f16),
-            (frb_resample_fused_rsp3_n12_t184_sm90a, 3, 184, 8, 12, 7, mma_rs_m64n184k16_f32_f16),
-            (frb_resample_fused_rsp3_n24_t184_sm90a, 3, 184, 24, 24, 7, mma_rs_m64n184k16_f32_f16),
+            (frb_resample_fused_rsp2_n8_t232_sm90a, 2, 232, 8, 8, 6, mma_rs_m64n232k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n8_t248_sm90a, 2, 248, 8, 8, 6, mma_rs_m64n248k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n12_t232_sm90a, 2, 232, 8, 12, 6, mma_rs_m64n232k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n12_t248_sm90a, 2, 248, 8, 12, 6, mma_rs_m64n248k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n16_t232_sm90a, 2, 232, 16, 16, 6, mma_rs_m64n232k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n16_t248_sm90a, 2, 248, 16, 16, 6, mma_rs_m64n248k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n20_t232_sm90a, 2, 232, 16, 20, 6, mma_rs_m64n232k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n20_t248_sm90a, 2, 248, 16, 20, 6, mma_rs_m64n248k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n24_t232_sm90a, 2, 232, 24, 24, 6, mma_rs_m64n232k16_f32_f16, cp),
+            (frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, mma_rs_m64n248k16_f32_f16, cp),
+            (frb_resample_fused_rsp3_n12_t184_sm90a, 3, 184, 8, 12, 7, mma_rs_m64n184k16_f32_f16, cp),
+            (frb_resample_fused_rsp3_n24_t184_sm90a, 3, 184, 24, 24, 7, mma_rs_m64n184k16_f32_f16, cp),
+            (frb_resample_fused_rsp2tma_n16_t232_sm90a, 2, 232, 16, 16, 6, mma_rs_m64n232k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n16_t248_sm90a, 2, 248, 16, 16, 6, mma_rs_m64n248k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n20_t232_sm90a, 2, 232, 16, 20, 6, mma_rs_m64n232k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n20_t248_sm90a, 2, 248, 16, 20, 6, mma_rs_m64n248k16_f32_f16, tma),
         );
     };
 }
 
+/// Whether an instance's copy flag (`cp` or `tma`) is `tma`.
+macro_rules! rs_is_tma {
+    (cp) => {
+        false
+    };
+    (tma) => {
+        true
+    };
+}
+
 macro_rules! rs_table {
-    ($(($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident)),* $(,)?) => {
+    ($(($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident, $copy:ident)),* $(,)?) => {
         /// Every instance of the transposed fused kernel (entry points of the sm_90a module).
         pub const RS_KERNELS: &[RsKernel] = &[
-            $(RsKernel { name: stringify!($name), warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s }),*
+            $(RsKernel {
+                name: stringify!($name), warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s, tma: rs_is_tma!($copy)
+            }),*
         ];
     };
 }
@@ -354,15 +432,20 @@ pub const RS_WIDE_WARPGROUPS: u32 = 3;
 pub const RS_WIDE_TILE: u32 = 184;
 
 /// The production instance of the transposed fused kernel for grid (M, N), `times` rows and
-/// `beams` beams: the 2-warpgroup instance whose tile pads the fewest rows, or the
+/// `beams` beams: the 2-warpgroup instance whose tile pads the fewest rows (its TMA form
+/// where one exists: N = 16 and 20, HIRAX, 1.04-1.08x faster on the H200), or the
 /// 3-warpgroup one (192 beams: a third less I pulled from L2 per MAC) where one exists for N
 /// and its tiles pad no more work (padded rows x padded beams). Seed Table 4: full CHORD
 /// (917 x 5760 -> 920 x 5760 against 928 x 5760) and pathfinder rect. (917 x 960 -> 920 x 960
 /// against 928 x 1024) take the 3-warpgroup kernel, 1.05x and 1.15-1.19x faster on the H200.
 pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKernel> {
     let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
-    let narrow =
-        RS_KERNELS.iter().find(|k| k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS)?;
+    let narrow = |tma: bool| {
+        RS_KERNELS
+            .iter()
+            .find(|k| k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS && k.tma == tma)
+    };
+    let narrow = narrow(true).or_else(|| narrow(false))?;
     let padded =
         |k: &RsKernel| (times.div_ceil(k.nt) * k.nt) as u64 * (beams.div_ceil(k.beams()) * k.beams()) as u64;
     match RS_KERNELS.iter().find(|k| k.n == n && k.warpgroups == RS_WIDE_WARPGROUPS) {
@@ -758,9 +841,12 @@ mod rs_device {
     use super::*;
     use crate::intrinsics::*;
     use crate::wgmma::{
-        commit_group, descriptor_k_major_128b, fence, fence_proxy_async_shared, mma_rs_m64n184k16_f32_f16,
-        mma_rs_m64n232k16_f32_f16, mma_rs_m64n248k16_f32_f16, swizzle_128b, wait_group,
+        bulk_commit, bulk_wait, bulk_wait_read, commit_group, descriptor_k_major_128b, fence,
+        fence_mbarrier_init, fence_proxy_async_shared, mbarrier_arrive, mbarrier_arrive_expect_tx,
+        mbarrier_init, mbarrier_wait, mma_rs_m64n184k16_f32_f16, mma_rs_m64n232k16_f32_f16,
+        mma_rs_m64n248k16_f32_f16, set_max_registers, swizzle_128b, tma_load_3d, tma_store_3d, wait_group,
     };
+
     use core::arch::asm;
 
     /// `stmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: register i of lane l holds elements
@@ -807,16 +893,19 @@ mod rs_device {
         const N: u32,
         const S: u32,
         const ACC: usize,
+        const TMA: bool,
     >(
         intensity: *const u16,
         u_m: *const f32,
         u_n: *const f32,
         out: *mut u16,
         (times, beams, channels): (u32, u32, u32),
+        tensor_map: u64,
         mma: impl Fn(&mut [f32; ACC], [u32; 4], u64),
     ) {
         const {
             assert!(2 * ACC as u32 == NT && NT.is_multiple_of(8));
+            assert!(!TMA || WG == 2, "the TMA form's J stores are two halves of 64 beams");
             assert!(S >= 3 && N.is_multiple_of(4) && N <= 24 && WG >= 2 && WG <= 4);
             assert!(S >= WG + 2 && S - WG <= 7, "the staged J tile is the last WG slots");
             assert!(WG == 2 || M.is_multiple_of(4), "U^M copies: M / 4 per thread");
@@ -834,10 +923,6 @@ mod rs_device {
         // Copies run `S - WG` stages ahead, so that the next tile's first stages leave the
         // last WG slots (J's staged tile) alone.
         let d = S - WG;
-        let tid = thread_idx_x();
-        let (warpgroup, t) = (tid / 128, tid % 128);
-        let lane = t % 32;
-        let c = lane % 4;
         let smem = (dynamic_shared() + 1023) & !1023;
         let staged = smem + (S - WG) * stage_bytes;
         // The tile's U^M, `[p / 4][beam in tile][4]` f32, after the ring.
@@ -845,6 +930,75 @@ mod rs_device {
         let (tiles_x, tiles_y) = (times.div_ceil(NT), beams.div_ceil(bb));
         let total = tiles_x * tiles_y * channels;
         let (first, stride) = (block_idx_x(), grid_dim_x());
+        // TMA form (warp-specialised): warpgroup 0 is the producer, whose thread 0 copies
+        // every stage of the block's tiles by one tensor copy into the ring, in order, each
+        // once the slot is free; warpgroups 1 .. WG are the consumers, the `WG` warpgroups of
+        // the `cp` form (thread indices from 0 again). `full[slot]` completes when a stage has
+        // landed (thread 0's arrival plus the stage's bytes); `empty[slot]` when every consumer
+        // warpgroup has released the slot (one arrival each): after waiting for the wgmmas that
+        // read it or, for a tile's last use of the slots where J is staged, after the epilogue
+        // has read J out.
+        let kernel = RsKernel { name: "", warpgroups: WG, nt: NT, m: M, n: N, stages: S, tma: TMA };
+        let bars = smem + kernel.barrier_offset();
+        let full = |slot: u32| bars + 8 * slot;
+        let empty = |slot: u32| bars + 8 * (S + slot);
+        // The block's consumer threads meet (all of them in the `cp` form).
+        let csync = || if TMA { named_barrier(1, threads) } else { sync_threads() };
+        if TMA {
+            if thread_idx_x() == 0 {
+                for slot in 0..S {
+                    mbarrier_init(full(slot), 1);
+                    mbarrier_init(empty(slot), WG);
+                }
+                fence_mbarrier_init();
+            }
+            sync_threads();
+            if thread_idx_x() < 128 {
+                set_max_registers::<RS_PRODUCER_REGISTERS, false>();
+                if thread_idx_x() == 0 {
+                    // Per slot: filled before, and the parity of the next release to wait for.
+                    let (mut filled, mut empty_phase) = (0u32, 0u32);
+                    let mut tile = first;
+                    while tile < total {
+                        let channel = tile / (tiles_x * tiles_y);
+                        let row0 = NT * (tile % tiles_x);
+                        for step in 0..steps {
+                            let slot = step % S;
+                            if filled & (1 << slot) != 0 {
+                                mbarrier_wait(empty(slot), (empty_phase >> slot) & 1);
+                                empty_phase ^= 1 << slot;
+                            } else {
+                                filled |= 1 << slot;
+                            }
+                            mbarrier_arrive_expect_tx(full(slot), stage_bytes);
+                            tma_load_3d(
+                                smem + slot * stage_bytes,
+                                tensor_map,
+                                full(slot),
+                                [step * HOPPER_BK, row0, channel],
+                            );
+                        }
+                        tile = tile.saturating_add(stride);
+                    }
+                }
+                return;
+            }
+            set_max_registers::<RS_CONSUMER_REGISTERS, true>();
+        }
+        let tid = if TMA { thread_idx_x() - 128 } else { thread_idx_x() };
+        let (warpgroup, t) = (tid / 128, tid % 128);
+        let lane = t % 32;
+        let c = lane % 4;
+        // Per slot, the parity of the phase the next wait names (persisting across tiles).
+        let mut full_phase = 0u32;
+        // A consumer warpgroup's release of `slot`.
+        let release = |slot: u32| {
+            if t == 0 {
+                mbarrier_arrive(empty(slot));
+            }
+        };
+        // The last stages of a tile: those whose slot is not used again in the tile.
+        let last_uses = if steps > S { steps - S } else { 0 }..steps;
         // This thread's beams within a tile: A rows g and g + 8 of its warp's 16 (lane = 4 g + c).
         let beam_in_tile = 64 * warpgroup + 16 * (t / 32) + lane / 4;
         let (r, cc) = (tid / 8, tid % 8);
@@ -859,6 +1013,7 @@ mod rs_device {
         // last wgmma reading the staging slots and this.
         let warp_beam = 64 * warpgroup + 16 * (t / 32);
         let mi = lane / 8;
+        let staged_at = |row: u32, beam: u32| kernel.staged_offset(row, beam);
         let epilogue = |acc: &[f32; ACC], (row0, col0, channel): (u32, u32, u32)| {
             // Capped kernels (WG >= 3): the staging base afresh, so that it is not kept in a
             // register across the main loop (it spilled at 168).
@@ -869,14 +1024,28 @@ mod rs_device {
                 };
                 if 16 * (jp as u32) + 16 <= NT {
                     let row = 8 * (2 * jp as u32 + mi / 2) + lane % 8;
-                    let at = staged + rs_staged_offset(row, warp_beam + 8 * (mi % 2), bb);
+                    let at = staged + staged_at(row, warp_beam + 8 * (mi % 2));
                     stmatrix_x4_trans(at, [pack(0), pack(1), pack(2), pack(3)]);
                 } else if 16 * (jp as u32) + 8 == NT {
                     let row = 8 * (2 * jp as u32) + lane % 8;
-                    stmatrix_x2_trans(staged + rs_staged_offset(row, warp_beam + 8 * (mi % 2), bb), [pack(0), pack(1)]);
+                    stmatrix_x2_trans(staged + staged_at(row, warp_beam + 8 * (mi % 2)), [pack(0), pack(1)]);
                 }
             });
-            sync_threads();
+            if TMA && beams.is_multiple_of(8) {
+                // Two tensor stores (one per 64 beams; rows and beams past the last are not
+                // written) by consumer thread 0, which waits for their reads before releasing
+                // the staging slots (next tile's stage 0).
+                fence_proxy_async_shared();
+                csync();
+                if tid == 0 {
+                    unroll!(h in [0, 1] {
+                        tma_store_3d(tensor_map + 128, [col0 + 64 * h as u32, row0, channel], staged + h as u32 * NT * 128);
+                    });
+                    bulk_commit();
+                }
+                return;
+            }
+            csync();
             let j = out.add(channel as usize * times as usize * beams as usize);
             let per_row = bb / 8;
             if WG == 2 {
@@ -888,7 +1057,7 @@ mod rs_device {
                         let (r, chunk) = (idx / per_row, idx % per_row);
                         let (row, col) = (row0 + r, col0 + 8 * chunk);
                         if row < times && col < beams {
-                            let v = ld_shared_v4(staged + rs_staged_offset(r, 8 * chunk, bb));
+                            let v = ld_shared_v4(staged + staged_at(r, 8 * chunk));
                             let at = row as usize * beams as usize + col as usize;
                             if beams.is_multiple_of(8) {
                                 st_global_v4(j.add(at) as *mut u32, v);
@@ -949,6 +1118,9 @@ mod rs_device {
             let rows_left = times.saturating_sub(row0 + r);
             let src = a.wrapping_add((row0 + r) as usize * k as usize + 8 * cc as usize);
             let copy = |step: u32, slot: u32| {
+                if TMA {
+                    return; // the producer's
+                }
                 let base = smem + slot * stage_bytes + dst;
                 let k0 = (step * HOPPER_BK) as usize;
                 unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -985,7 +1157,9 @@ mod rs_device {
                         if (s as u32) < steps {
                             copy(s as u32, s as u32);
                         }
-                        cp_async_commit();
+                        if !TMA {
+                            cp_async_commit();
+                        }
                     }
                 });
             }
@@ -1041,7 +1215,7 @@ mod rs_device {
             if um_smem {
                 // U^M (stage 0's group) has landed and is visible to the block.
                 cp_async_wait_pending(d - 1);
-                sync_threads();
+                csync();
             }
 
             // The A fragment of k16 step `u` of a period: chunks 2u (registers 0, 1) and 2u + 1
@@ -1086,7 +1260,28 @@ mod rs_device {
                 unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19] {
                     if (u as u32) < 4 * period {
                         let kk = u as u32 % 4;
-                        if kk == 0 {
+                        if kk == 0 && TMA {
+                            mbarrier_wait(full(slot), (full_phase >> slot) & 1);
+                            full_phase ^= 1 << slot;
+                            if stage == 0 {
+                                // The previous tile's staged J has been read out (by the tensor
+                                // stores, or by every consumer's loads, made ordered before the
+                                // tensor copies that overwrite the slots next): release the
+                                // staging slots' last uses in that tile.
+                                if tid == 0 {
+                                    bulk_wait_read();
+                                }
+                                fence_proxy_async_shared();
+                                csync();
+                                if have_prev {
+                                    for st in last_uses.clone() {
+                                        if st % S >= S - WG {
+                                            release(st % S);
+                                        }
+                                    }
+                                }
+                            }
+                        } else if kk == 0 {
                             cp_async_wait_pending(d - 1); // stage `stage` has landed
                             fence_proxy_async_shared();
                             // Also: the previous tile's staged J has been read out.
@@ -1097,7 +1292,14 @@ mod rs_device {
                         commit_group();
                         // The group of step u - 1 is done: its A registers are free.
                         wait_group::<1>();
-                        if kk == 0 {
+                        if kk == 0 && TMA {
+                            // Stage - 1's groups are done: release its slot if the tile uses
+                            // it again (last uses are released after the loop).
+                            let prev_slot = if slot == 0 { S - 1 } else { slot - 1 };
+                            if stage >= 1 && stage - 1 + S < steps {
+                                release(prev_slot);
+                            }
+                        } else if kk == 0 {
                             // Every warpgroup waited for stage - WG's groups before the
                             // barrier above, so its slot takes stage + d (d = S - WG).
                             let next = stage + d;
@@ -1122,41 +1324,70 @@ mod rs_device {
                 pi += 1;
             }
             wait_group::<0>();
+            if TMA {
+                // The last uses of the slots the next tile's first stages take.
+                for st in last_uses.clone() {
+                    if st % S < S - WG {
+                        release(st % S);
+                    }
+                }
+            }
             // The ring is free (for staging J, or the next tile's first copies) once every
             // warpgroup's wgmmas are done.
-            sync_threads();
+            csync();
             prev = (row0, col0, channel);
             have_prev = true;
             tile = tile.saturating_add(stride);
         }
-        cp_async_wait_all();
+        if !TMA {
+            cp_async_wait_all();
+        } else if tid == 0 {
+            bulk_wait();
+        }
     }
 
     macro_rules! rs_kernels {
-        ($(($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident)),* $(,)?) => {
-            $(
-                /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
-                /// registers; `128 WG` threads, [`RsKernel::smem_bytes`] of dynamic shared memory.
-                #[no_mangle]
-                pub unsafe extern "ptx-kernel" fn $name(
-                    intensity: *const u16,
-                    u_m: *const f32,
-                    u_n: *const f32,
-                    out: *mut u16,
-                    times: u32,
-                    beams: u32,
-                    channels: u32,
-                ) {
-                    fused_rs::<$wg, $nt, $m, $n, $s, { $nt / 2 }>(
-                        intensity,
-                        u_m,
-                        u_n,
-                        out,
-                        (times, beams, channels),
-                        |d, a, b| $mma(d, a, b, true),
-                    )
-                }
-            )*
+        ($(($name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident, $copy:ident)),* $(,)?) => {
+            $( rs_kernel!($copy, $name, $wg, $nt, $m, $n, $s, $mma); )*
+        };
+    }
+
+    macro_rules! rs_kernel {
+        (cp, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, false,);
+        };
+        (tma, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, true, tensor_maps: *const u8);
+        };
+        (@entry $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident,
+         $tma:literal, $($maps:ident: $maps_type:ty)?) => {
+            /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
+            /// registers; [`RsKernel::threads`] threads, [`RsKernel::smem_bytes`] of dynamic
+            /// shared memory. The TMA instances ([`RsKernel::tma`]) take one more argument:
+            /// the tensor maps of I and of J (two `CUtensorMap`s in device memory, 64-byte
+            /// aligned, written before the launch; J's used only where `beams` is a multiple
+            /// of 8).
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(
+                intensity: *const u16,
+                u_m: *const f32,
+                u_n: *const f32,
+                out: *mut u16,
+                times: u32,
+                beams: u32,
+                channels: u32,
+                $($maps: $maps_type)?
+            ) {
+                fused_rs::<$wg, $nt, $m, $n, $s, { $nt / 2 }, $tma>(
+                    intensity,
+                    u_m,
+                    u_n,
+                    out,
+                    (times, beams, channels),
+                    0 $(+ $maps as u64)?,
+                    |d, a, b| $mma(d, a, b, true),
+                )
+            }
         };
     }
     rs_instances!(rs_kernels);
@@ -1329,7 +1560,14 @@ mod tests {
             let mut seen = std::vec![false; (nt * bb) as usize];
             for row in 0..nt {
                 for beam in 0..bb {
-                    let at = rs_staged_offset(row, beam, bb);
+                    let at = kernel.staged_offset(row, beam);
+                    if kernel.tma {
+                        // The tensor store's box of each 64 beams: 128-byte rows from a
+                        // 1024-byte aligned base, 16-byte chunks XOR-ed by `row % 8` (the
+                        // 128-byte swizzle of the tensor map).
+                        let half = (beam / 64) * kernel.stage_bytes();
+                        assert_eq!(at - half, swizzle_128b(row, 2 * (beam % 64)));
+                    }
                     assert!(at < nt * bb * 2 && at % 16 == 2 * (beam % 8));
                     assert!(!core::mem::replace(&mut seen[(at / 2) as usize], true), "{kernel:?}");
                 }
@@ -1341,7 +1579,7 @@ mod tests {
                 for jp in 0..nt / 16 {
                     let at: [u32; 32] = core::array::from_fn(|l| {
                         let (l, mi) = (l as u32, l as u32 / 8);
-                        rs_staged_offset(8 * (2 * jp + mi / 2) + l % 8, warp_beam + 8 * (mi % 2), bb)
+                        kernel.staged_offset(8 * (2 * jp + mi / 2) + l % 8, warp_beam + 8 * (mi % 2))
                     });
                     assert!(crate::bank::is_conflict_free(&at, 16), "{kernel:?} warp {warp} jp {jp}");
                 }
@@ -1350,16 +1588,16 @@ mod tests {
             // `(tid + threads i) / (bb / 8)`; whole warps conflict-free.
             let per_row = bb / 8;
             for i in 0..nt.div_ceil(16) {
-                for warp in 0..kernel.threads() / 32 {
+                for warp in 0..kernel.consumer_threads() / 32 {
                     let at: [u32; 32] = core::array::from_fn(|l| {
-                        let idx = (32 * warp + l as u32 + kernel.threads() * i) % (nt * per_row);
-                        rs_staged_offset(idx / per_row, 8 * (idx % per_row), bb)
+                        let idx = (32 * warp + l as u32 + kernel.consumer_threads() * i) % (nt * per_row);
+                        kernel.staged_offset(idx / per_row, 8 * (idx % per_row))
                     });
                     assert!(crate::bank::is_conflict_free(&at, 16), "{kernel:?} copy-out {i}");
                 }
             }
             // The store loop's bound covers the tile.
-            assert!(nt.div_ceil(16) * kernel.threads() >= nt * per_row && nt.div_ceil(16) <= 16);
+            assert!(nt.div_ceil(16) * kernel.consumer_threads() >= nt * per_row && nt.div_ceil(16) <= 16);
         }
     }
 
@@ -1450,6 +1688,13 @@ mod tests {
             // 256 threads without a cap run one block per SM (ptxas may take 255 registers);
             // capped kernels fit their blocks per SM in registers and shared memory.
             let cap = REGISTER_LIMITS.iter().find(|(k, _)| *k == kernel.name).map(|l| l.1);
+            // TMA instances: `build.rs` caps them at launch; two warpgroups consume.
+            let cap = if kernel.tma {
+                assert!(cap.is_none() && kernel.warpgroups == 2);
+                Some(RS_TMA_LAUNCH_REGISTERS)
+            } else {
+                cap
+            };
             let blocks = match cap {
                 Some(cap) => 65536 / (cap * kernel.threads()),
                 None => {
@@ -1477,8 +1722,9 @@ mod tests {
         assert_eq!(pick(24, 917, 5760), "frb_resample_fused_rsp3_n24_t184_sm90a");
         assert_eq!(pick(12, 917, 960), "frb_resample_fused_rsp3_n12_t184_sm90a");
         assert_eq!(pick(8, 917, 640), "frb_resample_fused_rsp2_n8_t232_sm90a");
-        assert_eq!(pick(16, 980, 2560), "frb_resample_fused_rsp2_n16_t248_sm90a");
-        assert_eq!(pick(20, 980, 3200), "frb_resample_fused_rsp2_n20_t248_sm90a");
+        assert_eq!(pick(16, 980, 2560), "frb_resample_fused_rsp2tma_n16_t248_sm90a");
+        assert_eq!(pick(20, 980, 3200), "frb_resample_fused_rsp2tma_n20_t248_sm90a");
+        assert_eq!(pick(16, 917, 2560), "frb_resample_fused_rsp2tma_n16_t232_sm90a");
         // Elsewhere by padding: 980 rows pad to 1104 in tiles of 184, 992 in tiles of 248.
         assert_eq!(pick(24, 980, 5760), "frb_resample_fused_rsp2_n24_t248_sm90a");
         assert_eq!(pick(24, 917, 128), "frb_resample_fused_rsp2_n24_t232_sm90a");

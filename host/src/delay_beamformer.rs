@@ -477,8 +477,8 @@ impl<'g> DelayBeamformer<'g> {
                 return Err(Error::ShapeMismatch { what, expected, actual });
             }
         }
-        check_aligned(self.gpu, input, 16, "delay beamformer input")?;
-        check_aligned(self.gpu, output, 8, "delay beamformer output")?;
+        check_aligned(input, 16, "delay beamformer input")?;
+        check_aligned(output, 8, "delay beamformer output")?;
         let states = match dither {
             Some(state) if c.dithered() => {
                 if state.plan != self.plan {
@@ -531,14 +531,11 @@ impl<'g> DelayBeamformer<'g> {
 }
 
 fn check_aligned<T: bytemuck::Pod>(
-    gpu: &Gpu,
     buffer: &DeviceBuffer<T>,
     alignment: u64,
     what: &'static str,
 ) -> Result<()> {
-    use cudarc::driver::DevicePtr;
-    let (ptr, _sync) = buffer.raw().device_ptr(gpu.stream());
-    if ptr % alignment != 0 {
+    if !buffer.device_address().is_multiple_of(alignment) {
         return Err(Error::Misaligned { what, alignment: alignment as usize });
     }
     Ok(())

@@ -246,6 +246,11 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn poison(&mut self, value: u8) -> Result<()> {
         fill(&self.stream, &mut self.raw, value)
     }
+    /// The device address of the first element (alignment checks, tensor maps).
+    pub fn device_address(&self) -> u64 {
+        use cudarc::driver::DevicePtr;
+        self.raw.device_ptr(&self.stream).0
+    }
     /// The untyped device allocation, to pass as a kernel argument.
     pub fn raw(&self) -> &CudaSlice<u8> {
         &self.raw

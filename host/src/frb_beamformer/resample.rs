@@ -436,7 +436,7 @@ impl<'g> FusedResampler<'g> {
                 || Error::InvalidConfig(format!("{name} is no transposed fused kernel for {config:?}")),
             )?;
         let tma = if gpu.wgmma_enabled() && kernel.tma {
-            let maps = gpu.alloc::<u8>(2 * std::mem::size_of::<TensorMap>(), 0)?;
+            let maps = gpu.alloc::<u8>(2 * std::mem::size_of::<cudarc::driver::sys::CUtensorMap>(), 0)?;
             Some(std::sync::Mutex::new(TensorMaps { encoded_for: None, maps }))
         } else {
             None
@@ -510,7 +510,7 @@ impl<'g> FusedResampler<'g> {
         // addresses are recorded, so they stay consistent.)
         let mut maps = self.tma.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
         if let Some(maps) = maps.as_mut() {
-            maps.encode(self.gpu, &c, self.gemm.tile.0, intensity, out)?;
+            maps.encode(&c, self.gemm.tile.0, intensity, out)?;
         }
         let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
         launch
@@ -540,8 +540,6 @@ impl<'g> FusedResampler<'g> {
     }
 }
 
-struct TensorMap(cudarc::driver::sys::CUtensorMap);
-
 /// The TMA kernels' tensor maps in device memory (I's, then J's), and the (I, J) addresses
 /// they were encoded for: encoded again only when other buffers come.
 struct TensorMaps {
@@ -556,23 +554,22 @@ impl TensorMaps {
     /// otherwise, and the map is zero).
     fn encode(
         &mut self,
-        gpu: &Gpu,
         c: &ResampleConfig,
         rows: u32,
         intensity: &DeviceBuffer<u16>,
         out: &DeviceBuffer<u16>,
     ) -> Result<()> {
-        let address = (device_address(gpu, intensity), device_address(gpu, out));
+        let address = (intensity.device_address(), out.device_address());
         if self.encoded_for == Some(address) {
             return Ok(());
         }
         let k = 4 * c.m as u64 * c.n as u64;
         let (t, f, b) = (c.times as u64, c.channels as u64, c.beams as u64);
         let i_map = tensor_map_3d(address.0, [k, t, f], [2 * k, 2 * k * t], [HOPPER_BK, rows, 1])?;
-        let mut words = i_map.0.opaque.to_vec();
+        let mut words = i_map.opaque.to_vec();
         if c.beams.is_multiple_of(8) {
             let j_map = tensor_map_3d(address.1, [b, t, f], [2 * b, 2 * b * t], [64, rows, 1])?;
-            words.extend_from_slice(&j_map.0.opaque);
+            words.extend_from_slice(&j_map.opaque);
         } else {
             words.extend_from_slice(&[0; 16]);
         }
@@ -582,16 +579,16 @@ impl TensorMaps {
     }
 }
 
-fn device_address<T: bytemuck::Pod>(gpu: &Gpu, buffer: &DeviceBuffer<T>) -> u64 {
-    use cudarc::driver::DevicePtr;
-    buffer.raw().device_ptr(gpu.stream()).0
-}
-
 /// A tensor map of a 3-d f16 array at device address `address` (`dims` innermost first,
 /// byte `strides` of the outer two) for the TMA kernels: boxes of `boxes` elements in the
 /// 128-byte swizzle (the wgmma operands' and the staged J halves' layout), elements outside
 /// the array read as zero and not written.
-fn tensor_map_3d(address: u64, dims: [u64; 3], strides: [u64; 2], boxes: [u32; 3]) -> Result<TensorMap> {
+fn tensor_map_3d(
+    address: u64,
+    dims: [u64; 3],
+    strides: [u64; 2],
+    boxes: [u32; 3],
+) -> Result<cudarc::driver::sys::CUtensorMap> {
     use cudarc::driver::sys;
     let steps = [1u32; 3];
     let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::uninit();
@@ -615,7 +612,7 @@ fn tensor_map_3d(address: u64, dims: [u64; 3], strides: [u64; 2], boxes: [u32; 3
     };
     status.result().during("encoding a tensor map of the FRB resampler")?;
     // SAFETY: initialised by the successful call above.
-    Ok(TensorMap(unsafe { map.assume_init() }))
+    Ok(unsafe { map.assume_init() })
 }
 
 #[cfg(test)]

@@ -189,6 +189,12 @@ pub const fn staged_offset(row: u32, col: u32) -> u32 {
 /// registers (without a cap ptxas would take up to 255).
 /// The transposed fused kernels of 3 warpgroups (384 threads) are capped at 168 for one
 /// block per SM.
+pub const REGISTER_LIMITS: [(&str, u32); 3] = [
+    ("frb_resample_gemm_wide_sm90a", 168),
+    ("frb_resample_fused_rsp3_n12_t184_sm90a", 168),
+    ("frb_resample_fused_rsp3_n24_t184_sm90a", 168),
+];
+
 /// The TMA instances ([`RsKernel::tma`]) launch at [`RS_TMA_LAUNCH_REGISTERS`] (`.maxnreg`,
 /// which `build.rs` adds to each: 384 threads x 168 fill the register file), then the
 /// producer warpgroup gives registers back and the consumers take them (`setmaxnreg`): the
@@ -198,12 +204,6 @@ pub const RS_PRODUCER_REGISTERS: u32 = 40;
 pub const RS_CONSUMER_REGISTERS: u32 = 232;
 const _: () =
     assert!(128 * RS_PRODUCER_REGISTERS + 256 * RS_CONSUMER_REGISTERS <= 384 * RS_TMA_LAUNCH_REGISTERS);
-
-pub const REGISTER_LIMITS: [(&str, u32); 3] = [
-    ("frb_resample_gemm_wide_sm90a", 168),
-    ("frb_resample_fused_rsp3_n12_t184_sm90a", 168),
-    ("frb_resample_fused_rsp3_n24_t184_sm90a", 168),
-];
 
 /// Whether the W-path GEMM takes the wide tile for `times` rows: when its tiles of 192 rows
 /// pad no more rows than the 128-row tiles do (a last tile of at most 64 rows counting 64,
@@ -238,9 +238,9 @@ pub struct RsKernel {
     pub m: u32,
     pub n: u32,
     pub stages: u32,
-    /// I's stages arrive by tensor copies (TMA, one thread) on per-slot mbarriers instead
-    /// of every thread's `cp.async` and a block barrier per stage; the kernel then takes a
-    /// tensor map of I (box 64 x `nt` x 1, 128-byte swizzle) as its last parameter.
+    /// I's stages arrive by tensor copies (TMA, a producer warpgroup) on per-slot mbarriers
+    /// instead of every thread's `cp.async` and a block barrier per stage, and J leaves by
+    /// tensor stores; the kernel then takes the tensor maps of I and J as its last parameter.
     pub tma: bool,
 }
 
@@ -374,7 +374,7 @@ pub const fn rs_pick_tile(times: u32, tiles: &[u32]) -> u32 {
 }
 
 /// Every instance of the transposed fused kernel, written once: `$callback!` gets (entry
-/// point, warpgroups, NT, M, N, stages, its RS wgmma) for each. [`RS_KERNELS`] and the sm_90a
+/// point, warpgroups, NT, M, N, stages, its RS wgmma, `cp` or `tma`) for each. [`RS_KERNELS`] and the sm_90a
 /// entry points are both made from this list.
 macro_rules! rs_instances {
     ($callback:ident) => {
@@ -930,6 +930,13 @@ mod rs_device {
         let (tiles_x, tiles_y) = (times.div_ceil(NT), beams.div_ceil(bb));
         let total = tiles_x * tiles_y * channels;
         let (first, stride) = (block_idx_x(), grid_dim_x());
+        // The tile's first slow sample, first beam and channel. Past the last tile (the
+        // consumers' pass that only stores the previous J): the last tile's channel, so that
+        // the U loads stay inside the arrays.
+        let tile_origin = |tile: u32| {
+            let channel = tile.min(total - 1) / (tiles_x * tiles_y);
+            (NT * (tile % tiles_x), bb * ((tile / tiles_x) % tiles_y), channel)
+        };
         // TMA form (warp-specialised): warpgroup 0 is the producer, whose thread 0 copies
         // every stage of the block's tiles by one tensor copy into the ring, in order, each
         // once the slot is free; warpgroups 1 .. WG are the consumers, the `WG` warpgroups of
@@ -960,8 +967,7 @@ mod rs_device {
                     let (mut filled, mut empty_phase) = (0u32, 0u32);
                     let mut tile = first;
                     while tile < total {
-                        let channel = tile / (tiles_x * tiles_y);
-                        let row0 = NT * (tile % tiles_x);
+                        let (row0, _, channel) = tile_origin(tile);
                         for step in 0..steps {
                             let slot = step % S;
                             if filled & (1 << slot) != 0 {
@@ -1013,7 +1019,6 @@ mod rs_device {
         // last wgmma reading the staging slots and this.
         let warp_beam = 64 * warpgroup + 16 * (t / 32);
         let mi = lane / 8;
-        let staged_at = |row: u32, beam: u32| kernel.staged_offset(row, beam);
         let epilogue = |acc: &[f32; ACC], (row0, col0, channel): (u32, u32, u32)| {
             // Capped kernels (WG >= 3): the staging base afresh, so that it is not kept in a
             // register across the main loop (it spilled at 168).
@@ -1024,11 +1029,11 @@ mod rs_device {
                 };
                 if 16 * (jp as u32) + 16 <= NT {
                     let row = 8 * (2 * jp as u32 + mi / 2) + lane % 8;
-                    let at = staged + staged_at(row, warp_beam + 8 * (mi % 2));
+                    let at = staged + kernel.staged_offset(row, warp_beam + 8 * (mi % 2));
                     stmatrix_x4_trans(at, [pack(0), pack(1), pack(2), pack(3)]);
                 } else if 16 * (jp as u32) + 8 == NT {
                     let row = 8 * (2 * jp as u32) + lane % 8;
-                    stmatrix_x2_trans(staged + staged_at(row, warp_beam + 8 * (mi % 2)), [pack(0), pack(1)]);
+                    stmatrix_x2_trans(staged + kernel.staged_offset(row, warp_beam + 8 * (mi % 2)), [pack(0), pack(1)]);
                 }
             });
             if TMA && beams.is_multiple_of(8) {
@@ -1057,7 +1062,7 @@ mod rs_device {
                         let (r, chunk) = (idx / per_row, idx % per_row);
                         let (row, col) = (row0 + r, col0 + 8 * chunk);
                         if row < times && col < beams {
-                            let v = ld_shared_v4(staged + staged_at(r, 8 * chunk));
+                            let v = ld_shared_v4(staged + kernel.staged_offset(r, 8 * chunk));
                             let at = row as usize * beams as usize + col as usize;
                             if beams.is_multiple_of(8) {
                                 st_global_v4(j.add(at) as *mut u32, v);
@@ -1108,19 +1113,13 @@ mod rs_device {
         // registers: each pass stores the previous tile's J, after the next tile's first copies.
         loop {
             let has_tile = tile < total;
-            // Past the last tile (the pass that only stores the previous J): the last tile's
-            // coordinates, so that the U loads below stay inside the arrays.
-            let channel = tile.min(total - 1) / (tiles_x * tiles_y);
-            let (row0, col0) = (NT * (tile % tiles_x), bb * ((tile / tiles_x) % tiles_y));
+            let (row0, col0, channel) = tile_origin(tile);
             let a = intensity.add(channel as usize * times as usize * k as usize);
 
             // I tile copies: thread `tid` copies chunk `tid % 8` of rows `tid / 8 + (threads / 8) j`.
             let rows_left = times.saturating_sub(row0 + r);
             let src = a.wrapping_add((row0 + r) as usize * k as usize + 8 * cc as usize);
             let copy = |step: u32, slot: u32| {
-                if TMA {
-                    return; // the producer's
-                }
                 let base = smem + slot * stage_bytes + dst;
                 let k0 = (step * HOPPER_BK) as usize;
                 unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -1150,16 +1149,15 @@ mod rs_device {
                 });
             }
             // The first stages into slots 0 .. S - WG - 1, free once every warpgroup waited
-            // for the previous tile's last group (the barrier that ended its main loop).
-            if has_tile {
+            // for the previous tile's last group (the barrier that ended its main loop). (The
+            // TMA form's producer copies every stage.)
+            if has_tile && !TMA {
                 unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if (s as u32) < d {
                         if (s as u32) < steps {
                             copy(s as u32, s as u32);
                         }
-                        if !TMA {
-                            cp_async_commit();
-                        }
+                        cp_async_commit();
                     }
                 });
             }

@@ -124,7 +124,8 @@ fn build_module(
 const REGISTER_LIMITS: [(&str, u32); 3] =
     [("correlate_ci8_station_pol_async", 200), ("delay_beamformer_p1", 168), ("delay_beamformer_p2", 168)];
 
-/// Adds `.maxnreg` to the entries of `REGISTER_LIMITS`; `RADIO_KERNELS_MAXNREG=name=n,...`
+/// Adds `.maxnreg` to the entries of `REGISTER_LIMITS` (and the cluster shape to the
+/// cluster PFB kernels); `RADIO_KERNELS_MAXNREG=name=n,...`
 /// overrides or adds caps for experiments.
 fn limit_registers(ptx: &str) -> String {
     let mut limits: Vec<(String, u32)> = REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)).collect();
@@ -155,14 +156,23 @@ fn limit_registers(ptx: &str) -> String {
     }
     let mut out = String::with_capacity(ptx.len());
     let mut pending: Option<u32> = None;
+    let mut cluster = false;
     for line in ptx.lines() {
         if let Some(name) = line.trim_start().strip_prefix(".visible .entry ") {
             let name = name.split('(').next().unwrap_or("");
             pending = limits.iter().find(|(k, _)| k == name).map(|(_, n)| *n);
+            cluster = radio_kernels_gpu::pfb::cluster::CLUSTER_KERNELS.contains(&name);
         }
         if line.trim() == "{" {
             if let Some(n) = pending.take() {
                 out.push_str(&format!(".maxnreg {n}\n"));
+            }
+            if std::mem::take(&mut cluster) {
+                // The cluster PFB kernels run in clusters of 4 blocks (one per unzipped row).
+                out.push_str(&format!(
+                    ".explicitcluster\n.reqnctapercluster {}, 1, 1\n",
+                    radio_kernels_gpu::pfb::cluster::CLUSTER_BLOCKS
+                ));
             }
         }
         out.push_str(line);

@@ -1,5 +1,6 @@
 //! `cargo bench --bench pfb`: PFB channelizer, the three-kernel path (FIR, cuFFT C2C,
-//! post-processing) for n in {1024, 4096, 32768} and the fused kernel for n in {1024, 4096},
+//! post-processing) for n in {1024, 4096, 32768} and the fused path for n in {1024, 4096} (at
+//! n = 1024 on sm_90 the cluster kernel, and the sm_80 fused kernel beside it),
 //! 16 taps, 10-bit input, int8 output, on device-resident random input of about 2^27 samples
 //! per polarisation per launch; the fused rows give their speed-up over the three-kernel
 //! path (kernel times and whole `run` calls).
@@ -63,7 +64,11 @@ fn main() {
         let three_output = ch.output().download().expect("output");
         rows.push((label, samples, ch.kernel_bytes(), config.output_bytes() as u64, [all, fir, fft, post]));
         drop(ch);
-        if channels <= radio_kernels::pfb::FUSED_MAX_CHANNELS {
+        // At n = 1024 on sm_90 the fused path runs the cluster kernel; the sm_80 fused kernel
+        // is measured beside it (sm_90a kernels switched off).
+        let kinds: &[bool] = if channels == 1024 && gpu.wgmma_enabled() { &[true, false] } else { &[true] };
+        for &sm90 in kinds.iter().filter(|_| channels <= radio_kernels::pfb::FUSED_MAX_CHANNELS) {
+            gpu.set_wgmma_enabled(sm90);
             let mut ch = Channelizer::with_path(&gpu, config.clone(), None, PfbPath::Fused).expect("fused");
             ch.fill_input_with(|buffer| fill_random(&gpu, buffer, 17)).expect("fill");
             ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
@@ -74,13 +79,17 @@ fn main() {
             let equal = out.iter().zip(&three_output).filter(|(a, b)| a == b).count();
             let f_all = median_ms(&gpu, REPS, || ch.run().expect("run"));
             let f_kernel = median_ms(&gpu, REPS, || ch.run_fused().expect("fused"));
-            let label = format!("fused n={channels} T=16 10-bit");
+            let kind = if channels == 1024 && sm90 { "cluster" } else { "sm_80" };
+            if let Some(clusters) = ch.resident_clusters() {
+                println!("cluster kernel: {clusters} clusters of 4 blocks resident");
+            }
+            let label = format!("fused ({kind}) n={channels} T=16 10-bit");
             group.throughput(Throughput::Elements(samples));
             group.bench_function(&label, |b| {
                 b.iter_custom(|iters| common::event_time(&gpu, iters, || ch.run_fused().expect("fused")))
             });
             fused_rows.push((
-                channels,
+                format!("n={channels} {kind}"),
                 samples,
                 ch.fused_bytes(),
                 f_all,
@@ -90,7 +99,9 @@ fn main() {
                 close,
                 equal as f64 / out.len() as f64,
             ));
+            drop(ch);
         }
+        gpu.set_wgmma_enabled(true);
     }
     group.finish();
 
@@ -123,9 +134,9 @@ fn main() {
         println!("    post {post:.3} ms  {}", fraction(*b_post, *post));
     }
     println!("\nFused kernel (same input, gains and GPU; ratios against the three-kernel rows above):");
-    for (channels, samples, bytes, all, kernel, three_all, three_sum, close, equal) in &fused_rows {
+    for (label, samples, bytes, all, kernel, three_all, three_sum, close, equal) in &fused_rows {
         println!(
-            "  n={channels}: run {all:.3} ms = {:.0} Msample/s per pol ({:.2}x the three-kernel run); kernel \
+            "  {label}: run {all:.3} ms = {:.0} Msample/s per pol ({:.2}x the three-kernel run); kernel \
              {kernel:.3} ms = {:.0} Msample/s per pol, {:.1} Gsample/s both pols ({:.2}x the three kernels' sum \
              {three_sum:.3} ms); {} moved once; output within one LSB of the three-kernel path: {close} \
              ({:.3}% of bytes equal)",

@@ -141,57 +141,68 @@ fn check_case_on(gpu: &Gpu, case: &Case, rng: &mut StdRng, path: PfbPath) {
     let out = run_stream(&mut ch, [&samples[0], &samples[1]], [&present[0], &present[1]]);
     assert!(out.len() >= 2, "two output chunks from the stream, got {}", out.len());
     for chunk in &out[..2] {
-        let r = reference_chunk(
+        assert_chunk_matches_reference(
             &config,
             &weights,
             &gains,
             &models,
             [&samples[0], &samples[1]],
             [&present[0], &present[1]],
-            chunk.first_spectrum,
-        )
-        .unwrap();
-        let max = config.output.max() as f64;
-        let mut worst = 0;
-        let mut near_boundary = vec![0u32; r.saturated.len()];
-        let per_heap = config.spectra_per_heap as usize * config.channels as usize * 2;
-        for (i, y) in r.values.iter().enumerate() {
-            let (re, im) = output_value(&chunk.data, config.output, i);
-            for (got, want) in [(re, y.re), (im, y.im)] {
-                let want = want.round_ties_even().clamp(-max, max) as i32;
-                let diff = (got - want).abs();
-                assert!(
-                    diff <= 1,
-                    "value {i}: got {got}, reference {want} ({y}), case n {}",
-                    config.channels
-                );
-                worst = worst.max(diff);
-            }
-            if [y.re, y.im].iter().any(|v| (v.abs() - (max + 0.5)).abs() < 0.05) {
-                near_boundary[(i / per_heap) * 2 + i % 2] += 1;
-            }
+            chunk,
+        );
+    }
+}
+
+/// One output chunk against the f64 reference: every component within one LSB, saturation
+/// counts equal up to the values within 0.05 of the clipping boundary, the lost flags equal
+/// (and checked again sample by sample).
+fn assert_chunk_matches_reference(
+    config: &ChannelizerConfig,
+    weights: &[f32],
+    gains: &[[f32; 2]],
+    models: &[DelayModel; 2],
+    samples: [&[i32]; 2],
+    present: [&[bool]; 2],
+    chunk: &OutputChunk,
+) {
+    let config = config.clone();
+    let r = reference_chunk(&config, weights, gains, models, samples, present, chunk.first_spectrum).unwrap();
+    let max = config.output.max() as f64;
+    let mut worst = 0;
+    let mut near_boundary = vec![0u32; r.saturated.len()];
+    let per_heap = config.spectra_per_heap as usize * config.channels as usize * 2;
+    for (i, y) in r.values.iter().enumerate() {
+        let (re, im) = output_value(&chunk.data, config.output, i);
+        for (got, want) in [(re, y.re), (im, y.im)] {
+            let want = want.round_ties_even().clamp(-max, max) as i32;
+            let diff = (got - want).abs();
+            assert!(diff <= 1, "value {i}: got {got}, reference {want} ({y}), case n {}", config.channels);
+            worst = worst.max(diff);
         }
-        for (h, (&got, &want)) in chunk.saturated.iter().zip(&r.saturated).enumerate() {
-            assert!(
-                got.abs_diff(want) <= near_boundary[h],
-                "saturation count [heap][pol] {h}: got {got}, reference {want} (+-{})",
-                near_boundary[h]
-            );
+        if [y.re, y.im].iter().any(|v| (v.abs() - (max + 0.5)).abs() < 0.05) {
+            near_boundary[(i / per_heap) * 2 + i % 2] += 1;
         }
-        let total: u32 = r.saturated.iter().sum();
-        println!("  chunk from spectrum {}: worst |diff| {worst}, {total} saturated", chunk.first_spectrum);
-        assert_eq!(chunk.lost_spectra, r.lost_spectra);
-        assert_eq!(chunk.lost_heaps, r.lost_heaps);
-        // Independent check of the flags, sample by sample.
-        let schedule = Schedule::new(&config, &models, chunk.first_spectrum).unwrap();
-        for (i, &lost) in chunk.lost_spectra.iter().enumerate() {
-            let want = (0..2).any(|p| {
-                let start = schedule.starts[p][i];
-                (start..start + config.window() as i64)
-                    .any(|t| t < 0 || !present[p][(t / config.packet_samples as i64) as usize])
-            });
-            assert_eq!(lost, want, "spectrum {}", chunk.first_spectrum + i as i64);
-        }
+    }
+    for (h, (&got, &want)) in chunk.saturated.iter().zip(&r.saturated).enumerate() {
+        assert!(
+            got.abs_diff(want) <= near_boundary[h],
+            "saturation count [heap][pol] {h}: got {got}, reference {want} (+-{})",
+            near_boundary[h]
+        );
+    }
+    let total: u32 = r.saturated.iter().sum();
+    println!("  chunk from spectrum {}: worst |diff| {worst}, {total} saturated", chunk.first_spectrum);
+    assert_eq!(chunk.lost_spectra, r.lost_spectra);
+    assert_eq!(chunk.lost_heaps, r.lost_heaps);
+    // Independent check of the flags, sample by sample.
+    let schedule = Schedule::new(&config, models, chunk.first_spectrum).unwrap();
+    for (i, &lost) in chunk.lost_spectra.iter().enumerate() {
+        let want = (0..2).any(|p| {
+            let start = schedule.starts[p][i];
+            (start..start + config.window() as i64)
+                .any(|t| t < 0 || !present[p][(t / config.packet_samples as i64) as usize])
+        });
+        assert_eq!(lost, want, "spectrum {}", chunk.first_spectrum + i as i64);
     }
 }
 
@@ -491,6 +502,113 @@ fn a_chunked_stream_equals_one_long_buffer_bit_for_bit() {
         }
         assert!(whole.iter().any(|c| c.lost_heaps.iter().any(|&l| l)), "some heaps lost");
         assert!(whole.iter().any(|c| c.lost_heaps.iter().any(|&l| !l)), "some heaps complete");
+    }
+}
+
+/// The cluster kernel (the fused path at n = 1024 on sm_90): delay tracks that step inside
+/// batches (each window read directly), between batches (the window reloaded) and rarely
+/// (windows sliding across batches) give, chunk by chunk, the bits of one long buffer, the
+/// f64 reference within one LSB (flags and saturation counts too) and values within one LSB
+/// of the three-kernel path, for every bit width, tap variant and both output formats.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
+    let (gpu, mut rng) = (gpu(), rng());
+    assert!(gpu.wgmma_enabled(), "the cluster kernel runs on sm_90 GPUs");
+    for (taps, bits, output, sigma) in [
+        (16, 10, OutputFormat::Ci8, 50.0),
+        (16, 16, OutputFormat::Ci8, 300.0),
+        (13, 4, OutputFormat::Ci4, 4.0),
+        (8, 12, OutputFormat::Ci8, 2000.0),
+        (4, 8, OutputFormat::Ci8, 40.0),
+        (1, 10, OutputFormat::Ci4, 3.0),
+    ] {
+        let small = ChannelizerConfig {
+            channels: 1024,
+            taps,
+            bits,
+            spectra_per_heap: 16,
+            heaps_per_chunk: 2,
+            chunk_samples: 4096,
+            packet_samples: 512,
+            max_delay: 6000,
+            output,
+        };
+        let len = 2048 * 16 * 2 * 10;
+        let long = ChannelizerConfig { chunk_samples: len as u32, ..small.clone() };
+        let samples = [0, 1].map(|_| random_stream(len, bits, &mut rng));
+        let present =
+            [0, 1].map(|_| (0..len / 512).map(|_| rng.random_range(0..60) != 0).collect::<Vec<bool>>());
+        // Pol 0 steps about every 2.4 spectra (most batches have a step inside), pol 1 about
+        // every 16 (batches slide, a few reload).
+        let models = [
+            DelayModel {
+                delay: 2500.0,
+                delay_rate: 2e-4,
+                phase: 0.3,
+                phase_rate: 1e-3,
+                reference_sample: 0.0,
+            },
+            DelayModel {
+                delay: -900.0,
+                delay_rate: -3e-5,
+                phase: -1.0,
+                phase_rate: 0.0,
+                reference_sample: 5e4,
+            },
+        ];
+        let gains = random_gains(&small, sigma, &mut rng);
+        let mut outputs = Vec::new();
+        for (config, path) in
+            [(&small, PfbPath::Fused), (&long, PfbPath::Fused), (&long, PfbPath::ThreeKernel)]
+        {
+            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            ch.poison_before_runs(Some(POISON));
+            ch.set_gains(&gains).unwrap();
+            for (p, m) in models.iter().enumerate() {
+                ch.set_delay_model(p, *m).unwrap();
+            }
+            outputs.push(run_stream(&mut ch, [&samples[0], &samples[1]], [&present[0], &present[1]]));
+        }
+        let (chunked, whole, three) = (&outputs[0], &outputs[1], &outputs[2]);
+        assert!(whole.len() >= 6 && chunked.len() >= whole.len() && three.len() == whole.len());
+        for (a, b) in chunked.iter().zip(whole) {
+            assert_eq!(a, b, "T {taps} {bits}-bit: output chunk from spectrum {}", a.first_spectrum);
+        }
+        let weights = hann_sinc_weights(1024, taps);
+        let (mut equal, mut total, mut saturated) = (0usize, 0usize, 0u32);
+        for (a, b) in whole.iter().zip(three) {
+            assert_chunk_matches_reference(
+                &small,
+                &weights,
+                &gains,
+                &models,
+                [&samples[0], &samples[1]],
+                [&present[0], &present[1]],
+                a,
+            );
+            assert_eq!(a.first_spectrum, b.first_spectrum);
+            for i in 0..small.output_values() {
+                let (x, y) = (output_value(&a.data, output, i), output_value(&b.data, output, i));
+                for (u, v) in [(x.0, y.0), (x.1, y.1)] {
+                    assert!(
+                        (u - v).abs() <= 1,
+                        "T {taps} {bits}-bit, value {i}: cluster {u}, three-kernel {v}"
+                    );
+                    equal += (u == v) as usize;
+                    total += 1;
+                }
+            }
+            saturated += a.saturated.iter().sum::<u32>();
+        }
+        println!(
+            "T {taps} {bits}-bit {output:?}: {} chunks streamed, {} whole; {equal} of {total} components equal \
+             to the three-kernel path ({:.4}%), {saturated} saturated",
+            chunked.len(),
+            whole.len(),
+            100.0 * equal as f64 / total as f64
+        );
+        assert!(saturated > 0 || (sigma < 100.0 && output == OutputFormat::Ci8), "some values saturate");
     }
 }
 

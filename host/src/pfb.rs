@@ -1,9 +1,11 @@
 //! PFB channelizer (F-engine, seed 004): configuration and validation, sample packing, PFB
 //! weights, the delay model, lost-data flags, the f64 CPU reference, and the [`Channelizer`]
-//! that runs the GPU path on a stream of chunks: for n <= 4096 the fused kernel
-//! (`radio_kernels_gpu::pfb::fused`: FIR, FFT and post-processing in one launch), otherwise
-//! (or when asked, [`PfbPath::ThreeKernel`]) the three-kernel path (FIR, cuFFT C2C,
-//! post-processing). Device side, formulas and layouts: `radio_kernels_gpu::pfb`.
+//! that runs the GPU path on a stream of chunks: by default the three-kernel path (FIR, cuFFT
+//! C2C, post-processing), or when asked ([`PfbPath::Fused`], n <= 4096) the fused path (FIR,
+//! FFT and post-processing in one launch): on sm_90 at n = 1024 the cluster kernel
+//! (`radio_kernels_gpu::pfb::cluster`, at most 16 taps, heaps of whole batches of 8
+//! spectra), otherwise the sm_80 fused kernel (`radio_kernels_gpu::pfb::fused`). Device side,
+//! formulas and layouts: `radio_kernels_gpu::pfb`.
 //!
 //! Time: stream sample 0 is the first sample of the first chunk; spectrum m's window nominally
 //! starts at sample `2 n m` (critically sampled, sec. 2.1). The delay model of each
@@ -19,10 +21,11 @@
 //! the same launches from that buffer as soon as its last window has arrived, so a
 //! stream cut into any chunk size gives the same bytes as one long buffer.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
 use radio_kernels_gpu::pfb as layout;
+use radio_kernels_gpu::pfb::cluster as cluster_layout;
 use radio_kernels_gpu::pfb::fused as fused_layout;
 pub use radio_kernels_gpu::pfb::fused::{FUSED_MAX_CHANNELS, FUSED_THREADS};
 pub use radio_kernels_gpu::pfb::{
@@ -550,15 +553,16 @@ impl Drop for FftPlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PfbPath {
     /// One kernel (FIR, FFT and post-processing with the spectra in shared memory), for
-    /// n <= [`FUSED_MAX_CHANNELS`].
+    /// n <= [`FUSED_MAX_CHANNELS`]: the cluster kernel where it applies (sm_90, n = 1024,
+    /// at most 16 taps, heaps of whole batches of 8 spectra), else the sm_80 fused kernel.
     Fused,
     /// FIR, cuFFT C2C and post-processing kernels (any n).
     ThreeKernel,
 }
 
 impl PfbPath {
-    /// The default: the three-kernel path. The fused kernel (opt-in through
-    /// [`Channelizer::with_path`]) is still slower on the H200 (BENCHMARKS.md).
+    /// The default: the three-kernel path. The fused kernels (opt-in through
+    /// [`Channelizer::with_path`]) are still slower on the H200 (BENCHMARKS.md).
     pub fn for_config(_config: &ChannelizerConfig) -> PfbPath {
         PfbPath::ThreeKernel
     }
@@ -579,6 +583,18 @@ struct Fused {
     kernel: CudaFunction,
     twiddles: DeviceBuffer<[f32; 2]>,
     spectra_per_block: u32,
+    /// The cluster kernel (`radio_kernels_gpu::pfb::cluster`) instead, with the clusters that
+    /// are resident at once.
+    clusters: Option<u32>,
+}
+
+/// Whether the fused path runs the cluster kernel: the sm_90a kernels are in use, n is
+/// [`cluster_layout::CLUSTER_CHANNELS`], at most 16 taps, and heaps are whole batches.
+fn cluster_kernel_applies(gpu: &Gpu, config: &ChannelizerConfig) -> bool {
+    gpu.wgmma_enabled()
+        && config.channels == cluster_layout::CLUSTER_CHANNELS
+        && config.taps <= cluster_layout::CLUSTER_MAX_TAPS
+        && config.spectra_per_heap.is_multiple_of(cluster_layout::CLUSTER_BATCH)
 }
 
 /// The fused kernel's twiddle table for `channels`: `exp(-j pi k / n)` for `k < 2n`.
@@ -694,6 +710,36 @@ impl<'g> Channelizer<'g> {
                 };
                 (Some(three), None)
             }
+            PfbPath::Fused if cluster_kernel_applies(gpu, &config) => {
+                let variant = layout::fir_variant(config.taps);
+                let kernel = gpu.hopper_function(cluster_layout::cluster_kernel_name(variant, int4))?;
+                // As above: the most any channelizer of this GPU needs (16-bit input).
+                allow_dynamic_shared(
+                    &kernel,
+                    cluster_layout::cluster_shared_bytes(16),
+                    "raising the cluster PFB kernel's shared-memory limit",
+                )?;
+                let probe = launch_1d(
+                    cluster_layout::CLUSTER_BLOCKS,
+                    cluster_layout::CLUSTER_THREADS,
+                    cluster_layout::cluster_shared_bytes(config.bits),
+                );
+                let clusters = kernel
+                    .occupancy_max_active_clusters(probe, gpu.stream())
+                    .during("querying the cluster PFB kernel's resident clusters")?;
+                if clusters == 0 {
+                    return Err(Error::InvalidConfig(
+                        "the cluster PFB kernel cannot be resident on this GPU".into(),
+                    ));
+                }
+                let fused = Fused {
+                    kernel,
+                    twiddles: gpu.upload(&fused_twiddles(config.channels))?,
+                    spectra_per_block: cluster_layout::CLUSTER_BATCH,
+                    clusters: Some(clusters),
+                };
+                (None, Some(fused))
+            }
             PfbPath::Fused => {
                 let kernel = gpu.function(fused_layout::fused_kernel_for(config.taps, int4))?;
                 // As above: the most any channelizer of this GPU needs.
@@ -709,6 +755,7 @@ impl<'g> Channelizer<'g> {
                         config.channels,
                         config.spectra_per_heap,
                     ),
+                    clusters: None,
                 };
                 (None, Some(fused))
             }
@@ -747,6 +794,13 @@ impl<'g> Channelizer<'g> {
 
     pub fn config(&self) -> &ChannelizerConfig {
         &self.config
+    }
+
+    /// Clusters of the fused path's cluster kernel resident at once (its launches are one
+    /// wave of them), or `None` where the fused path runs the sm_80 kernel or the
+    /// three-kernel path runs.
+    pub fn resident_clusters(&self) -> Option<u32> {
+        self.fused.as_ref().and_then(|f| f.clusters)
     }
 
     /// The kernels this channelizer runs.
@@ -948,11 +1002,19 @@ impl<'g> Channelizer<'g> {
         let spectra = c.spectra_per_chunk();
         let g = fused.spectra_per_block;
         self.saturated.poison(0)?;
-        let cfg = LaunchConfig {
-            // g divides the heap, so every block is whole and inside one heap.
-            grid_dim: (spectra / g, 1, 1),
-            block_dim: (FUSED_THREADS, 1, 1),
-            shared_mem_bytes: fused_layout::fused_shared_bytes(c.channels, g),
+        // The cluster kernel: one wave, each cluster a run of whole batches (g divides the
+        // heap and so the chunk). The sm_80 kernel: one block per g spectra of one heap.
+        let run = fused.clusters.map(|resident| {
+            let batches = spectra / g;
+            batches.div_ceil(resident.min(batches)) * g
+        });
+        let cfg = match run {
+            Some(run) => launch_1d(
+                cluster_layout::CLUSTER_BLOCKS * spectra.div_ceil(run),
+                cluster_layout::CLUSTER_THREADS,
+                cluster_layout::cluster_shared_bytes(c.bits),
+            ),
+            None => launch_1d(spectra / g, FUSED_THREADS, fused_layout::fused_shared_bytes(c.channels, g)),
         };
         let mut launch = self.gpu.stream().launch_builder(&fused.kernel);
         launch
@@ -965,17 +1027,22 @@ impl<'g> Channelizer<'g> {
             .arg(self.fine.raw())
             .arg(self.rotation.raw())
             .arg(self.output.raw_mut())
-            .arg(self.saturated.raw_mut())
-            .arg(&c.channels)
-            .arg(&c.taps)
-            .arg(&spectra)
-            .arg(&c.spectra_per_heap)
-            .arg(&c.bits)
-            .arg(&g);
-        // SAFETY: matches `pfb_fused_t*_ci*(input0, input1, offsets, weights, twiddles, gains,
-        // fine, rotation, out, saturated, channels, taps, spectra, spectra_per_heap, bits, g)`;
-        // `run` checked every window lies in the inputs; twiddles hold 2n values, the other
-        // buffers the sizes allocated in `with_path`.
+            .arg(self.saturated.raw_mut());
+        match &run {
+            Some(run) => launch.arg(&c.taps).arg(&spectra).arg(&c.spectra_per_heap).arg(&c.bits).arg(run),
+            None => launch
+                .arg(&c.channels)
+                .arg(&c.taps)
+                .arg(&spectra)
+                .arg(&c.spectra_per_heap)
+                .arg(&c.bits)
+                .arg(&g),
+        };
+        // SAFETY: matches `pfb_cluster_t*_ci*(input0, input1, offsets, weights, twiddles, gains,
+        // fine, rotation, out, saturated, taps, spectra, spectra_per_heap, bits, run)` (n = 1024,
+        // heap and run whole batches) or `pfb_fused_t*_ci*(.., saturated, channels, taps,
+        // spectra, spectra_per_heap, bits, g)`; `run` checked every window lies in the inputs;
+        // twiddles hold 2n values, the other buffers the sizes allocated in `with_path`.
         unsafe { launch.launch(cfg) }.during("launching the fused PFB kernel")?;
         Ok(())
     }
@@ -1801,6 +1868,169 @@ mod tests {
                 assert!(w <= 4, "n {n}, warp {warp}: post mirror loads take {w} wavefronts");
             }
         }
+    }
+
+    /// The cluster kernel's output slots: the four blocks together hold every channel, each
+    /// once, except the self-mirrored column n/8's (the same values twice, from one thread);
+    /// gain slots are a bijection onto the gain table; shared memory fits an SM for every bit
+    /// width, with 16-byte aligned stages.
+    #[test]
+    fn cluster_blocks_cover_every_channel_and_fit_shared_memory() {
+        use cluster_layout::*;
+        let n = CLUSTER_CHANNELS;
+        let a = n / UNZIP;
+        let mut seen = vec![0u32; n as usize];
+        for rank in 0..CLUSTER_BLOCKS {
+            let slots = if rank == 0 { CLUSTER_OUT_SLOTS } else { CLUSTER_OUT_SLOTS - 4 };
+            let mut gains = vec![false; CLUSTER_GAIN_SLOTS as usize];
+            for slot in 0..slots {
+                seen[cluster_slot_channel(slot, rank) as usize] += 1;
+                for p in 0..2 {
+                    let g = cluster_gain_slot(p, slot) as usize;
+                    assert!(!gains[g], "rank {rank} slot {slot} pol {p}: gain slot {g} twice");
+                    gains[g] = true;
+                }
+            }
+            if rank == 0 {
+                assert!(gains.iter().all(|&g| g));
+            }
+        }
+        for (k, &count) in seen.iter().enumerate() {
+            let twice = k as u32 % a == a / 2;
+            assert_eq!(count, if twice { 2 } else { 1 }, "channel {k}");
+        }
+        for lane in 0..CLUSTER_POST_COLUMNS {
+            for side in 0..2 {
+                for v in 0..4 {
+                    let slot = cluster_out_slot(lane, side, v);
+                    let u = lane + 1; // rank 0
+                    assert_eq!(cluster_slot_channel(slot, 0), if side == 0 { u } else { a - u } + a * v);
+                }
+            }
+        }
+        for bits in layout::BITS {
+            assert!(
+                cluster_shared_bytes(bits) <= 227 * 1024,
+                "{bits}-bit: {} bytes",
+                cluster_shared_bytes(bits)
+            );
+            assert_eq!(cluster_row_bytes(bits) % 16, 0);
+        }
+        assert_eq!(CLUSTER_STAGE_OFFSET % 16, 0);
+        assert_eq!(CLUSTER_FFT_BYTES % 16, 0);
+        assert_eq!(CLUSTER_THREADS, 32 * CLUSTER_BATCH, "one warp per spectrum of a batch in the post");
+        assert_eq!(CLUSTER_THREADS, CLUSTER_POINTS, "one row twiddle per thread");
+    }
+
+    /// Every shared-memory access of the cluster kernel's loop, as its warps issue them: the FIR
+    /// stores, both FFT passes' loads and stores, the post's gain loads and output-staging
+    /// stores and the copy-out's loads are conflict-free; the post's (remote) loads of columns
+    /// u and n/4 - u at most 2-way.
+    #[test]
+    fn cluster_shared_memory_accesses_are_conflict_free() {
+        use cluster_layout::*;
+        use fused_layout::{fused_slot, stockham_load, stockham_store};
+        use radio_kernels_gpu::bank::wavefronts;
+        let a = CLUSTER_POINTS;
+        let buffer = 8 * fused_layout::fused_buffer_slots(a);
+        for warp in 0..CLUSTER_THREADS / 32 {
+            let tid = |l: usize| 32 * warp + l as u32;
+            for b in 0..CLUSTER_TRANSFORMS {
+                let fir: [u32; 32] = std::array::from_fn(|l| b * buffer + 8 * fused_slot(tid(l)));
+                assert_eq!(wavefronts(&fir, 8), 2, "FIR stores");
+            }
+            for ns in [1, 16] {
+                for r in 0..16 {
+                    let at = |l: usize, e: u32| (tid(l) / 16) * buffer + 8 * fused_slot(e);
+                    let load: [u32; 32] =
+                        std::array::from_fn(|l| at(l, stockham_load(tid(l) % 16, r, a, 16)));
+                    let store: [u32; 32] =
+                        std::array::from_fn(|l| at(l, stockham_store(tid(l) % 16, r, ns, 16)));
+                    assert_eq!(wavefronts(&load, 8), 2, "pass {ns}, r {r}: loads");
+                    assert_eq!(wavefronts(&store, 8), 2, "pass {ns}, r {r}: stores");
+                }
+            }
+        }
+        for rank in 0..CLUSTER_BLOCKS {
+            let u = |l: usize| rank * CLUSTER_POST_COLUMNS + l as u32 + 1;
+            let column: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot(u(l)));
+            let mirror: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot(a - u(l)));
+            // Columns u = 32 c + 1 .. 32 c + 32 straddle a pad slot in each half-warp phase:
+            // 2-way, as the fused kernel's mirror loads.
+            assert!(wavefronts(&column, 8) <= 4, "rank {rank}: post loads of u");
+            assert!(wavefronts(&mirror, 8) <= 4, "rank {rank}: post loads of n/4 - u");
+        }
+        for s in 0..CLUSTER_BATCH {
+            for side in 0..2 {
+                for v in 0..4 {
+                    let stage: [u32; 32] =
+                        std::array::from_fn(|l| 4 * cluster_out_word(s, cluster_out_slot(l as u32, side, v)));
+                    assert_eq!(wavefronts(&stage, 4), 1, "output staging stores");
+                    for p in 0..2 {
+                        let gain: [u32; 32] = std::array::from_fn(|l| {
+                            8 * cluster_gain_slot(p, cluster_out_slot(l as u32, side, v))
+                        });
+                        assert_eq!(wavefronts(&gain, 8), 2, "gain loads");
+                    }
+                }
+            }
+            for first in (0..CLUSTER_OUT_SLOTS).step_by(32) {
+                let copy: [u32; 32] =
+                    std::array::from_fn(|l| 4 * cluster_out_word(s, (first + l as u32) % CLUSTER_OUT_SLOTS));
+                assert!(wavefronts(&copy, 4) <= 2, "copy-out loads");
+            }
+        }
+    }
+
+    /// The cluster kernel's row FFT as the device runs it (two radix-16 Stockham passes over
+    /// padded slots, `W_(n/4)` twiddles as every fourth entry pair of the n-point table)
+    /// matches an f64 DFT of n/4 points.
+    #[test]
+    fn cluster_row_fft_matches_a_dft() {
+        use cluster_layout::*;
+        use fused_layout::*;
+        let mut rng = rng();
+        let a = CLUSTER_POINTS;
+        let tw = fused_twiddles(CLUSTER_CHANNELS);
+        let z: Vec<[f64; 2]> =
+            (0..a).map(|_| [rng.random_range(-1000.0..1000.0), rng.random_range(-1000.0..1000.0)]).collect();
+        let mut smem = vec![[f32::NAN; 2]; fused_buffer_slots(a) as usize];
+        for q in 0..a {
+            smem[fused_slot(q) as usize] = [z[q as usize][0] as f32, z[q as usize][1] as f32];
+        }
+        for ns in [1, 16] {
+            let mut next = smem.clone();
+            for j in 0..a / 16 {
+                let w = stockham_twiddles(|at| tw[4 * at as usize], j, ns, a, 16);
+                let mut v = [[0.0f32; 2]; 16];
+                for r in 0..16 {
+                    v[r as usize] = smem[fused_slot(stockham_load(j, r, a, 16)) as usize];
+                    if ns > 1 {
+                        v[r as usize] = layout::cmul(v[r as usize], w[r as usize]);
+                    }
+                }
+                let v = dft_radix(v, 16);
+                for r in 0..16 {
+                    next[fused_slot(stockham_store(j, r, ns, 16)) as usize] = v[r as usize];
+                }
+            }
+            smem = next;
+        }
+        let (mut err, mut norm) = (0.0f64, 0.0f64);
+        for k in 0..a {
+            let mut want = [0.0f64; 2];
+            for (q, zq) in z.iter().enumerate() {
+                let (s, c) =
+                    (-std::f64::consts::TAU * (q as u64 * k as u64 % a as u64) as f64 / a as f64).sin_cos();
+                want[0] += zq[0] * c - zq[1] * s;
+                want[1] += zq[0] * s + zq[1] * c;
+            }
+            let got = smem[fused_slot(k) as usize];
+            err += (got[0] as f64 - want[0]).powi(2) + (got[1] as f64 - want[1]).powi(2);
+            norm += want[0].powi(2) + want[1].powi(2);
+        }
+        let rel = (err / norm).sqrt();
+        assert!(rel < 1e-6, "relative L2 error {rel}");
     }
 
     #[test]

@@ -705,3 +705,58 @@ pub unsafe fn ld_global_nc_v2(ptr: *const u32) -> [u32; 2] {
 pub unsafe fn st_shared_u16(address: u32, value: u16) {
     asm!("st.shared.u16 [{0}], {1};", in(reg32) address, in(reg16) value, options(nostack));
 }
+
+// ---------------------------------------------------------------------------------------
+// Thread-block clusters (sm_90, PTX ISA 9.7.12.3 barrier.cluster, 9.7.9.21 mapa).
+
+/// This block's rank in its cluster (`%cluster_ctarank`).
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub fn cluster_rank() -> u32 {
+    let r: u32;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u32 {0}, %cluster_ctarank;", out(reg32) r, options(pure, nomem, nostack)) };
+    r
+}
+
+/// The cluster's index in x (`%clusterid.x`) and the clusters of the grid in x (`%nclusterid.x`).
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub fn cluster_id_count() -> (u32, u32) {
+    let (id, count): (u32, u32);
+    // SAFETY: reads special registers.
+    unsafe {
+        asm!("mov.u32 {0}, %clusterid.x;\n\tmov.u32 {1}, %nclusterid.x;", out(reg32) id, out(reg32) count,
+            options(pure, nomem, nostack))
+    };
+    (id, count)
+}
+
+/// A barrier of every thread of the cluster: shared-memory writes before it (release) are
+/// visible to every block of the cluster after it (acquire).
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub fn cluster_sync() {
+    // SAFETY: every thread of the cluster reaches it (callers keep it uniform).
+    unsafe {
+        asm!(
+            "barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;",
+            options(nostack)
+        )
+    }
+}
+
+/// `ld.shared::cluster.v2.b32`: 8 bytes at this block's shared offset `address` in the shared
+/// memory of block `rank` of the cluster (`mapa`).
+///
+/// # Safety
+/// `address` must be 8-byte aligned and inside the shared memory of block `rank`, which must
+/// still be running.
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub unsafe fn ld_cluster_v2(address: u32, rank: u32) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    asm!("{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, {2}, {3}; ld.shared::cluster.v2.b32 {{{0}, {1}}}, [remote]; }}",
+        out(reg32) x, out(reg32) y, in(reg32) address, in(reg32) rank, options(readonly, nostack));
+    [x, y]
+}

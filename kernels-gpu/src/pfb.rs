@@ -44,6 +44,10 @@
 //! [`SPECTRA_PER_POST_THREAD`] consecutive spectra of its 8 channels, so the channel-major
 //! output leaves as 16-byte pieces (8 for int4) per channel; the transpose happens in each
 //! thread's private shared-memory scratch ([`post_scratch_word`]).
+//! Fused paths (sec. 6): [`fused`] (sm_80, n <= 4096) and [`cluster`] (sm_90, n = 1024: the
+//! three kernels' factorisation over a 4-block cluster, the rows exchanged through distributed
+//! shared memory).
+//!
 //! Coarse delay (sec. 3.3) is an index offset per spectrum and polarisation read by the FIR
 //! kernel; where it changes, the thread reloads its window instead of sliding it, so one
 //! launch serves any delay track.
@@ -51,6 +55,7 @@
 use crate::delay_beamformer::{fma_f32, sincospi, sincospi_reduced};
 use crate::packing::saturate_symmetric;
 
+pub mod cluster;
 pub mod fused;
 
 /// Supported sample widths in bits.
@@ -558,23 +563,42 @@ pub fn quantise_complex(x: C32, int4: bool) -> (u32, bool) {
     (packed, sr | si)
 }
 
+/// Complex f32 loads and stores of the PFB kernels (both PTX modules).
+#[cfg(target_arch = "nvptx64")]
+pub(crate) mod c32 {
+    use super::C32;
+    use crate::intrinsics::{ld_global_nc_v2, ld_shared_v2, st_shared_v2};
+
+    /// From an 8-byte aligned shared-window address.
+    #[inline(always)]
+    pub(crate) unsafe fn ld_c32(address: u32) -> C32 {
+        let [a, b] = ld_shared_v2(address);
+        [f32::from_bits(a), f32::from_bits(b)]
+    }
+
+    #[inline(always)]
+    pub(crate) unsafe fn st_c32(address: u32, v: C32) {
+        st_shared_v2(address, [v[0].to_bits(), v[1].to_bits()]);
+    }
+
+    /// Through the read-only path (for buffers no thread writes during the launch).
+    #[inline(always)]
+    pub(crate) unsafe fn ld_global_c32(ptr: *const [f32; 2]) -> C32 {
+        let [a, b] = ld_global_nc_v2(ptr as *const u32);
+        [f32::from_bits(a), f32::from_bits(b)]
+    }
+}
+
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 pub use device::*;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
+    use super::c32::ld_global_c32;
     use super::*;
     use crate::intrinsics::*;
 
-    /// One complex f32 through the read-only path (the FFT output and gains are not written
-    /// during the launch).
-    #[inline(always)]
-    unsafe fn load_c32(ptr: *const [f32; 2]) -> [f32; 2] {
-        let [re, im] = ld_global_nc_v2(ptr as *const u32);
-        [f32::from_bits(re), f32::from_bits(im)]
-    }
-
-    /// [`load_c32`] asking the L2 to fetch the whole 256-byte block from DRAM: the post
+    /// [`ld_global_c32`] asking the L2 to fetch the whole 256-byte block from DRAM: the post
     /// kernel's FFT reads (the kernel 1.7-1.9% faster on the H200 at n = 1024, 4096 and 32768
     /// than without the hint; streaming `.cs` stores of its output were not).
     #[inline(always)]
@@ -1137,7 +1161,7 @@ mod device {
                 let base = fft.add(at * channels as usize);
                 let mut y = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
-                    y[r] = load_c32(base.add(r * a as usize));
+                    y[r] = ld_global_c32(base.add(r * a as usize));
                 });
                 let z = unzip_column(y, &tw);
                 let (x, _) = fixup_pair(0, z, z, e, e, r2c_fixup_x2);

@@ -314,24 +314,8 @@ mod device {
     use super::super::{quantise_complex, rotations, unpack_pair_at};
     use super::*;
     use crate::intrinsics::*;
+    use crate::pfb::c32::{ld_c32, ld_global_c32, st_c32};
     use crate::pfb::cmul;
-
-    #[inline(always)]
-    unsafe fn ld_c32(address: u32) -> C32 {
-        let [a, b] = ld_shared_v2(address);
-        [f32::from_bits(a), f32::from_bits(b)]
-    }
-
-    #[inline(always)]
-    unsafe fn st_c32(address: u32, v: C32) {
-        st_shared_v2(address, [v[0].to_bits(), v[1].to_bits()]);
-    }
-
-    #[inline(always)]
-    unsafe fn ld_global_c32(ptr: *const [f32; 2]) -> C32 {
-        let [a, b] = ld_global_nc_v2(ptr as *const u32);
-        [f32::from_bits(a), f32::from_bits(b)]
-    }
 
     /// One round of a radix-`R` Stockham pass: threads `0 .. per_round * n / R` take
     /// butterfly `tid % (n / R)` of spectrum `first + tid / (n / R)`; load, twiddle, DFT in

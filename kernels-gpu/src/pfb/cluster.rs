@@ -1,0 +1,630 @@
+//! Cluster-fused PFB path for n = [`CLUSTER_CHANNELS`] on Hopper (sm_90a; seed 004 sec. 6,
+//! "fuse all three kernels"): FIR, FFT and post-processing of [`super`] in one kernel whose
+//! intermediate values stay on chip, each input sample unpacked once.
+//!
+//! The three-kernel path's factorisation, spread over a cluster of [`CLUSTER_BLOCKS`] = 4
+//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix (sec. 4.2, [`super::fft_index`]),
+//! the column pairs `q = 4 q1 + c`, one per thread (`q1 < n/4`, both polarisations). Per batch
+//! of [`CLUSTER_BATCH`] spectra:
+//! 1. FIR: the batch's new input rows, still packed, arrive in a shared-memory stage by
+//!    `cp.async` one batch ahead (whole rows: a block's pairs are every fourth); each thread
+//!    keeps its `2 TV` weights and the `TV - 1` older rows of its window in registers
+//!    (per polarisation), unpacks each new row once and adds it into every output of the
+//!    batch it belongs to, taps ascending (so its f32 FIR values are the three-kernel FIR's).
+//!    A delay step makes the polarisation reload its window from global memory.
+//! 2. The n/4-point FFT of row `c` of every (spectrum, polarisation): two radix-16 Stockham
+//!    passes in shared memory ([`super::fused`]'s butterflies, slots and twiddles).
+//! 3. A cluster barrier; then the post-processing of the three-kernel path
+//!    ([`super::post_pair_x2`]: twiddles, the 4-point DFT across the rows, R2C fix-up,
+//!    rotation, gains, quantisation), each thread reading its columns `u` and `n/4 - u` of
+//!    all four rows from the four blocks' shared memory (distributed shared memory). Block
+//!    `c` owns post columns `u = 32 c + 1 ..= 32 c + 32` ([`super::post_thread_columns`];
+//!    block 0 also column 0), stages the quantised values in shared memory and writes each of
+//!    its channels' `CLUSTER_BATCH` spectra as 16-byte pieces.
+//!
+//! FFT buffers are double-buffered, so one cluster barrier per batch suffices: a block
+//! rewrites buffer `k % 2` only after the barrier of batch `k + 1`, which every block reaches
+//! after reading batch `k`. Each cluster takes a run of whole batches; the host launches as
+//! many clusters as are resident (one wave). Nothing in the loop waits on a global load: the
+//! batch's offsets and the post's fine delays and rotations are loaded a batch ahead into
+//! registers (one value per lane, broadcast by `shfl`), and the block's gains and the row
+//! FFT's twiddles sit in shared memory (the cluster barrier's acquire invalidates the L1).
+//!
+//! Why it is not yet faster than the three-kernel path (BENCHMARKS.md, eleventh session): one
+//! block of 8 warps per SM (224-228 registers: weights and window of both polarisations)
+//! runs its phases one after another between barriers, latency-bound at about 0.3-0.4 warp
+//! instructions issued per scheduler cycle.
+//!
+//! Layouts of input, offsets, weights, gains, fine delays, rotations, output and counts are
+//! those of the three-kernel path ([`super`]); `twiddles[k] = exp(-j pi k / n)`, `k < 2n`.
+
+use super::fused::fused_buffer_slots;
+use super::{fir_row_chunks, UNZIP};
+
+/// Channel count of the cluster kernel.
+pub const CLUSTER_CHANNELS: u32 = 1024;
+/// Blocks of a cluster: one per row of the unzipped matrix.
+pub const CLUSTER_BLOCKS: u32 = UNZIP;
+/// Threads per block: one per column pair of its row.
+pub const CLUSTER_THREADS: u32 = CLUSTER_CHANNELS / UNZIP;
+/// Spectra per batch (so heaps and launches must be whole batches).
+pub const CLUSTER_BATCH: u32 = 8;
+/// Most taps: a thread keeps `2 (TV - 1)` older samples per polarisation and `2 TV` weights.
+pub const CLUSTER_MAX_TAPS: u32 = 16;
+/// Points of one row's FFT.
+pub const CLUSTER_POINTS: u32 = CLUSTER_CHANNELS / UNZIP;
+/// Transforms of a batch per block: (spectrum, polarisation), transform `2 s + p`.
+pub const CLUSTER_TRANSFORMS: u32 = 2 * CLUSTER_BATCH;
+/// Post columns (thread columns `t`, [`super::post_thread_columns`]) per block: one per lane.
+pub const CLUSTER_POST_COLUMNS: u32 = CLUSTER_CHANNELS / 8 / CLUSTER_BLOCKS;
+/// Output slots of a block's staging: 8 channels per post column, then column 0's 4 (block 0).
+pub const CLUSTER_OUT_SLOTS: u32 = 8 * CLUSTER_POST_COLUMNS + 4;
+
+/// Bytes of one FFT buffer (every transform of a batch, pad slots included).
+pub const CLUSTER_FFT_BYTES: u32 = CLUSTER_TRANSFORMS * 8 * fused_buffer_slots(CLUSTER_POINTS);
+/// Offset of the output staging (after the two FFT buffers).
+pub const CLUSTER_OUT_OFFSET: u32 = 2 * CLUSTER_FFT_BYTES;
+/// Offset of the block's halved gains (after the output staging, [`cluster_gain_slot`]).
+pub const CLUSTER_GAINS_OFFSET: u32 =
+    (CLUSTER_OUT_OFFSET + 4 * CLUSTER_BATCH * CLUSTER_OUT_SLOTS).next_multiple_of(16);
+/// Gain slots: (pol, side, v, lane), then column 0's (pol, v).
+pub const CLUSTER_GAIN_SLOTS: u32 = 2 * 8 * CLUSTER_POST_COLUMNS + 8;
+/// Offset of the row FFT's twiddles `W_(n/4)^e`, `e < n/4` (after the gains): in shared
+/// memory because every cluster barrier's acquire invalidates the L1 (`CCTL.IVALL` in the
+/// SASS), so table reads from global memory after it would wait on the L2 each batch.
+pub const CLUSTER_TWIDDLES_OFFSET: u32 = CLUSTER_GAINS_OFFSET + 8 * CLUSTER_GAIN_SLOTS;
+/// Offset of the input stages (after the twiddles, 16-byte aligned).
+pub const CLUSTER_STAGE_OFFSET: u32 = CLUSTER_TWIDDLES_OFFSET + 8 * CLUSTER_POINTS;
+
+/// Bytes of one staged input row (a whole spectrum's 2n samples of one polarisation).
+pub const fn cluster_row_bytes(bits: u32) -> u32 {
+    16 * fir_row_chunks(bits, CLUSTER_CHANNELS)
+}
+
+/// Bytes of one stage: both polarisations' rows of a batch.
+pub const fn cluster_stage_bytes(bits: u32) -> u32 {
+    2 * CLUSTER_BATCH * cluster_row_bytes(bits)
+}
+
+/// Dynamic shared memory of a cluster block (two stages).
+pub const fn cluster_shared_bytes(bits: u32) -> u32 {
+    CLUSTER_STAGE_OFFSET + 2 * cluster_stage_bytes(bits)
+}
+
+/// Output staging word of slot `slot` of spectrum `s` of the batch (both polarisations:
+/// int8 2 bytes each, int4 1 byte each): slot-fastest, so a warp's stores (32 consecutive
+/// slots) and the copy-out's loads are conflict-free.
+pub const fn cluster_out_word(s: u32, slot: u32) -> u32 {
+    s * CLUSTER_OUT_SLOTS + slot
+}
+
+/// Output slot of lane `lane`'s channel `u + a v` (`side` 0) or `w + a v` (`side` 1).
+pub const fn cluster_out_slot(lane: u32, side: u32, v: u32) -> u32 {
+    (side * 4 + v) * CLUSTER_POST_COLUMNS + lane
+}
+
+/// Gain slot (complex f32) of polarisation `p`'s gain of the channel in output slot `slot`
+/// ([`cluster_out_slot`], column 0's after the others): lane-fastest, so a warp's loads are
+/// conflict-free.
+pub const fn cluster_gain_slot(p: u32, slot: u32) -> u32 {
+    if slot >= 8 * CLUSTER_POST_COLUMNS {
+        2 * 8 * CLUSTER_POST_COLUMNS + 4 * p + slot - 8 * CLUSTER_POST_COLUMNS
+    } else {
+        p * 8 * CLUSTER_POST_COLUMNS + slot
+    }
+}
+
+/// Channel of output slot `slot` of block `rank`.
+pub const fn cluster_slot_channel(slot: u32, rank: u32) -> u32 {
+    let a = CLUSTER_POINTS;
+    if slot >= 8 * CLUSTER_POST_COLUMNS {
+        a * (slot - 8 * CLUSTER_POST_COLUMNS)
+    } else {
+        let lane = slot % CLUSTER_POST_COLUMNS;
+        let v = (slot / CLUSTER_POST_COLUMNS) % 4;
+        let side = slot / (4 * CLUSTER_POST_COLUMNS);
+        let u = rank * CLUSTER_POST_COLUMNS + lane + 1;
+        (if side == 0 { u } else { a - u }) + a * v
+    }
+}
+
+/// Kernel name of the cluster path for `variant_taps` compiled taps (1, 4, 8 or 16).
+pub const fn cluster_kernel_name(variant_taps: u32, int4: bool) -> &'static str {
+    match (variant_taps, int4) {
+        (1, false) => "pfb_cluster_t1_ci8",
+        (4, false) => "pfb_cluster_t4_ci8",
+        (8, false) => "pfb_cluster_t8_ci8",
+        (_, false) => "pfb_cluster_t16_ci8",
+        (1, true) => "pfb_cluster_t1_ci4",
+        (4, true) => "pfb_cluster_t4_ci4",
+        (8, true) => "pfb_cluster_t8_ci4",
+        (_, true) => "pfb_cluster_t16_ci4",
+    }
+}
+
+/// Every cluster kernel (`build.rs` gives them `.reqnctapercluster`).
+pub const CLUSTER_KERNELS: [&str; 8] = [
+    cluster_kernel_name(1, false),
+    cluster_kernel_name(4, false),
+    cluster_kernel_name(8, false),
+    cluster_kernel_name(16, false),
+    cluster_kernel_name(1, true),
+    cluster_kernel_name(4, true),
+    cluster_kernel_name(8, true),
+    cluster_kernel_name(16, true),
+];
+
+#[cfg(all(target_arch = "nvptx64", radio_sm90a))]
+mod device {
+    use super::super::fused::{dft_radix, fused_slot, stockham_load, stockham_store, stockham_twiddles};
+    use super::super::{
+        cmul, fir_row_start, fir_row_word, fixup_pair, output_index, post_rotations, quantise_complex,
+        r2c_fixup_x2, rotations, unpack_words, unpack_words32, unzip_column, C32,
+    };
+    use super::*;
+    use crate::intrinsics::*;
+    use crate::pfb::c32::{ld_c32, ld_global_c32, st_c32};
+
+    const B: usize = CLUSTER_BATCH as usize;
+    const A: u32 = CLUSTER_POINTS;
+    const N: u32 = CLUSTER_CHANNELS;
+    const SLOT_BYTES: u32 = 8 * fused_buffer_slots(CLUSTER_POINTS);
+
+    #[inline(always)]
+    unsafe fn ld_remote_c32(address: u32, rank: u32) -> C32 {
+        let [a, b] = ld_cluster_v2(address, rank);
+        [f32::from_bits(a), f32::from_bits(b)]
+    }
+
+    /// One radix-16 Stockham pass over the batch's transforms, in place: thread `tid` takes
+    /// butterfly `tid % 16` of transform `tid / 16` (256 threads, 16 transforms of 256 points).
+    #[inline(always)]
+    unsafe fn fft_pass(buffer: u32, ns: u32, twiddles: u32) {
+        const R: u32 = 16;
+        let tid = thread_idx_x();
+        let per = A / R;
+        let base = buffer + (tid / per) * SLOT_BYTES;
+        let j = tid % per;
+        let mut v = [[0.0f32; 2]; 16];
+        unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            v[r] = ld_c32(base + 8 * fused_slot(stockham_load(j, r as u32, A, R)));
+        });
+        if ns > 1 {
+            // `twiddles` holds W_A^e at e (stockham_twiddle gives 2e).
+            let w = stockham_twiddles(|at| ld_c32(twiddles + 4 * at), j, ns, A, R);
+            unroll!(r in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                v[r] = cmul(v[r], w[r]);
+            });
+        }
+        v = dft_radix(v, R);
+        sync_threads();
+        unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            st_c32(base + 8 * fused_slot(stockham_store(j, r as u32, ns, R)), v[r]);
+        });
+        sync_threads();
+    }
+
+    /// The kernel body (module documentation). Grid: `4 x clusters` blocks of
+    /// [`CLUSTER_THREADS`] in clusters of 4; cluster `i` takes spectra `[i run, (i + 1) run)`;
+    /// `run` and `spectra` are multiples of [`CLUSTER_BATCH`], which divides the heap.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cluster_pfb<const TV: usize, const INT4: bool>(
+        inputs: [*const u32; 2],
+        offsets: *const u32,
+        weights: *const f32,
+        twiddles: *const [f32; 2],
+        gains: *const [f32; 2],
+        fine: *const f32,
+        rotation: *const [f32; 4],
+        out: *mut u32,
+        saturated: *mut u32,
+        taps: u32,
+        spectra: u32,
+        spectra_per_heap: u32,
+        bits: u32,
+        run: u32,
+    ) {
+        let tid = thread_idx_x();
+        let lane = tid % 32;
+        let c = cluster_rank();
+        let (cluster, _) = cluster_id_count();
+        let first = cluster * run;
+        let last = if first + run < spectra { first + run } else { spectra };
+        let batches = if first < last { (last - first) / B as u32 } else { 0 };
+        let step = 2 * N;
+        let pad = TV as u32 - taps;
+        let smem = dynamic_shared();
+        let fft_base = smem;
+        let out_stage = smem + CLUSTER_OUT_OFFSET;
+        let stage_base = smem + CLUSTER_STAGE_OFFSET;
+        let row_bytes = cluster_row_bytes(bits);
+        let row_step = (N * bits / 4) as usize; // bytes from one row to the next
+
+        // FIR: pair q of row c.
+        let q1 = tid;
+        let q = UNZIP * q1 + c;
+        let mut w = [[0.0f32; 2]; TV];
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            if j < TV && j as u32 >= pad {
+                let at = ((j as u32 - pad) * step + 2 * q) as usize;
+                let [w0, w1] = ld_global_nc_v2(weights.add(at) as *const u32);
+                w[j] = [f32::from_bits(w0), f32::from_bits(w1)];
+            }
+        });
+        // Offsets of a batch, one per lane: lane l holds polarisation (l / 8) % 2's spectrum
+        // m + l % 8, loaded a batch ahead (so no offset load waits in the loop).
+        let lane_pol = (lane / B as u32) % 2;
+        let load_offsets = |k: u32| -> u32 {
+            if k < batches {
+                *offsets.add((lane_pol * spectra + first + k * B as u32 + lane % B as u32) as usize)
+            } else {
+                0
+            }
+        };
+        let window_start = |off: u32, p: u32| shfl_idx(off, B as u32 * p);
+        // Whether polarisation p's windows in the batch of `off` are consecutive (uniform).
+        let contiguous = |off: u32, p: u32| -> bool {
+            let s0 = window_start(off, p);
+            vote_all(lane_pol != p || off == s0.wrapping_add((lane % B as u32) * step))
+        };
+        let row_sample = |s0: u32| s0 as u64 + (taps - 1) as u64 * step as u64;
+        // Stage batch k's new rows (both polarisations, those with consecutive windows).
+        let stage = |k: u32, off: u32| {
+            if k < batches {
+                let dst = stage_base + (k % 2) * cluster_stage_bytes(bits);
+                unroll!(p in [0, 1] {
+                    if contiguous(off, p as u32) {
+                        let (chunk, _) = fir_row_start(row_sample(window_start(off, p as u32)), bits);
+                        let src = (inputs[p] as *const u8).add(16 * chunk as usize);
+                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            let mut j = 16 * tid;
+                            while j < row_bytes {
+                                let row = (p * B + i) as u32;
+                                cp_async_16(dst + row * row_bytes + j, src.add(i * row_step + j as usize), 16);
+                                j += 16 * CLUSTER_THREADS;
+                            }
+                        });
+                    }
+                });
+            }
+            cp_async_commit();
+        };
+        // The post's per-spectrum values of warp s_post, a batch ahead: lanes 0, 1 the fine
+        // delays of pols 0, 1; lanes 2 + 4 p + j the rotation values of pol p.
+        let s_post = tid / 32;
+        let load_meta = |k: u32| -> u32 {
+            let m = first + k * B as u32 + s_post;
+            if k >= batches || lane >= 10 {
+                0
+            } else if lane < 2 {
+                (*fine.add((lane * spectra + m) as usize)).to_bits()
+            } else {
+                let p = (lane - 2) / 4;
+                (*(rotation as *const f32).add(4 * (p * spectra + m) as usize + ((lane - 2) % 4) as usize))
+                    .to_bits()
+            }
+        };
+        // The block's gains, halved (the post computes twice the fix-up), in shared memory.
+        {
+            let gains_base = smem + CLUSTER_GAINS_OFFSET;
+            let mut e = tid;
+            while e < 2 * 8 * CLUSTER_POST_COLUMNS + 8 {
+                let (p, slot) = if e < 2 * 8 * CLUSTER_POST_COLUMNS {
+                    (e / (8 * CLUSTER_POST_COLUMNS), e % (8 * CLUSTER_POST_COLUMNS))
+                } else {
+                    (
+                        (e - 16 * CLUSTER_POST_COLUMNS) / 4,
+                        8 * CLUSTER_POST_COLUMNS + (e - 16 * CLUSTER_POST_COLUMNS) % 4,
+                    )
+                };
+                let g = ld_global_c32(gains.add((p * N + cluster_slot_channel(slot, c)) as usize));
+                st_c32(gains_base + 8 * cluster_gain_slot(p, slot), [0.5 * g[0], 0.5 * g[1]]);
+                e += CLUSTER_THREADS;
+            }
+        }
+        // The row FFT's twiddles: W_A^e is entry 8e of the n-point table.
+        let row_twiddles = smem + CLUSTER_TWIDDLES_OFFSET;
+        st_c32(row_twiddles + 8 * tid, ld_global_c32(twiddles.add(8 * tid as usize)));
+        let gain = |p: u32, slot: u32| ld_c32(smem + CLUSTER_GAINS_OFFSET + 8 * cluster_gain_slot(p, slot));
+        let mut off_cur = load_offsets(0);
+        let mut off_next = load_offsets(1);
+        let mut meta = load_meta(0);
+        // Column 0's per-spectrum values, a batch ahead: block 0's threads tid < 2B, spectrum
+        // tid / 2 and pol tid % 2 (fine delay, rotation).
+        let load_meta0 = |k: u32| -> [u32; 5] {
+            let mut v = [0u32; 5];
+            if k < batches && c == 0 && tid < 2 * B as u32 {
+                let at = ((tid % 2) * spectra + first + k * B as u32 + tid / 2) as usize;
+                let [fr, fi, sr, si] = *rotation.add(at);
+                v = [(*fine.add(at)).to_bits(), fr.to_bits(), fi.to_bits(), sr.to_bits(), si.to_bits()];
+            }
+            v
+        };
+        let mut meta0 = load_meta0(0);
+        stage(0, off_cur);
+
+        // Post: lane's column u (and mirror w) for the spectrum of its warp.
+        let u = c * CLUSTER_POST_COLUMNS + lane + 1;
+        let wm = A - u;
+        let tw_u = [
+            ld_global_c32(twiddles.add((2 * u) as usize)),
+            ld_global_c32(twiddles.add((4 * u) as usize)),
+            ld_global_c32(twiddles.add((6 * u) as usize)),
+        ];
+        let e_u = ld_global_c32(twiddles.add(u as usize));
+        let tw_w = [
+            ld_global_c32(twiddles.add((2 * wm) as usize)),
+            ld_global_c32(twiddles.add((4 * wm) as usize)),
+            ld_global_c32(twiddles.add((6 * wm) as usize)),
+        ];
+        let e_w = ld_global_c32(twiddles.add(wm as usize));
+
+        let mut old = [[[0.0f32; 2]; 16]; 2];
+        let mut expected = [u32::MAX; 2];
+        let row_words = (step * bits / 32) as usize;
+        let mut k = 0;
+        while k < batches {
+            let off_after = load_offsets(k + 2);
+            let meta_next = load_meta(k + 1);
+            let meta0_next = load_meta0(k + 1);
+            cp_async_wait_all();
+            sync_threads();
+            stage(k + 1, off_next);
+            let m = first + k * B as u32;
+            let buffer = fft_base + (k % 2) * CLUSTER_FFT_BYTES;
+            let rows = stage_base + (k % 2) * cluster_stage_bytes(bits);
+
+            // 1. FIR of both polarisations into the FFT buffer (transform 2 s + p, point q1).
+            unroll!(p in [0, 1] {
+                let input = inputs[p];
+                let s0 = window_start(off_cur, p as u32);
+                let staged = contiguous(off_cur, p as u32);
+                if staged && s0 != expected[p] {
+                    // A new window: its older rows from global memory (rows before `pad` are 0).
+                    let bit = (s0 as u64 + 2 * q as u64) * bits as u64;
+                    let shift = (bit % 32) as u32;
+                    let mut ptr = input.add((bit / 32) as usize);
+                    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14] {
+                        if j + 1 < TV {
+                            if j as u32 >= pad {
+                                let (a, b) = unpack_words(*ptr, *ptr.add(1), shift, bits);
+                                old[p][j] = [a as f32, b as f32];
+                                ptr = ptr.add(row_words);
+                            } else {
+                                old[p][j] = [0.0, 0.0];
+                            }
+                        }
+                    });
+                }
+                let (_, offset) = fir_row_start(row_sample(s0), bits);
+                let at = rows + p as u32 * B as u32 * row_bytes + fir_row_word(0, offset, q, bits);
+                let bit = (offset + 2 * q * bits) % 32;
+                let mut new = [[0.0f32; 2]; B];
+                let mut acc = [[0.0f32; 2]; B];
+                unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22] {
+                    if kk < TV + B - 1 {
+                        let x = if kk + 1 < TV {
+                            old[p][kk % 16]
+                        } else {
+                            let i = (kk + 1 - TV) % B;
+                            let row = at + i as u32 * row_bytes;
+                            let (a, b) = unpack_words32(ld_shared_u32(row), ld_shared_u32(row + 4), bit, bits);
+                            new[i] = [a as f32, b as f32];
+                            new[i]
+                        };
+                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                            if kk >= i && kk - i < TV {
+                                acc[i][0] = fma_rn_f32(w[kk - i][0], x[0], acc[i][0]);
+                                acc[i][1] = fma_rn_f32(w[kk - i][1], x[1], acc[i][1]);
+                            }
+                        });
+                    }
+                });
+                // The next window's older rows: this window's rows B .. B + TV - 1.
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14] {
+                    if j + 1 < TV {
+                        old[p][j] = if j + B + 1 < TV { old[p][(j + B) % 16] } else { new[(j + B + 1 - TV) % B] };
+                    }
+                });
+                if staged {
+                    expected[p] = s0.wrapping_add(B as u32 * step);
+                    unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        st_c32(buffer + (2 * i as u32 + p as u32) * SLOT_BYTES + 8 * fused_slot(q1), acc[i]);
+                    });
+                } else {
+                    // A delay step inside the batch: each window read directly (the staged rows
+                    // were not loaded). Rare: a real loop over the spectra.
+                    expected[p] = u32::MAX;
+                    let mut i = 0;
+                    while i < B as u32 {
+                        let bit = (shfl_idx(off_cur, B as u32 * p as u32 + i) as u64 + 2 * q as u64) * bits as u64;
+                        let shift = (bit % 32) as u32;
+                        let mut ptr = input.add((bit / 32) as usize);
+                        let mut sum = [0.0f32; 2];
+                        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                            if j < TV && j as u32 >= pad {
+                                let (a, b) = unpack_words(*ptr, *ptr.add(1), shift, bits);
+                                sum[0] = fma_rn_f32(w[j][0], a as f32, sum[0]);
+                                sum[1] = fma_rn_f32(w[j][1], b as f32, sum[1]);
+                                ptr = ptr.add(row_words);
+                            }
+                        });
+                        st_c32(buffer + (2 * i + p as u32) * SLOT_BYTES + 8 * fused_slot(q1), sum);
+                        i += 1;
+                    }
+                }
+            });
+            sync_threads();
+
+            // 2. Row c's FFT of every transform (each pass ends with a barrier).
+            fft_pass(buffer, 1, row_twiddles);
+            fft_pass(buffer, 16, row_twiddles);
+            cluster_sync();
+
+            // 3. Post-processing of the block's columns (spectrum s_post, both polarisations).
+            let heap = m / spectra_per_heap;
+            // Saturated values, pol 0 in the low half, pol 1 in the high half.
+            let mut clipped = 0u32;
+            // Both polarisations unrolled, so the second one's remote loads overlap the first.
+            unroll!(p in [0, 1] {
+                let p = p as u32;
+                let tr = buffer + (2 * s_post + p) * SLOT_BYTES;
+                let mut y = [[0.0f32; 2]; 4];
+                let mut ym = [[0.0f32; 2]; 4];
+                unroll!(r in [0, 1, 2, 3] {
+                    y[r] = ld_remote_c32(tr + 8 * fused_slot(u), r as u32);
+                    ym[r] = ld_remote_c32(tr + 8 * fused_slot(wm), r as u32);
+                });
+                let (x, xm) = fixup_pair(1, unzip_column(y, &tw_u), unzip_column(ym, &tw_w), e_u, e_w, r2c_fixup_x2);
+                let value = |l: u32| f32::from_bits(shfl_idx(meta, l));
+                let (fr, fi, sr, si) = (value(2 + 4 * p), value(3 + 4 * p), value(4 + 4 * p), value(5 + 4 * p));
+                let (rot, rotm) = post_rotations(u, N, value(p), [fr, fi], [sr, si]);
+                let byte = |slot: u32| out_stage + 4 * cluster_out_word(s_post, slot) + if INT4 { p } else { 2 * p };
+                let mut count = 0;
+                unroll!(v in [0, 1, 2, 3] {
+                    let gu = gain(p, cluster_out_slot(lane, 0, v as u32));
+                    let gw = gain(p, cluster_out_slot(lane, 1, v as u32));
+                    let (qu, cu) = quantise_complex(cmul(x[v], cmul(gu, rot[v])), INT4);
+                    let (qw, cw) = quantise_complex(cmul(xm[v], cmul(gw, rotm[v])), INT4);
+                    // Column n/8 is its own mirror: its values once.
+                    count += cu as u32 + if u == wm { 0 } else { cw as u32 };
+                    if INT4 {
+                        st_shared_u8(byte(cluster_out_slot(lane, 0, v as u32)), qu as u8);
+                        st_shared_u8(byte(cluster_out_slot(lane, 1, v as u32)), qw as u8);
+                    } else {
+                        st_shared_u16(byte(cluster_out_slot(lane, 0, v as u32)), qu as u16);
+                        st_shared_u16(byte(cluster_out_slot(lane, 1, v as u32)), qw as u16);
+                    }
+                });
+                clipped += count << (16 * p);
+            });
+            if c == 0 && tid < 2 * B as u32 {
+                // Column 0 (channels a v, their own mirrors' column): one (spectrum, pol) each.
+                let (s, p) = (tid / 2, tid % 2);
+                let tr = buffer + (2 * s + p) * SLOT_BYTES;
+                let mut y = [[0.0f32; 2]; 4];
+                unroll!(r in [0, 1, 2, 3] {
+                    y[r] = ld_remote_c32(tr, r as u32);
+                });
+                let one = [1.0f32, 0.0];
+                let z = unzip_column(y, &[one, one, one]);
+                let (x, _) = fixup_pair(0, z, z, one, one, r2c_fixup_x2);
+                let [fine0, fr, fi, sr, si] = meta0.map(f32::from_bits);
+                let (rot, _) = rotations(0, N, fine0, [fr, fi], [sr, si]);
+                let mut count = 0u32;
+                unroll!(v in [0, 1, 2, 3] {
+                    let g = gain(p, 8 * CLUSTER_POST_COLUMNS + v as u32);
+                    let (q, cl) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
+                    count += cl as u32;
+                    let address = out_stage + 4 * cluster_out_word(s, 8 * CLUSTER_POST_COLUMNS + v as u32);
+                    if INT4 {
+                        st_shared_u8(address + p, q as u8);
+                    } else {
+                        st_shared_u16(address + 2 * p, q as u16);
+                    }
+                });
+                if count != 0 {
+                    red_add_u32(saturated.add((heap * 2 + p) as usize), count);
+                }
+            }
+            unroll!(p in [0, 1] {
+                let total = redux_add_u32((clipped >> (16 * p)) & 0xffff);
+                if lane == 0 && total != 0 {
+                    red_add_u32(saturated.add((heap * 2) as usize + p), total);
+                }
+            });
+            sync_threads();
+
+            // Copy-out: each channel's batch of spectra as 16-byte pieces.
+            let slots = if c == 0 { CLUSTER_OUT_SLOTS } else { CLUSTER_OUT_SLOTS - 4 };
+            let s_in_heap = m % spectra_per_heap;
+            if INT4 {
+                let mut slot = tid;
+                while slot < slots {
+                    let mut v = [0u32; 4];
+                    unroll!(j in [0, 1, 2, 3] {
+                        let lo = ld_shared_u32(out_stage + 4 * cluster_out_word(2 * j as u32, slot)) & 0xffff;
+                        let hi = ld_shared_u32(out_stage + 4 * cluster_out_word(2 * j as u32 + 1, slot)) & 0xffff;
+                        v[j] = lo | (hi << 16);
+                    });
+                    let k = cluster_slot_channel(slot, c);
+                    let at = output_index(heap, k, s_in_heap, 0, N, spectra_per_heap);
+                    st_global_v4(out.add((at / 4) as usize), v);
+                    slot += CLUSTER_THREADS;
+                }
+            } else {
+                let mut task = tid;
+                while task < 2 * slots {
+                    let (half, slot) = if task < slots { (0, task) } else { (1, task - slots) };
+                    let mut v = [0u32; 4];
+                    unroll!(j in [0, 1, 2, 3] {
+                        v[j] = ld_shared_u32(out_stage + 4 * cluster_out_word(4 * half + j as u32, slot));
+                    });
+                    let k = cluster_slot_channel(slot, c);
+                    let at = output_index(heap, k, s_in_heap + 4 * half, 0, N, spectra_per_heap);
+                    st_global_v4(out.add((at / 2) as usize), v);
+                    task += CLUSTER_THREADS;
+                }
+            }
+            off_cur = off_next;
+            off_next = off_after;
+            meta = meta_next;
+            meta0 = meta0_next;
+            k += 1;
+        }
+        // No block leaves while another may still read its shared memory.
+        cluster_sync();
+    }
+
+    macro_rules! cluster_kernel {
+        ($name:ident, $tv:literal, $int4:literal) => {
+            /// See the module documentation. `4 x clusters` blocks of `CLUSTER_THREADS` in
+            /// clusters of 4; `cluster_shared_bytes(bits)` bytes of dynamic shared memory.
+            #[no_mangle]
+            pub unsafe extern "ptx-kernel" fn $name(
+                input0: *const u32,
+                input1: *const u32,
+                offsets: *const u32,
+                weights: *const f32,
+                twiddles: *const [f32; 2],
+                gains: *const [f32; 2],
+                fine: *const f32,
+                rotation: *const [f32; 4],
+                out: *mut u32,
+                saturated: *mut u32,
+                taps: u32,
+                spectra: u32,
+                spectra_per_heap: u32,
+                bits: u32,
+                run: u32,
+            ) {
+                cluster_pfb::<$tv, $int4>(
+                    [input0, input1],
+                    offsets,
+                    weights,
+                    twiddles,
+                    gains,
+                    fine,
+                    rotation,
+                    out,
+                    saturated,
+                    taps,
+                    spectra,
+                    spectra_per_heap,
+                    bits,
+                    run,
+                );
+            }
+        };
+    }
+
+    cluster_kernel!(pfb_cluster_t1_ci8, 1, false);
+    cluster_kernel!(pfb_cluster_t4_ci8, 4, false);
+    cluster_kernel!(pfb_cluster_t8_ci8, 8, false);
+    cluster_kernel!(pfb_cluster_t16_ci8, 16, false);
+    cluster_kernel!(pfb_cluster_t1_ci4, 1, true);
+    cluster_kernel!(pfb_cluster_t4_ci4, 4, true);
+    cluster_kernel!(pfb_cluster_t8_ci4, 8, true);
+    cluster_kernel!(pfb_cluster_t16_ci4, 16, true);
+}

@@ -367,8 +367,8 @@ fn three_kernel_path_matches_the_reference_below_4096_channels() {
 
 /// The fused and three-kernel paths on the same stream: every output component within one
 /// LSB of the other (the FIR outputs are the same f32 values; the FFTs round differently, so
-/// values near a rounding boundary may differ), equal lost flags, saturation counts equal up
-/// to the values the two quantised differently.
+/// values near a rounding boundary may differ), and each chunk of both against the f64
+/// reference (values, saturation counts, lost flags).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn fused_and_three_kernel_outputs_agree_within_one_lsb() {
@@ -408,12 +408,22 @@ fn fused_and_three_kernel_outputs_agree_within_one_lsb() {
         let (fused, three) = (&outputs[0], &outputs[1]);
         assert!(fused.len() >= 3 && fused.len() == three.len());
         let (mut equal, mut total, mut saturated) = (0usize, 0usize, 0u32);
+        let weights = hann_sinc_weights(channels, taps);
         for (a, b) in fused.iter().zip(three) {
             assert_eq!(a.first_spectrum, b.first_spectrum);
-            assert_eq!(a.lost_spectra, b.lost_spectra);
-            assert_eq!(a.lost_heaps, b.lost_heaps);
-            let mut differ = vec![0u32; a.saturated.len()];
-            let per_heap = config.spectra_per_heap as usize * channels as usize * 2;
+            // Counts against the reference (values within 0.05 of the clipping boundary may
+            // count on one path and not the other, even where both quantised to +-max).
+            for chunk in [a, b] {
+                assert_chunk_matches_reference(
+                    &config,
+                    &weights,
+                    &gains,
+                    &models,
+                    [&samples[0], &samples[1]],
+                    [&present[0], &present[1]],
+                    chunk,
+                );
+            }
             for i in 0..config.output_values() {
                 let (x, y) = (output_value(&a.data, output, i), output_value(&b.data, output, i));
                 for (u, v) in [(x.0, y.0), (x.1, y.1)] {
@@ -421,14 +431,8 @@ fn fused_and_three_kernel_outputs_agree_within_one_lsb() {
                     equal += (u == v) as usize;
                     total += 1;
                 }
-                if x != y {
-                    differ[(i / per_heap) * 2 + i % 2] += 1;
-                }
             }
-            for (h, (&p, &q)) in a.saturated.iter().zip(&b.saturated).enumerate() {
-                assert!(p.abs_diff(q) <= differ[h], "n {channels}, counts [heap][pol] {h}: {p} vs {q}");
-                saturated += p;
-            }
+            saturated += a.saturated.iter().sum::<u32>();
         }
         println!(
             "n {channels} T {taps} {bits}-bit {output:?}: {} chunks, {equal} of {total} components equal ({:.4}%), \

@@ -1881,7 +1881,7 @@ mod tests {
         let a = n / UNZIP;
         let mut seen = vec![0u32; n as usize];
         for rank in 0..CLUSTER_BLOCKS {
-            let slots = if rank == 0 { CLUSTER_OUT_SLOTS } else { CLUSTER_OUT_SLOTS - 4 };
+            let slots = cluster_block_slots(rank);
             let mut gains = vec![false; CLUSTER_GAIN_SLOTS as usize];
             for slot in 0..slots {
                 seen[cluster_slot_channel(slot, rank) as usize] += 1;

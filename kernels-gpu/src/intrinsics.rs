@@ -719,17 +719,14 @@ pub fn cluster_rank() -> u32 {
     r
 }
 
-/// The cluster's index in x (`%clusterid.x`) and the clusters of the grid in x (`%nclusterid.x`).
+/// The cluster's index in x (`%clusterid.x`).
 #[cfg(radio_sm90a)]
 #[inline(always)]
-pub fn cluster_id_count() -> (u32, u32) {
-    let (id, count): (u32, u32);
-    // SAFETY: reads special registers.
-    unsafe {
-        asm!("mov.u32 {0}, %clusterid.x;\n\tmov.u32 {1}, %nclusterid.x;", out(reg32) id, out(reg32) count,
-            options(pure, nomem, nostack))
-    };
-    (id, count)
+pub fn cluster_id() -> u32 {
+    let id: u32;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u32 {0}, %clusterid.x;", out(reg32) id, options(pure, nomem, nostack)) };
+    id
 }
 
 /// A barrier of every thread of the cluster: shared-memory writes before it (release) are

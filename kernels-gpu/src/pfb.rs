@@ -44,6 +44,7 @@
 //! [`SPECTRA_PER_POST_THREAD`] consecutive spectra of its 8 channels, so the channel-major
 //! output leaves as 16-byte pieces (8 for int4) per channel; the transpose happens in each
 //! thread's private shared-memory scratch ([`post_scratch_word`]).
+//!
 //! Fused paths (sec. 6): [`fused`] (sm_80, n <= 4096) and [`cluster`] (sm_90, n = 1024: the
 //! three kernels' factorisation over a 4-block cluster, the rows exchanged through distributed
 //! shared memory).

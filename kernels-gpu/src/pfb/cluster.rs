@@ -57,8 +57,11 @@ pub const CLUSTER_POINTS: u32 = CLUSTER_CHANNELS / UNZIP;
 pub const CLUSTER_TRANSFORMS: u32 = 2 * CLUSTER_BATCH;
 /// Post columns (thread columns `t`, [`super::post_thread_columns`]) per block: one per lane.
 pub const CLUSTER_POST_COLUMNS: u32 = CLUSTER_CHANNELS / 8 / CLUSTER_BLOCKS;
-/// Output slots of a block's staging: 8 channels per post column, then column 0's 4 (block 0).
-pub const CLUSTER_OUT_SLOTS: u32 = 8 * CLUSTER_POST_COLUMNS + 4;
+/// Output slots of the block's post columns: 8 channels each ([`cluster_out_slot`]).
+pub const CLUSTER_COLUMN_SLOTS: u32 = 8 * CLUSTER_POST_COLUMNS;
+/// Output slots of a block's staging: its columns', then column 0's 4 (block 0 only,
+/// [`cluster_block_slots`]).
+pub const CLUSTER_OUT_SLOTS: u32 = CLUSTER_COLUMN_SLOTS + 4;
 
 /// Bytes of one FFT buffer (every transform of a batch, pad slots included).
 pub const CLUSTER_FFT_BYTES: u32 = CLUSTER_TRANSFORMS * 8 * fused_buffer_slots(CLUSTER_POINTS);
@@ -67,8 +70,8 @@ pub const CLUSTER_OUT_OFFSET: u32 = 2 * CLUSTER_FFT_BYTES;
 /// Offset of the block's halved gains (after the output staging, [`cluster_gain_slot`]).
 pub const CLUSTER_GAINS_OFFSET: u32 =
     (CLUSTER_OUT_OFFSET + 4 * CLUSTER_BATCH * CLUSTER_OUT_SLOTS).next_multiple_of(16);
-/// Gain slots: (pol, side, v, lane), then column 0's (pol, v).
-pub const CLUSTER_GAIN_SLOTS: u32 = 2 * 8 * CLUSTER_POST_COLUMNS + 8;
+/// Gain slots: one per (pol, output slot): (pol, side, v, lane), then column 0's (pol, v).
+pub const CLUSTER_GAIN_SLOTS: u32 = 2 * CLUSTER_OUT_SLOTS;
 /// Offset of the row FFT's twiddles `W_(n/4)^e`, `e < n/4` (after the gains): in shared
 /// memory because every cluster barrier's acquire invalidates the L1 (`CCTL.IVALL` in the
 /// SASS), so table reads from global memory after it would wait on the L2 each batch.
@@ -98,6 +101,15 @@ pub const fn cluster_out_word(s: u32, slot: u32) -> u32 {
     s * CLUSTER_OUT_SLOTS + slot
 }
 
+/// Output slots block `rank` fills and copies out: column 0's only in block 0.
+pub const fn cluster_block_slots(rank: u32) -> u32 {
+    if rank == 0 {
+        CLUSTER_OUT_SLOTS
+    } else {
+        CLUSTER_COLUMN_SLOTS
+    }
+}
+
 /// Output slot of lane `lane`'s channel `u + a v` (`side` 0) or `w + a v` (`side` 1).
 pub const fn cluster_out_slot(lane: u32, side: u32, v: u32) -> u32 {
     (side * 4 + v) * CLUSTER_POST_COLUMNS + lane
@@ -107,18 +119,18 @@ pub const fn cluster_out_slot(lane: u32, side: u32, v: u32) -> u32 {
 /// ([`cluster_out_slot`], column 0's after the others): lane-fastest, so a warp's loads are
 /// conflict-free.
 pub const fn cluster_gain_slot(p: u32, slot: u32) -> u32 {
-    if slot >= 8 * CLUSTER_POST_COLUMNS {
-        2 * 8 * CLUSTER_POST_COLUMNS + 4 * p + slot - 8 * CLUSTER_POST_COLUMNS
+    if slot >= CLUSTER_COLUMN_SLOTS {
+        2 * CLUSTER_COLUMN_SLOTS + 4 * p + slot - CLUSTER_COLUMN_SLOTS
     } else {
-        p * 8 * CLUSTER_POST_COLUMNS + slot
+        p * CLUSTER_COLUMN_SLOTS + slot
     }
 }
 
 /// Channel of output slot `slot` of block `rank`.
 pub const fn cluster_slot_channel(slot: u32, rank: u32) -> u32 {
     let a = CLUSTER_POINTS;
-    if slot >= 8 * CLUSTER_POST_COLUMNS {
-        a * (slot - 8 * CLUSTER_POST_COLUMNS)
+    if slot >= CLUSTER_COLUMN_SLOTS {
+        a * (slot - CLUSTER_COLUMN_SLOTS)
     } else {
         let lane = slot % CLUSTER_POST_COLUMNS;
         let v = (slot / CLUSTER_POST_COLUMNS) % 4;
@@ -228,7 +240,7 @@ mod device {
         let tid = thread_idx_x();
         let lane = tid % 32;
         let c = cluster_rank();
-        let (cluster, _) = cluster_id_count();
+        let cluster = cluster_id();
         let first = cluster * run;
         let last = if first + run < spectra { first + run } else { spectra };
         let batches = if first < last { (last - first) / B as u32 } else { 0 };
@@ -309,15 +321,8 @@ mod device {
         {
             let gains_base = smem + CLUSTER_GAINS_OFFSET;
             let mut e = tid;
-            while e < 2 * 8 * CLUSTER_POST_COLUMNS + 8 {
-                let (p, slot) = if e < 2 * 8 * CLUSTER_POST_COLUMNS {
-                    (e / (8 * CLUSTER_POST_COLUMNS), e % (8 * CLUSTER_POST_COLUMNS))
-                } else {
-                    (
-                        (e - 16 * CLUSTER_POST_COLUMNS) / 4,
-                        8 * CLUSTER_POST_COLUMNS + (e - 16 * CLUSTER_POST_COLUMNS) % 4,
-                    )
-                };
+            while e < CLUSTER_GAIN_SLOTS {
+                let (p, slot) = (e / CLUSTER_OUT_SLOTS, e % CLUSTER_OUT_SLOTS);
                 let g = ld_global_c32(gains.add((p * N + cluster_slot_channel(slot, c)) as usize));
                 st_c32(gains_base + 8 * cluster_gain_slot(p, slot), [0.5 * g[0], 0.5 * g[1]]);
                 e += CLUSTER_THREADS;
@@ -347,18 +352,13 @@ mod device {
         // Post: lane's column u (and mirror w) for the spectrum of its warp.
         let u = c * CLUSTER_POST_COLUMNS + lane + 1;
         let wm = A - u;
-        let tw_u = [
-            ld_global_c32(twiddles.add((2 * u) as usize)),
-            ld_global_c32(twiddles.add((4 * u) as usize)),
-            ld_global_c32(twiddles.add((6 * u) as usize)),
-        ];
-        let e_u = ld_global_c32(twiddles.add(u as usize));
-        let tw_w = [
-            ld_global_c32(twiddles.add((2 * wm) as usize)),
-            ld_global_c32(twiddles.add((4 * wm) as usize)),
-            ld_global_c32(twiddles.add((6 * wm) as usize)),
-        ];
-        let e_w = ld_global_c32(twiddles.add(wm as usize));
+        // [`super::super::column_twiddles`] from the f64 table: W_n^(col r) is entry 2 col r,
+        // exp(-j pi col / n) entry col.
+        let column_twiddles = |col: u32| {
+            let at = |k: u32| ld_global_c32(twiddles.add(k as usize));
+            ([at(2 * col), at(4 * col), at(6 * col)], at(col))
+        };
+        let ((tw_u, e_u), (tw_w, e_w)) = (column_twiddles(u), column_twiddles(wm));
 
         let mut old = [[[0.0f32; 2]; 16]; 2];
         let mut expected = [u32::MAX; 2];
@@ -514,10 +514,10 @@ mod device {
                 let (rot, _) = rotations(0, N, fine0, [fr, fi], [sr, si]);
                 let mut count = 0u32;
                 unroll!(v in [0, 1, 2, 3] {
-                    let g = gain(p, 8 * CLUSTER_POST_COLUMNS + v as u32);
+                    let g = gain(p, CLUSTER_COLUMN_SLOTS + v as u32);
                     let (q, cl) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
                     count += cl as u32;
-                    let address = out_stage + 4 * cluster_out_word(s, 8 * CLUSTER_POST_COLUMNS + v as u32);
+                    let address = out_stage + 4 * cluster_out_word(s, CLUSTER_COLUMN_SLOTS + v as u32);
                     if INT4 {
                         st_shared_u8(address + p, q as u8);
                     } else {
@@ -537,7 +537,7 @@ mod device {
             sync_threads();
 
             // Copy-out: each channel's batch of spectra as 16-byte pieces.
-            let slots = if c == 0 { CLUSTER_OUT_SLOTS } else { CLUSTER_OUT_SLOTS - 4 };
+            let slots = cluster_block_slots(c);
             let s_in_heap = m % spectra_per_heap;
             if INT4 {
                 let mut slot = tid;

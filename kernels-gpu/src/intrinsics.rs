@@ -116,6 +116,14 @@ pub fn named_barrier(id: u32, threads: u32) {
     unsafe { asm!("bar.sync {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
 }
 
+/// `bar.arrive`: counts the calling warp's threads toward named barrier `id` without waiting
+/// (the other side of a [`named_barrier`] over the same `threads`).
+#[inline(always)]
+pub fn named_barrier_arrive(id: u32, threads: u32) {
+    // SAFETY: callers pass the documented ranges and the same values in every thread.
+    unsafe { asm!("bar.arrive {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
+}
+
 // ---------------------------------------------------------------------------------------
 // Warp shuffles. The `c` operand packs the segment mask and the clamp value:
 // c = ((32 - width) << 8) | clamp, clamp = 0x1f for bfly/idx/down and 0 for up

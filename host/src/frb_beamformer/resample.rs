@@ -24,8 +24,9 @@
 //! Hopper the W path's GEMM has 128 x 256 or 192 x 256 tiles, whichever pads fewer
 //! slow-sample rows ([`use_wide_tile`]), and the fused GEMM is the persistent transposed
 //! kernel with 128-beam x 232 or 248 slow-sample tiles, or 192-beam x 184 ones for the grids
-//! and shapes where those pad no more work (full CHORD, pathfinder rect.;
-//! [`rs_default_kernel`]); J is the same bits either way.
+//! and shapes where those pad no more work (full CHORD), or for the pathfinder grids (K = 256
+//! and 384) its resident form, which keeps a slow-sample tile's whole I on the chip across
+//! every beam tile ([`rs_default_kernel`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};

@@ -91,6 +91,22 @@
 //! multicasting each stage to both blocks (1.3-1.6x slower: the kernel is not bound by L2,
 //! ncu: L2 throughput 37%).
 //!
+//! Resident form (`frb_resample_fused_rsp2res_n8_t232_sm90a` and `_n12_t184_sm90a`,
+//! [`RsKernel::resident`], the production kernels for the pathfinder grids): where the whole
+//! K (256 or 384) fits the ring beside J's staging slots, a block takes a unit (slow-sample
+//! tile, channel) at a time, copies its I tile once and runs every beam tile of the unit on
+//! it (tiles in beam-fastest order), so I crosses L2 once per unit instead of once per beam
+//! tile, with no barrier per stage. Each warpgroup works on its own 64 beams of each tile:
+//! its U^M and U^N come a tile ahead by `cp.async` into its own two buffers
+//! ([`RsKernel::u_ahead_offset`]; loaded from device memory, their latency had stalled every
+//! period), it forms the next k16 step's A before waiting for the previous wgmma, it stages
+//! its J half in its own slot and stores it, and the two warpgroups take turns at the tensor
+//! cores (named barriers 4 and 5: a warpgroup starts its main loop once the other has issued
+//! its own), so that one's epilogue runs beside the other's wgmmas. A warpgroup whose beams
+//! all lie past the last skips its wgmmas. On the H200, under sustained load, this took
+//! pathfinder square from 1.26x cuBLAS's time to 0.97-1.01x and rect. from 1.11x (the
+//! 192-beam kernel) to 1.03x (BENCHMARKS.md, twelfth session).
+//!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
 //! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit
 //! 168 registers the tile is 184 slow samples (92 accumulators; 917 = 5 x 184 - 3), U^M moves
@@ -242,6 +258,11 @@ pub struct RsKernel {
     /// instead of every thread's `cp.async` and a block barrier per stage, and J leaves by
     /// tensor stores; the kernel then takes the tensor maps of I and J as its last parameter.
     pub tma: bool,
+    /// Resident form (`K <= 64 (stages - warpgroups)`, the pathfinder grids): the tile's whole
+    /// I stays in the ring while the block runs every beam tile of a (slow-sample tile,
+    /// channel) unit; each warpgroup has its U a tile ahead in shared memory, stages and
+    /// stores its own J half, and the two take turns at the tensor cores (module comment).
+    pub resident: bool,
 }
 
 impl RsKernel {
@@ -257,7 +278,7 @@ impl RsKernel {
     /// [`rs_staged_offset`], or for the TMA instances [`rs_staged_offset_halves`] (the
     /// tensor stores' layout).
     pub const fn staged_offset(&self, row: u32, beam: u32) -> u32 {
-        if self.tma {
+        if self.tma || self.resident {
             rs_staged_offset_halves(row, beam, self.nt)
         } else {
             rs_staged_offset(row, beam, self.beams())
@@ -277,13 +298,25 @@ impl RsKernel {
     pub const fn um_in_smem(&self) -> bool {
         self.warpgroups >= 3
     }
-    /// Bytes of the tile's U^M in shared memory (0 where it stays in registers).
+    /// Bytes of the tile's U^M in shared memory (0 where it stays in registers); for the
+    /// resident form, both warpgroups' two buffers of U^M and U^N ([`RsKernel::u_ahead_offset`]).
     pub const fn um_bytes(&self) -> u32 {
-        if self.um_in_smem() {
+        if self.resident {
+            2 * self.warpgroups * self.u_ahead_bytes()
+        } else if self.um_in_smem() {
             2 * self.m * self.beams() * 4
         } else {
             0
         }
+    }
+    /// Resident form: one buffer of a warpgroup's U, rows of 64 beams x 16 bytes, the `M / 2`
+    /// quads of U^M then the `N / 2` of U^N (`[quad][beam][4]` f32, as the U kernel stores them).
+    pub const fn u_ahead_bytes(&self) -> u32 {
+        (2 * self.m + 2 * self.n) * 64 * 4
+    }
+    /// Offset of warpgroup `warpgroup`'s U buffer `buffer` (0, 1) after the ring.
+    pub const fn u_ahead_offset(&self, warpgroup: u32, buffer: u32) -> u32 {
+        self.stages * self.stage_bytes() + (2 * warpgroup + buffer) * self.u_ahead_bytes()
     }
     /// The ring, which also holds J's staged `nt` x `beams` tile (its last `warpgroups`
     /// slots) in the epilogue, then U^M.
@@ -310,6 +343,17 @@ pub const fn rs_period(n: u32) -> (u32, u32) {
         stages += 1;
     }
     (stages, 8 * stages / (4 * n8))
+}
+
+/// A persistent block's tile after `tile`, its tiles `stride` apart in runs of `run`
+/// consecutive ones (the resident form: the `tiles_y` beam tiles of a unit, `stride` =
+/// `gridDim.x tiles_y`; otherwise runs of 1). Saturates past the last tile.
+pub const fn rs_next_tile(tile: u32, stride: u32, run: u32) -> u32 {
+    if !(tile + 1).is_multiple_of(run) {
+        tile + 1
+    } else {
+        (tile + 1).saturating_add(stride - run)
+    }
 }
 
 /// Chunk `chunk` (k / 8, k = 2N p + q) of grid N: (p, q of its first element).
@@ -395,17 +439,22 @@ macro_rules! rs_instances {
             (frb_resample_fused_rsp2tma_n16_t248_sm90a, 2, 248, 16, 16, 6, mma_rs_m64n248k16_f32_f16, tma),
             (frb_resample_fused_rsp2tma_n20_t232_sm90a, 2, 232, 16, 20, 6, mma_rs_m64n232k16_f32_f16, tma),
             (frb_resample_fused_rsp2tma_n20_t248_sm90a, 2, 248, 16, 20, 6, mma_rs_m64n248k16_f32_f16, tma),
+            (frb_resample_fused_rsp2res_n8_t232_sm90a, 2, 232, 8, 8, 6, mma_rs_m64n232k16_f32_f16, res),
+            (frb_resample_fused_rsp2res_n12_t184_sm90a, 2, 184, 8, 12, 8, mma_rs_m64n184k16_f32_f16, res),
         );
     };
 }
 
-/// Whether an instance's copy flag (`cp` or `tma`) is `tma`.
-macro_rules! rs_is_tma {
+/// An instance's form flag (`cp`, `tma` or `res`) as ([`RsKernel::tma`], [`RsKernel::resident`]).
+macro_rules! rs_form {
     (cp) => {
-        false
+        (false, false)
     };
     (tma) => {
-        true
+        (true, false)
+    };
+    (res) => {
+        (false, true)
     };
 }
 
@@ -414,7 +463,8 @@ macro_rules! rs_table {
         /// Every instance of the transposed fused kernel (entry points of the sm_90a module).
         pub const RS_KERNELS: &[RsKernel] = &[
             $(RsKernel {
-                name: stringify!($name), warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s, tma: rs_is_tma!($copy)
+                name: stringify!($name), warpgroups: $wg, nt: $nt, m: $m, n: $n, stages: $s,
+                tma: rs_form!($copy).0, resident: rs_form!($copy).1
             }),*
         ];
     };
@@ -438,12 +488,17 @@ pub const RS_WIDE_TILE: u32 = 184;
 /// and its tiles pad no more work (padded rows x padded beams). Seed Table 4: full CHORD
 /// (917 x 5760 -> 920 x 5760 against 928 x 5760) and pathfinder rect. (917 x 960 -> 920 x 960
 /// against 928 x 1024) take the 3-warpgroup kernel, 1.05x and 1.15-1.19x faster on the H200.
+/// Where a resident instance exists for N (the pathfinder grids, N = 8 and 12), it is taken
+/// instead (BENCHMARKS.md, twelfth session).
 pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKernel> {
+    if let Some(resident) = RS_KERNELS.iter().find(|k| k.n == n && k.resident) {
+        return Some(resident);
+    }
     let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
     let narrow = |tma: bool| {
-        RS_KERNELS
-            .iter()
-            .find(|k| k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS && k.tma == tma)
+        RS_KERNELS.iter().find(|k| {
+            k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS && k.tma == tma && !k.resident
+        })
     };
     let narrow = narrow(true).or_else(|| narrow(false))?;
     let padded =
@@ -894,6 +949,7 @@ mod rs_device {
         const S: u32,
         const ACC: usize,
         const TMA: bool,
+        const RESIDENT: bool,
     >(
         intensity: *const u16,
         u_m: *const f32,
@@ -909,6 +965,7 @@ mod rs_device {
             assert!(S >= 3 && N.is_multiple_of(4) && N <= 24 && WG >= 2 && WG <= 4);
             assert!(S >= WG + 2 && S - WG <= 7, "the staged J tile is the last WG slots");
             assert!(WG == 2 || M.is_multiple_of(4), "U^M copies: M / 4 per thread");
+            assert!(!RESIDENT || (!TMA && WG == 2 && M * N / 16 <= S - WG), "the whole K in the ring");
         };
         // U^M in shared memory (`RsKernel::um_in_smem`) for 3 and 4 warpgroups.
         let um_smem = WG >= 3;
@@ -929,13 +986,24 @@ mod rs_device {
         let um_s = smem + S * stage_bytes;
         let (tiles_x, tiles_y) = (times.div_ceil(NT), beams.div_ceil(bb));
         let total = tiles_x * tiles_y * channels;
-        let (first, stride) = (block_idx_x(), grid_dim_x());
+        // Resident form: tiles in beam-tile-fastest order, a block taking every
+        // `gridDim.x`-th unit (slow-sample tile, channel) and all of its beam tiles.
+        let (first, stride) = if RESIDENT {
+            (block_idx_x() * tiles_y, grid_dim_x() * tiles_y)
+        } else {
+            (block_idx_x(), grid_dim_x())
+        };
+        let next_tile = |tile: u32| rs_next_tile(tile, stride, if RESIDENT { tiles_y } else { 1 });
         // The tile's first slow sample, first beam and channel. Past the last tile (the
         // consumers' pass that only stores the previous J): the last tile's channel, so that
         // the U loads stay inside the arrays.
         let tile_origin = |tile: u32| {
             let channel = tile.min(total - 1) / (tiles_x * tiles_y);
-            (NT * (tile % tiles_x), bb * ((tile / tiles_x) % tiles_y), channel)
+            if RESIDENT {
+                (NT * ((tile / tiles_y) % tiles_x), bb * (tile % tiles_y), channel)
+            } else {
+                (NT * (tile % tiles_x), bb * ((tile / tiles_x) % tiles_y), channel)
+            }
         };
         // TMA form (warp-specialised): warpgroup 0 is the producer, whose thread 0 copies
         // every stage of the block's tiles by one tensor copy into the ring, in order, each
@@ -945,7 +1013,16 @@ mod rs_device {
         // warpgroup has released the slot (one arrival each): after waiting for the wgmmas that
         // read it or, for a tile's last use of the slots where J is staged, after the epilogue
         // has read J out.
-        let kernel = RsKernel { name: "", warpgroups: WG, nt: NT, m: M, n: N, stages: S, tma: TMA };
+        let kernel = RsKernel {
+            name: "",
+            warpgroups: WG,
+            nt: NT,
+            m: M,
+            n: N,
+            stages: S,
+            tma: TMA,
+            resident: RESIDENT,
+        };
         let bars = smem + kernel.barrier_offset();
         let full = |slot: u32| bars + 8 * slot;
         let empty = |slot: u32| bars + 8 * (S + slot);
@@ -984,7 +1061,7 @@ mod rs_device {
                                 [step * HOPPER_BK, row0, channel],
                             );
                         }
-                        tile = tile.saturating_add(stride);
+                        tile = next_tile(tile);
                     }
                 }
                 return;
@@ -995,6 +1072,8 @@ mod rs_device {
         let (warpgroup, t) = (tid / 128, tid % 128);
         let lane = t % 32;
         let c = lane % 4;
+        // The warpgroup's own barrier (resident form: each stages and stores its J half).
+        let wg_sync = || named_barrier(2 + warpgroup, 128);
         // Per slot, the parity of the phase the next wait names (persisting across tiles).
         let mut full_phase = 0u32;
         // A consumer warpgroup's release of `slot`.
@@ -1019,6 +1098,19 @@ mod rs_device {
         // last wgmma reading the staging slots and this.
         let warp_beam = 64 * warpgroup + 16 * (t / 32);
         let mi = lane / 8;
+        // 8 J values (beams col .. col + 7 of a row, one staged chunk `v`) to `to`: one 16-byte
+        // store where rows are whole chunks, else those inside `beams` one by one.
+        let store_chunk = |to: *mut u16, col: u32, v: [u32; 4]| {
+            if beams.is_multiple_of(8) {
+                st_global_v4(to as *mut u32, v);
+            } else {
+                unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if col + (e as u32) < beams {
+                        *to.add(e) = (v[e / 2] >> (16 * (e % 2))) as u16;
+                    }
+                });
+            }
+        };
         let epilogue = |acc: &[f32; ACC], (row0, col0, channel): (u32, u32, u32)| {
             // Capped kernels (WG >= 3): the staging base afresh, so that it is not kept in a
             // register across the main loop (it spilled at 168).
@@ -1036,6 +1128,22 @@ mod rs_device {
                     stmatrix_x2_trans(staged + kernel.staged_offset(row, warp_beam + 8 * (mi % 2)), [pack(0), pack(1)]);
                 }
             });
+            let j = out.add(channel as usize * times as usize * beams as usize);
+            if RESIDENT {
+                // This warpgroup's half (64 beams, its own slot): 8 threads per 128-byte row.
+                wg_sync();
+                let chunk = t % 8;
+                let half_beam = 64 * warpgroup + 8 * chunk;
+                let col = col0 + half_beam;
+                unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+                    let r = t / 8 + 16 * i as u32;
+                    if r < NT && row0 + r < times && col < beams {
+                        let v = ld_shared_v4(staged + rs_staged_offset_halves(r, half_beam, NT));
+                        store_chunk(j.add((row0 + r) as usize * beams as usize + col as usize), col, v);
+                    }
+                });
+                return;
+            }
             if TMA && beams.is_multiple_of(8) {
                 // Two tensor stores (one per 64 beams; rows and beams past the last are not
                 // written) by consumer thread 0, which waits for their reads before releasing
@@ -1051,7 +1159,6 @@ mod rs_device {
                 return;
             }
             csync();
-            let j = out.add(channel as usize * times as usize * beams as usize);
             let per_row = bb / 8;
             if WG == 2 {
                 // The 2-warpgroup kernels keep the form they were measured in (sixth round):
@@ -1063,16 +1170,7 @@ mod rs_device {
                         let (row, col) = (row0 + r, col0 + 8 * chunk);
                         if row < times && col < beams {
                             let v = ld_shared_v4(staged + kernel.staged_offset(r, 8 * chunk));
-                            let at = row as usize * beams as usize + col as usize;
-                            if beams.is_multiple_of(8) {
-                                st_global_v4(j.add(at) as *mut u32, v);
-                            } else {
-                                unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                                    if col + (e as u32) < beams {
-                                        *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
-                                    }
-                                });
-                            }
+                            store_chunk(j.add(row as usize * beams as usize + col as usize), col, v);
                         }
                     }
                 });
@@ -1089,16 +1187,7 @@ mod rs_device {
             let mut r = r0;
             while r < NT {
                 if row0 + r < times && col < beams {
-                    let v = ld_shared_v4(from + (r - r0) * 2 * bb);
-                    if beams.is_multiple_of(8) {
-                        st_global_v4(to as *mut u32, v);
-                    } else {
-                        unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                            if col + (e as u32) < beams {
-                                *to.add(e) = (v[e / 2] >> (16 * (e % 2))) as u16;
-                            }
-                        });
-                    }
+                    store_chunk(to, col, ld_shared_v4(from + (r - r0) * 2 * bb));
                 }
                 to = to.wrapping_add(16 * beams as usize);
                 r += 16;
@@ -1108,7 +1197,42 @@ mod rs_device {
         let mut acc = [0.0f32; ACC];
         let mut prev = (0, 0, 0);
         let mut have_prev = false;
+        let mut ran = false;
         let mut tile = first;
+        // Resident form: each warpgroup's U^M and U^N of its 64 beams, a tile ahead, in two
+        // buffers by tile parity (`RsKernel::u_ahead_offset`); `count` tiles done so far.
+        let mut count = 0u32;
+        // (A group is committed even past the last tile, so the main loop's wait can always
+        // leave exactly the newest one pending.)
+        let u_ahead = |tile: u32, buffer: u32| {
+            if !RESIDENT {
+                return;
+            }
+            if tile < total {
+                let (_, col0, channel) = tile_origin(tile);
+                let um_g = u_m.add(channel as usize * (M / 2) as usize * beams as usize * 4);
+                let un_g = u_n.add(channel as usize * (N / 2) as usize * beams as usize * 4);
+                let base = smem + kernel.u_ahead_offset(warpgroup, buffer);
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] {
+                    if (j as u32) < (M + N) / 4 {
+                        // Rows of 64 beams x 16 bytes: the quads of U^M, then those of U^N.
+                        let (row, b) = ((t + 128 * j as u32) / 64, t % 64);
+                        let beam = col0 + 64 * warpgroup + b;
+                        let ok = beam < beams;
+                        let from = if row < M / 2 {
+                            um_g.wrapping_add(4 * (row * beams + beam) as usize)
+                        } else {
+                            un_g.wrapping_add(4 * ((row - M / 2) * beams + beam) as usize)
+                        };
+                        // Past the last beam: zero (the W^T row is 0; its J is not stored).
+                        let from = if ok { from } else { um_g };
+                        cp_async_16(base + 16 * (row * 64 + b), from as *const u8, if ok { 16 } else { 0 });
+                    }
+                });
+            }
+            cp_async_commit();
+        };
+        u_ahead(tile, 0);
         // One call site for the (large) epilogue, so that it is inlined and `acc` stays in
         // registers: each pass stores the previous tile's J, after the next tile's first copies.
         loop {
@@ -1150,8 +1274,25 @@ mod rs_device {
             }
             // The first stages into slots 0 .. S - WG - 1, free once every warpgroup waited
             // for the previous tile's last group (the barrier that ended its main loop). (The
-            // TMA form's producer copies every stage.)
-            if has_tile && !TMA {
+            // TMA form's producer copies every stage.) Resident form: the whole K at a unit's
+            // first beam tile, once both warpgroups are done with the previous unit's I.
+            let fresh = !RESIDENT || tile % tiles_y == 0;
+            if RESIDENT && has_tile && fresh {
+                if have_prev {
+                    sync_threads();
+                }
+                unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if (s as u32) < steps {
+                        copy(s as u32, s as u32);
+                    }
+                });
+                cp_async_commit();
+            }
+            if RESIDENT && has_tile {
+                // The next tile's U (its buffer's last reader, this warpgroup's main loop of
+                // the previous tile, ended at the warpgroup barrier).
+                u_ahead(next_tile(tile), (count + 1) % 2);
+            } else if has_tile && !TMA && !RESIDENT {
                 unroll!(s in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if (s as u32) < d {
                         if (s as u32) < steps {
@@ -1174,7 +1315,7 @@ mod rs_device {
             let un_g = u_n.add(channel as usize * (N / 2) as usize * beams as usize * 4);
             let mut un = [0.0f32; 24];
             unroll!(j in [0, 1, 2, 3, 4, 5] {
-                if (j as u32) < n8 {
+                if !RESIDENT && (j as u32) < n8 {
                     unroll!(h in [0, 1] {
                         let at = 4 * ((2 * j as u32 + c / 2) * beams + clamped[h]) + 2 * (c % 2);
                         let v = ld_global_nc_v2(un_g.add(at as usize) as *const u32);
@@ -1190,7 +1331,7 @@ mod rs_device {
             let load_um = |period_index: u32| {
                 let mut um = [0.0f32; 16];
                 unroll!(x in [0, 1] {
-                    if !um_smem && (x as u32) < quads {
+                    if !um_smem && !RESIDENT && (x as u32) < quads {
                         unroll!(h in [0, 1] {
                             let quad = period_index * quads + x as u32;
                             let v = ld_global_nc_v4(um_g.add(4 * (quad * beams + clamped[h]) as usize) as *const u32);
@@ -1215,6 +1356,30 @@ mod rs_device {
                 cp_async_wait_pending(d - 1);
                 csync();
             }
+            // Resident form: the tile's U (and at a unit's first tile its I) has landed; only
+            // the next tile's U may still be in flight.
+            let u_base = smem + kernel.u_ahead_offset(warpgroup, count % 2);
+            if RESIDENT {
+                cp_async_wait_pending(1);
+                if fresh {
+                    fence_proxy_async_shared();
+                    sync_threads();
+                } else {
+                    wg_sync();
+                }
+                let beam_in_wg = 16 * (t / 32) + lane / 4;
+                unroll!(j in [0, 1, 2, 3, 4, 5] {
+                    if (j as u32) < n8 {
+                        unroll!(h in [0, 1] {
+                            let row = M / 2 + 2 * j as u32 + c / 2;
+                            let v = ld_shared_v2(u_base + 16 * (row * 64 + beam_in_wg + 8 * h as u32) + 8 * (c % 2));
+                            let i = rs_un_index(j as u32, h as u32, 0) as usize;
+                            un[i] = f32::from_bits(v[0]);
+                            un[i + 1] = f32::from_bits(v[1]);
+                        });
+                    }
+                });
+            }
 
             // The A fragment of k16 step `u` of a period: chunks 2u (registers 0, 1) and 2u + 1
             // (2, 3), beams g (0, 2) and g + 8 (1, 3); U^M_p U^N_q in f32, then f16 (rn): the
@@ -1222,16 +1387,20 @@ mod rs_device {
             // With U^M in shared memory (period `pi`), each beam's U^M_p is loaded once per p,
             // at the chunk that starts it (q = 0), into `cur`: two LDS.32 per p, 8 distinct
             // 16-byte chunks per warp (conflict-free, `rs_um_offset`).
-            let um_beam = um_s + rs_um_offset(0, beam_in_tile, bb);
+            let (um_beam, um_stride) = if RESIDENT {
+                (u_base + rs_um_offset(0, 16 * (t / 32) + lane / 4, 64), 64)
+            } else {
+                (um_s + rs_um_offset(0, beam_in_tile, bb), bb)
+            };
             let form = |u: u32, um: &[f32; 16], pi: u32, cur: &mut [f32; 2]| {
                 let mut r = [0u32; 4];
                 unroll!(half in [0, 1] {
                     let chunk = 2 * u + half as u32;
                     let (p, q) = rs_chunk_pq(chunk, N);
                     unroll!(h in [0, 1] {
-                        let x = if um_smem {
+                        let x = if um_smem || RESIDENT {
                             if q == 0 {
-                                let at = um_beam + rs_um_offset(4 * quads * pi + p, 8 * h as u32, bb);
+                                let at = um_beam + rs_um_offset(4 * quads * pi + p, 8 * h as u32, um_stride);
                                 cur[h] = f32::from_bits(ld_shared_u32(at));
                             }
                             cur[h]
@@ -1245,13 +1414,20 @@ mod rs_device {
                 r
             };
 
+            if RESIDENT && (warpgroup == 1 || ran) {
+                // Our turn at the tensor cores: the other warpgroup has issued its main loop.
+                named_barrier(if warpgroup == 0 { 5 } else { 4 }, 256);
+            }
             acc = [0.0f32; ACC];
             let mut cur = [0.0f32; 2];
             let mut frag = [form(0, &um, 0, &mut cur), [0u32; 4]];
             let mut slot = 0;
             let mut stage = 0;
             let mut pi = 0;
-            while pi < periods {
+            // Resident form: a warpgroup whose 64 beams all lie past the last skips its
+            // wgmmas (pathfinder rect.'s 960 = 7.5 x 128); its J is not stored.
+            let idle = RESIDENT && col0 + 64 * warpgroup >= beams;
+            while pi < periods && !idle {
                 // The next period's U^M (the last period reloads its own), a period ahead.
                 let pn = if pi + 1 < periods { pi + 1 } else { pi };
                 let um_next = load_um(pn);
@@ -1279,7 +1455,7 @@ mod rs_device {
                                     }
                                 }
                             }
-                        } else if kk == 0 {
+                        } else if kk == 0 && !RESIDENT {
                             cp_async_wait_pending(d - 1); // stage `stage` has landed
                             fence_proxy_async_shared();
                             // Also: the previous tile's staged J has been read out.
@@ -1288,6 +1464,17 @@ mod rs_device {
                         fence();
                         mma(&mut acc, frag[u % 2], descriptor_k_major_128b(smem + slot * stage_bytes + 32 * kk));
                         commit_group();
+                        let mut form_next = |cur: &mut [f32; 2]| {
+                            if (u as u32) + 1 < 4 * period {
+                                form(u as u32 + 1, &um, pi, cur)
+                            } else {
+                                form(0, &um_next, pn, cur)
+                            }
+                        };
+                        // Resident form: the next step's A into fresh registers while this
+                        // step's and the previous step's wgmmas run (only one warpgroup issues
+                        // at a time when the two take turns).
+                        let early = if RESIDENT { form_next(&mut cur) } else { [0; 4] };
                         // The group of step u - 1 is done: its A registers are free.
                         wait_group::<1>();
                         if kk == 0 && TMA {
@@ -1297,7 +1484,7 @@ mod rs_device {
                             if stage >= 1 && stage - 1 + S < steps {
                                 release(prev_slot);
                             }
-                        } else if kk == 0 {
+                        } else if kk == 0 && !RESIDENT {
                             // Every warpgroup waited for stage - WG's groups before the
                             // barrier above, so its slot takes stage + d (d = S - WG).
                             let next = stage + d;
@@ -1307,11 +1494,7 @@ mod rs_device {
                             }
                             cp_async_commit();
                         }
-                        frag[(u + 1) % 2] = if (u as u32) + 1 < 4 * period {
-                            form(u as u32 + 1, &um, pi, &mut cur)
-                        } else {
-                            form(0, &um_next, pn, &mut cur)
-                        };
+                        frag[(u + 1) % 2] = if RESIDENT { early } else { form_next(&mut cur) };
                         if kk == 3 {
                             slot = if slot + 1 == S { 0 } else { slot + 1 };
                             stage += 1;
@@ -1321,6 +1504,10 @@ mod rs_device {
                 um = um_next;
                 pi += 1;
             }
+            if RESIDENT {
+                named_barrier_arrive(if warpgroup == 0 { 4 } else { 5 }, 256);
+            }
+            ran = true;
             wait_group::<0>();
             if TMA {
                 // The last uses of the slots the next tile's first stages take.
@@ -1331,11 +1518,20 @@ mod rs_device {
                 }
             }
             // The ring is free (for staging J, or the next tile's first copies) once every
-            // warpgroup's wgmmas are done.
-            csync();
+            // warpgroup's wgmmas are done. Resident form: this warpgroup's J slot is free.
+            if RESIDENT {
+                wg_sync();
+            } else {
+                csync();
+            }
             prev = (row0, col0, channel);
             have_prev = true;
-            tile = tile.saturating_add(stride);
+            count += 1;
+            tile = next_tile(tile);
+        }
+        if RESIDENT && warpgroup == 0 && ran {
+            // The other warpgroup's last turn.
+            named_barrier(5, 256);
         }
         if !TMA {
             cp_async_wait_all();
@@ -1352,13 +1548,16 @@ mod rs_device {
 
     macro_rules! rs_kernel {
         (cp, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
-            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, false,);
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, cp,);
         };
         (tma, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
-            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, true, tensor_maps: *const u8);
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, tma, tensor_maps: *const u8);
+        };
+        ($form:ident, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, $form,);
         };
         (@entry $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident,
-         $tma:literal, $($maps:ident: $maps_type:ty)?) => {
+         $form:ident, $($maps:ident: $maps_type:ty)?) => {
             /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
             /// registers; [`RsKernel::threads`] threads, [`RsKernel::smem_bytes`] of dynamic
             /// shared memory. The TMA instances ([`RsKernel::tma`]) take one more argument:
@@ -1376,7 +1575,7 @@ mod rs_device {
                 channels: u32,
                 $($maps: $maps_type)?
             ) {
-                fused_rs::<$wg, $nt, $m, $n, $s, { $nt / 2 }, $tma>(
+                fused_rs::<$wg, $nt, $m, $n, $s, { $nt / 2 }, { rs_form!($form).0 }, { rs_form!($form).1 }>(
                     intensity,
                     u_m,
                     u_n,
@@ -1638,6 +1837,88 @@ mod tests {
     }
 
     #[test]
+    fn rs_resident_form_covers_every_tile_and_its_buffers_fit() {
+        // Every tile once, a block's units in beam-tile runs.
+        for (tiles, run, grid) in [(40, 5, 3), (12, 2, 5), (7, 7, 1), (8, 1, 3), (30, 3, 132)] {
+            let mut seen = std::vec![0u32; tiles as usize];
+            for block in 0..grid {
+                let mut tile = block * run;
+                while tile < tiles {
+                    seen[tile as usize] += 1;
+                    let next = rs_next_tile(tile, grid * run, run);
+                    assert!(next > tile && (next == tile + 1 || next.is_multiple_of(run)));
+                    tile = next;
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{tiles} {run} {grid}");
+        }
+        assert_eq!(rs_next_tile(u32::MAX - 1, 10, 1), u32::MAX);
+        for kernel in RS_KERNELS.iter().filter(|k| k.resident) {
+            let (m, n, wg) = (kernel.m, kernel.n, kernel.warpgroups);
+            assert!(wg == 2 && !kernel.tma && !kernel.um_in_smem());
+            // The whole K in the slots before J's staging slots; U copies per thread.
+            assert!(m * n / 16 <= kernel.stages - wg && (m + n) / 4 <= 12 && (m + n) % 4 == 0);
+            assert!((kernel.u_ahead_bytes() / 16).is_multiple_of(128));
+            // The four U buffers follow the ring, apart, before the (unused) barrier slot.
+            let ring = kernel.stages * kernel.stage_bytes();
+            for (i, (w, b)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
+                assert_eq!(kernel.u_ahead_offset(w, b), ring + i as u32 * kernel.u_ahead_bytes());
+            }
+            assert_eq!(kernel.u_ahead_offset(1, 1) + kernel.u_ahead_bytes(), kernel.barrier_offset());
+            assert!(kernel.smem_bytes() <= 227 * 1024, "{kernel:?}");
+            // U copies: row (t + 128 j) / 64, beam t % 64, each chunk once, warps conflict-free.
+            let rows = (m + n) / 2;
+            let mut seen = std::vec![0u32; (rows * 64) as usize];
+            for j in 0..(m + n) / 4 {
+                for warp in 0..4 {
+                    let at: [u32; 32] = core::array::from_fn(|l| {
+                        let t = 32 * warp + l as u32;
+                        16 * ((t + 128 * j) / 64 * 64 + t % 64)
+                    });
+                    assert!(is_conflict_free(&at, 16));
+                    for a in at {
+                        seen[(a / 16) as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s == 1), "{kernel:?}");
+            // Reads of lane 4 g + c of warp w (beams 16 w + g + 8 h): U^M_p (4 bytes, four
+            // lanes per word) conflict-free; U^N pairs (8 bytes) at most 2-way, once per tile.
+            for warp in 0..4 {
+                for h in 0..2 {
+                    for p in 0..2 * m {
+                        let at: [u32; 32] = core::array::from_fn(|l| {
+                            rs_um_offset(0, 16 * warp + l as u32 / 4, 64) + rs_um_offset(p, 8 * h, 64)
+                        });
+                        assert!(is_conflict_free(&at, 4));
+                    }
+                    for j in 0..n / 4 {
+                        let at: [u32; 32] = core::array::from_fn(|l| {
+                            let (g, c) = (l as u32 / 4, l as u32 % 4);
+                            let row = m / 2 + 2 * j + c / 2;
+                            16 * (row * 64 + 16 * warp + g + 8 * h) + 8 * (c % 2)
+                        });
+                        assert!(at.iter().all(|&a| a + 8 <= kernel.u_ahead_bytes()));
+                        assert!(crate::bank::wavefronts(&at, 8) <= 4);
+                    }
+                }
+            }
+            // J: each warpgroup's copy-out of its half, 8 threads per row, conflict-free.
+            for w in 0..2 {
+                for i in 0..kernel.nt.div_ceil(16) {
+                    for warp in 0..4 {
+                        let at: [u32; 32] = core::array::from_fn(|l| {
+                            let t = 32 * warp + l as u32;
+                            kernel.staged_offset((t / 8 + 16 * i) % kernel.nt, 64 * w + 8 * (t % 8))
+                        });
+                        assert!(is_conflict_free(&at, 16), "{kernel:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn rs_copies_cover_each_i_tile_once_without_conflicts() {
         for kernel in RS_KERNELS {
             let (threads, nt) = (kernel.threads(), kernel.nt);
@@ -1718,8 +1999,9 @@ mod tests {
         // Seed Table 4 (B = 10 MN): the 192-beam kernel for full CHORD and pathfinder rect.
         let pick = |n, times, beams| rs_default_kernel(n, times, beams).unwrap().name;
         assert_eq!(pick(24, 917, 5760), "frb_resample_fused_rsp3_n24_t184_sm90a");
-        assert_eq!(pick(12, 917, 960), "frb_resample_fused_rsp3_n12_t184_sm90a");
-        assert_eq!(pick(8, 917, 640), "frb_resample_fused_rsp2_n8_t232_sm90a");
+        // The pathfinder grids: the resident form.
+        assert_eq!(pick(12, 917, 960), "frb_resample_fused_rsp2res_n12_t184_sm90a");
+        assert_eq!(pick(8, 917, 640), "frb_resample_fused_rsp2res_n8_t232_sm90a");
         assert_eq!(pick(16, 980, 2560), "frb_resample_fused_rsp2tma_n16_t248_sm90a");
         assert_eq!(pick(20, 980, 3200), "frb_resample_fused_rsp2tma_n20_t248_sm90a");
         assert_eq!(pick(16, 917, 2560), "frb_resample_fused_rsp2tma_n16_t232_sm90a");

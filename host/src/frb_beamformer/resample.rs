@@ -404,7 +404,8 @@ pub struct FusedResampler<'g> {
     gemm: GemmLaunch,
     /// The transposed (RS) kernel: M and N compiled in, the channel count passed.
     rs: bool,
-    /// The TMA kernels ([`RsKernel::tma`]) take tensor maps of I and J as their last argument.
+    /// The TMA and resident kernels ([`RsKernel::tma`], [`RsKernel::resident`]) take tensor
+    /// maps of I and J as their last argument.
     tma: Option<std::sync::Mutex<TensorMaps>>,
     u_kernel: CudaFunction,
     u_m: DeviceBuffer<f32>,
@@ -436,7 +437,7 @@ impl<'g> FusedResampler<'g> {
             RS_KERNELS.iter().find(|k| k.name == name && k.n == config.n && k.m == config.m).ok_or_else(
                 || Error::InvalidConfig(format!("{name} is no transposed fused kernel for {config:?}")),
             )?;
-        let tma = if gpu.wgmma_enabled() && kernel.tma {
+        let tma = if gpu.wgmma_enabled() && (kernel.tma || kernel.resident) {
             let maps = gpu.alloc::<u8>(2 * std::mem::size_of::<cudarc::driver::sys::CUtensorMap>(), 0)?;
             Some(std::sync::Mutex::new(TensorMaps { encoded_for: None, maps }))
         } else {

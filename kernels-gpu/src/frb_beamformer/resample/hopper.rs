@@ -100,12 +100,14 @@
 //! its U^M and U^N come a tile ahead by `cp.async` into its own two buffers
 //! ([`RsKernel::u_ahead_offset`]; loaded from device memory, their latency had stalled every
 //! period), it forms the next k16 step's A before waiting for the previous wgmma, it stages
-//! its J half in its own slot and stores it, and the two warpgroups take turns at the tensor
-//! cores (named barriers 4 and 5: a warpgroup starts its main loop once the other has issued
-//! its own), so that one's epilogue runs beside the other's wgmmas. A warpgroup whose beams
-//! all lie past the last skips its wgmmas. On the H200, under sustained load, this took
-//! pathfinder square from 1.26x cuBLAS's time to 0.97-1.01x and rect. from 1.11x (the
-//! 192-beam kernel) to 1.03x (BENCHMARKS.md, twelfth session).
+//! its J half in its own slot, which leaves by one tensor store from its thread 0 (the host's
+//! J tensor map; thread stores where `beams` is not a multiple of 8), and the two warpgroups
+//! take turns at the tensor cores (named barriers 4 and 5: a warpgroup starts its main loop
+//! once the other has issued its own), so that one's epilogue runs beside the other's
+//! wgmmas. A warpgroup whose beams all lie past the last skips its wgmmas. On the H200, under
+//! sustained load, this took pathfinder square from 1.25-1.30x cuBLAS's time to 0.87-0.92x
+//! and rect. from 1.10-1.11x (the 192-beam kernel) to 0.89-0.91x; the tensor stores alone
+//! gave 1.10-1.21x over thread stores (BENCHMARKS.md, twelfth session).
 //!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
 //! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit
@@ -260,8 +262,10 @@ pub struct RsKernel {
     pub tma: bool,
     /// Resident form (`K <= 64 (stages - warpgroups)`, the pathfinder grids): the tile's whole
     /// I stays in the ring while the block runs every beam tile of a (slow-sample tile,
-    /// channel) unit; each warpgroup has its U a tile ahead in shared memory, stages and
-    /// stores its own J half, and the two take turns at the tensor cores (module comment).
+    /// channel) unit; each warpgroup has its U a tile ahead in shared memory, stages its own
+    /// J half and stores it by a tensor store (the kernel takes the tensor maps as the TMA
+    /// instances do; thread stores where `beams` is not a multiple of 8), and the two take
+    /// turns at the tensor cores (module comment).
     pub resident: bool,
 }
 
@@ -1129,6 +1133,21 @@ mod rs_device {
                 }
             });
             let j = out.add(channel as usize * times as usize * beams as usize);
+            if RESIDENT && beams.is_multiple_of(8) {
+                // This warpgroup's half (64 beams, its own slot) by one tensor store, issued
+                // by its thread 0, which waits for its reads before the next staging.
+                fence_proxy_async_shared();
+                wg_sync();
+                if t == 0 {
+                    tma_store_3d(
+                        tensor_map + 128,
+                        [col0 + 64 * warpgroup, row0, channel],
+                        staged + warpgroup * NT * 128,
+                    );
+                    bulk_commit();
+                }
+                return;
+            }
             if RESIDENT {
                 // This warpgroup's half (64 beams, its own slot): 8 threads per 128-byte row.
                 wg_sync();
@@ -1520,6 +1539,10 @@ mod rs_device {
             // The ring is free (for staging J, or the next tile's first copies) once every
             // warpgroup's wgmmas are done. Resident form: this warpgroup's J slot is free.
             if RESIDENT {
+                if t == 0 {
+                    // The previous tile's tensor store has read this warpgroup's J half.
+                    bulk_wait_read();
+                }
                 wg_sync();
             } else {
                 csync();
@@ -1532,6 +1555,9 @@ mod rs_device {
         if RESIDENT && warpgroup == 0 && ran {
             // The other warpgroup's last turn.
             named_barrier(5, 256);
+        }
+        if RESIDENT && t == 0 {
+            bulk_wait();
         }
         if !TMA {
             cp_async_wait_all();
@@ -1553,15 +1579,15 @@ mod rs_device {
         (tma, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
             rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, tma, tensor_maps: *const u8);
         };
-        ($form:ident, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
-            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, $form,);
+        (res, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, res, tensor_maps: *const u8);
         };
         (@entry $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident,
          $form:ident, $($maps:ident: $maps_type:ty)?) => {
             /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
             /// registers; [`RsKernel::threads`] threads, [`RsKernel::smem_bytes`] of dynamic
-            /// shared memory. The TMA instances ([`RsKernel::tma`]) take one more argument:
-            /// the tensor maps of I and of J (two `CUtensorMap`s in device memory, 64-byte
+            /// shared memory. The TMA and resident instances ([`RsKernel::tma`],
+            /// [`RsKernel::resident`]) take one more argument: the tensor maps of I and of J (two `CUtensorMap`s in device memory, 64-byte
             /// aligned, written before the launch; J's used only where `beams` is a multiple
             /// of 8).
             #[no_mangle]
@@ -1758,7 +1784,7 @@ mod tests {
             for row in 0..nt {
                 for beam in 0..bb {
                     let at = kernel.staged_offset(row, beam);
-                    if kernel.tma {
+                    if kernel.tma || kernel.resident {
                         // The tensor store's box of each 64 beams: 128-byte rows from a
                         // 1024-byte aligned base, 16-byte chunks XOR-ed by `row % 8` (the
                         // 128-byte swizzle of the tensor map).

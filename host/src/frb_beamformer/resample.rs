@@ -10,10 +10,10 @@
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
 //! launch. On Hopper the fused GEMM is the faster one: 1.06-1.37x the W path's speed for full
-//! CHORD and both HIRAX cases, 1.02-1.15x for pathfinder, at or below cuBLAS's time for full
-//! CHORD, and 1.26-1.47x faster counting the W kernel when beams move every launch (H200,
-//! BENCHMARKS.md, the eighth session's final run), so use [`FusedResampler`]
-//! there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.3-1.4x faster, and still
+//! CHORD and both HIRAX cases and 1.26-1.47x faster counting the W kernel when beams move
+//! every launch (H200, BENCHMARKS.md, the eighth session's final run), 1.4-1.6x for
+//! pathfinder, and below cuBLAS's time for full CHORD and pathfinder (the twelfth session's),
+//! so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.3-1.4x faster, and still
 //! faster counting its W kernel, so use [`Resampler`] where W fits in device memory and
 //! [`FusedResampler`] where it does not (or the memory is needed elsewhere).
 //!
@@ -187,6 +187,9 @@ struct GemmLaunch {
     smem: u32,
     /// Persistent kernels: the resident blocks (a 1-d grid looping over the tiles).
     resident: Option<u32>,
+    /// The resident form: a block takes whole units (every beam tile of a slow-sample tile
+    /// and channel), so more blocks than units would idle.
+    whole_units: bool,
 }
 
 impl GemmLaunch {
@@ -207,6 +210,7 @@ impl GemmLaunch {
             threads: sm90a_threads,
             smem: sm90a_smem,
             resident: None,
+            whole_units: false,
         })
     }
 
@@ -220,6 +224,7 @@ impl GemmLaunch {
             threads: GEMM.threads(),
             smem,
             resident: None,
+            whole_units: false,
         })
     }
 
@@ -253,6 +258,7 @@ impl GemmLaunch {
             threads: kernel.threads(),
             smem: kernel.smem_bytes(),
             resident,
+            whole_units: kernel.resident,
         })
     }
 
@@ -260,7 +266,10 @@ impl GemmLaunch {
         let (x, y) = (c.times.div_ceil(self.tile.0), c.beams.div_ceil(self.tile.1));
         // Persistent: every resident block loops over the tiles (at most one per tile).
         let grid_dim = match self.resident {
-            Some(resident) => ((x as u64 * y as u64 * c.channels as u64).min(resident as u64) as u32, 1, 1),
+            Some(resident) => {
+                let work = x as u64 * if self.whole_units { 1 } else { y as u64 } * c.channels as u64;
+                (work.min(resident as u64) as u32, 1, 1)
+            }
             None => (x, y, c.channels),
         };
         LaunchConfig { grid_dim, block_dim: (self.threads, 1, 1), shared_mem_bytes: self.smem }
@@ -415,7 +424,8 @@ pub struct FusedResampler<'g> {
 
 impl<'g> FusedResampler<'g> {
     /// On Hopper the kernel is the transposed one ([`rs_default_kernel`]: the slow-sample
-    /// tile that pads the fewest rows, 192 beams per block where that pads no more work).
+    /// tile that pads the fewest rows, 192 beams per block where that pads no more work, the
+    /// resident form for the pathfinder grids).
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
         let name = rs_default_kernel(config.n, config.times, config.beams)
@@ -542,7 +552,7 @@ impl<'g> FusedResampler<'g> {
     }
 }
 
-/// The TMA kernels' tensor maps in device memory (I's, then J's), and the (I, J) addresses
+/// The TMA and resident kernels' tensor maps in device memory (I's, then J's), and the (I, J) addresses
 /// they were encoded for: encoded again only when other buffers come.
 struct TensorMaps {
     encoded_for: Option<(u64, u64)>,

@@ -323,7 +323,7 @@ impl RsKernel {
         self.stages * self.stage_bytes() + (2 * warpgroup + buffer) * self.u_ahead_bytes()
     }
     /// The ring, which also holds J's staged `nt` x `beams` tile (its last `warpgroups`
-    /// slots) in the epilogue, then U^M.
+    /// slots) in the epilogue, then U^M or the resident form's U buffers.
     pub const fn smem_bytes(&self) -> u32 {
         self.barrier_offset() + if self.tma { 16 * self.stages } else { 0 } + HOPPER_ALIGN_SLACK
     }
@@ -351,7 +351,7 @@ pub const fn rs_period(n: u32) -> (u32, u32) {
 
 /// A persistent block's tile after `tile`, its tiles `stride` apart in runs of `run`
 /// consecutive ones (the resident form: the `tiles_y` beam tiles of a unit, `stride` =
-/// `gridDim.x tiles_y`; otherwise runs of 1). Saturates past the last tile.
+/// `gridDim.x tiles_y`; otherwise runs of 1). The step to the next run saturates.
 pub const fn rs_next_tile(tile: u32, stride: u32, run: u32) -> u32 {
     if !(tile + 1).is_multiple_of(run) {
         tile + 1
@@ -422,8 +422,8 @@ pub const fn rs_pick_tile(times: u32, tiles: &[u32]) -> u32 {
 }
 
 /// Every instance of the transposed fused kernel, written once: `$callback!` gets (entry
-/// point, warpgroups, NT, M, N, stages, its RS wgmma, `cp` or `tma`) for each. [`RS_KERNELS`] and the sm_90a
-/// entry points are both made from this list.
+/// point, warpgroups, NT, M, N, stages, its RS wgmma, form: `cp`, `tma` or `res`) for each.
+/// [`RS_KERNELS`] and the sm_90a entry points are both made from this list.
 macro_rules! rs_instances {
     ($callback:ident) => {
         $callback!(
@@ -491,14 +491,19 @@ pub const RS_WIDE_TILE: u32 = 184;
 /// 3-warpgroup one (192 beams: a third less I pulled from L2 per MAC) where one exists for N
 /// and its tiles pad no more work (padded rows x padded beams). Seed Table 4: full CHORD
 /// (917 x 5760 -> 920 x 5760 against 928 x 5760) and pathfinder rect. (917 x 960 -> 920 x 960
-/// against 928 x 1024) take the 3-warpgroup kernel, 1.05x and 1.15-1.19x faster on the H200.
-/// Where a resident instance exists for N (the pathfinder grids, N = 8 and 12), it is taken
-/// instead (BENCHMARKS.md, twelfth session).
+/// against 928 x 1024) take the 3-warpgroup kernel over the 2-warpgroup one, 1.05x and
+/// 1.15-1.19x faster on the H200. Ahead of both comes the resident instance where one exists
+/// for N (the pathfinder grids, N = 8 and 12) and its tile pads no more rows than the
+/// 2-warpgroup choice (917 -> 928 and 920): 1.38-1.41x and 1.22x faster than those for the
+/// pathfinder cases, sustained (BENCHMARKS.md, twelfth session).
 pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKernel> {
-    if let Some(resident) = RS_KERNELS.iter().find(|k| k.n == n && k.resident) {
+    let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
+    let padded_rows = |tile: u32| times.div_ceil(tile) * tile;
+    if let Some(resident) =
+        RS_KERNELS.iter().find(|k| k.n == n && k.resident && padded_rows(k.nt) <= padded_rows(nt))
+    {
         return Some(resident);
     }
-    let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
     let narrow = |tma: bool| {
         RS_KERNELS.iter().find(|k| {
             k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS && k.tma == tma && !k.resident
@@ -942,7 +947,8 @@ mod rs_device {
     /// blocks, each taking every `gridDim.x`-th tile (slow-sample tile fastest, then beam tile,
     /// then channel): a tile's first copies are issued before the previous tile's epilogue,
     /// which goes through the ring's last `WG` slots (`NT x 64 WG` beams x 2 bytes: exactly
-    /// `WG` stages), so the two overlap.
+    /// `WG` stages), so the two overlap. The resident form walks its tiles and fills its ring
+    /// otherwise (module comment, [`rs_next_tile`]).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn fused_rs<
@@ -2028,6 +2034,8 @@ mod tests {
         // The pathfinder grids: the resident form.
         assert_eq!(pick(12, 917, 960), "frb_resample_fused_rsp2res_n12_t184_sm90a");
         assert_eq!(pick(8, 917, 640), "frb_resample_fused_rsp2res_n8_t232_sm90a");
+        // Not where its tile pads more rows: 496 = 2 x 248, against 3 x 232.
+        assert_eq!(pick(8, 496, 640), "frb_resample_fused_rsp2_n8_t248_sm90a");
         assert_eq!(pick(16, 980, 2560), "frb_resample_fused_rsp2tma_n16_t248_sm90a");
         assert_eq!(pick(20, 980, 3200), "frb_resample_fused_rsp2tma_n20_t248_sm90a");
         assert_eq!(pick(16, 917, 2560), "frb_resample_fused_rsp2tma_n16_t232_sm90a");

@@ -1582,20 +1582,14 @@ mod rs_device {
         (cp, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
             rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, cp,);
         };
-        (tma, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
-            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, tma, tensor_maps: *const u8);
-        };
-        (res, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
-            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, res, tensor_maps: *const u8);
-        };
         (@entry $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident,
          $form:ident, $($maps:ident: $maps_type:ty)?) => {
             /// The transposed fused GEMM ([`RS_KERNELS`]): `J = I W` with W^T formed in
             /// registers; [`RsKernel::threads`] threads, [`RsKernel::smem_bytes`] of dynamic
             /// shared memory. The TMA and resident instances ([`RsKernel::tma`],
-            /// [`RsKernel::resident`]) take one more argument: the tensor maps of I and of J (two `CUtensorMap`s in device memory, 64-byte
-            /// aligned, written before the launch; J's used only where `beams` is a multiple
-            /// of 8).
+            /// [`RsKernel::resident`]) take one more argument: the tensor maps of I and of J
+            /// (two `CUtensorMap`s in device memory, 64-byte aligned, written before the
+            /// launch; J's used only where `beams` is a multiple of 8).
             #[no_mangle]
             pub unsafe extern "ptx-kernel" fn $name(
                 intensity: *const u16,
@@ -1617,6 +1611,10 @@ mod rs_device {
                     |d, a, b| $mma(d, a, b, true),
                 )
             }
+        };
+        // `tma` and `res`: the tensor maps as the last argument.
+        ($form:ident, $name:ident, $wg:literal, $nt:literal, $m:literal, $n:literal, $s:literal, $mma:ident) => {
+            rs_kernel!(@entry $name, $wg, $nt, $m, $n, $s, $mma, $form, tensor_maps: *const u8);
         };
     }
     rs_instances!(rs_kernels);

@@ -9,11 +9,9 @@
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. On Hopper the fused GEMM is the faster one: 1.06-1.37x the W path's speed for full
-//! CHORD and both HIRAX cases and 1.26-1.47x faster counting the W kernel when beams move
-//! every launch (H200, BENCHMARKS.md, the eighth session's final run), 1.4-1.6x for
-//! pathfinder, and below cuBLAS's time for full CHORD and pathfinder (the twelfth session's),
-//! so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.3-1.4x faster, and still
+//! launch. On Hopper the fused GEMM is the faster one: 1.4-1.6x the W path's speed for every
+//! case of seed Table 4, and below cuBLAS's time for all of them (H200, BENCHMARKS.md,
+//! thirteenth session), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.3-1.4x faster, and still
 //! faster counting its W kernel, so use [`Resampler`] where W fits in device memory and
 //! [`FusedResampler`] where it does not (or the memory is needed elsewhere).
 //!
@@ -23,10 +21,11 @@
 //! same W and U kernels; J agrees between the two families to f32 rounding of the sums. On
 //! Hopper the W path's GEMM has 128 x 256 or 192 x 256 tiles, whichever pads fewer
 //! slow-sample rows ([`use_wide_tile`]), and the fused GEMM is the persistent transposed
-//! kernel with 128-beam x 232 or 248 slow-sample tiles, or 192-beam x 184 ones for the grids
-//! and shapes where those pad no more work (full CHORD), or for the pathfinder grids (K = 256
-//! and 384) its resident form, which keeps a slow-sample tile's whole I on the chip across
-//! every beam tile ([`rs_default_kernel`]); J is the same bits either way.
+//! kernel with 128-beam x 232 or 248 slow-sample tiles: its TMA form for HIRAX and full
+//! CHORD (N = 16, 20, 24), its resident form for the pathfinder grids (K = 256 and 384),
+//! which keeps a slow-sample tile's whole I on the chip across every beam tile, elsewhere
+//! the `cp` form or 192-beam x 184 tiles where those pad no more work
+//! ([`rs_default_kernel`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};

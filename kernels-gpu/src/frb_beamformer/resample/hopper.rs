@@ -71,25 +71,30 @@
 //! two wgmma groups in flight, and a barrier every two stages. For HIRAX square the copies and the stage barriers cost
 //! about 6% each, and the bare RS wgmma loop only matches cuBLAS.
 //!
-//! TMA form (`frb_resample_fused_rsp2tma_n{16,20}_t{232,248}_sm90a`, [`RsKernel::tma`], the
-//! production kernels for N = 16 and 20): the same consumer warpgroups and arithmetic, J bit
-//! for bit the same, with a producer warpgroup in front (384 threads, launched at
-//! [`RS_TMA_LAUNCH_REGISTERS`], then `setmaxnreg` gives the consumers 232). Its thread 0 runs
-//! through the block's tiles copying each stage by one tensor copy (`cp.async.bulk.tensor`, a
-//! tensor map of I from the host: box 64 rho x NT x 1 in the 128-byte swizzle, rows past the
-//! last read as zero) into the ring, completing on the slot's `full` mbarrier, as soon as both
-//! consumer warpgroups have released the slot on its `empty` mbarrier: after the wgmmas that
-//! read it, or for the staging slots' last use in a tile, after J left them. The consumers
-//! issue no copies and meet no block barrier per stage; J is staged as two 64-beam halves in
-//! the 128-byte swizzle ([`rs_staged_offset_halves`]) and leaves by two tensor stores (rows and
-//! beams past the last are not written; where rows of J are not whole 16-byte chunks, `beams`
-//! not a multiple of 8, by the thread stores). On the H200 it ran 1.04-1.08x faster than the
-//! `cp` form for HIRAX square and rect. (BENCHMARKS.md, tenth session); for full CHORD it tied
-//! the 192-beam kernel and for pathfinder square (K = 256) it was 2-3% slower, so those keep
-//! theirs. Measured and dropped on the way: the tensor copies issued inline by a consumer
-//! thread (level), the same without the tensor stores (level to 1.05x), and 2-block clusters
-//! multicasting each stage to both blocks (1.3-1.6x slower: the kernel is not bound by L2,
-//! ncu: L2 throughput 37%).
+//! TMA form (`frb_resample_fused_rsp2tma_n{16,20,24}_t{232,248}_sm90a`, [`RsKernel::tma`],
+//! the production kernels for N = 16, 20 and 24: HIRAX and full CHORD): the same consumer
+//! warpgroups and arithmetic, J bit for bit the same, with a producer warpgroup in front (384
+//! threads, launched at [`RS_TMA_LAUNCH_REGISTERS`], then `setmaxnreg` gives the consumers
+//! 232). Its thread 0 runs through the block's tiles copying each stage by one tensor copy
+//! (`cp.async.bulk.tensor`, a tensor map of I from the host: box 64 rho x NT x 1 in the
+//! 128-byte swizzle, rows past the last read as zero) into a ring of `S - 2` = 5 slots that
+//! runs on across tiles, completing on the slot's `full` mbarrier, as soon as both consumer
+//! warpgroups have released the slot on its `empty` mbarrier (after the wgmmas that read it).
+//! The consumers issue no copies and never meet each other at a barrier: each stages its own
+//! 64-beam half of J in its own slot after the ring (the 128-byte swizzle,
+//! [`rs_staged_offset_halves`]), which leaves by one tensor store from its thread 0 (rows and
+//! beams past the last are not written; thread stores where `beams` is not a multiple of 8),
+//! and warpgroup 1 starts each tile [`RS_TMA_LEAD`] stages after warpgroup 0 (named barrier
+//! 4), so that either's epilogue, and the drain and U loads around it, run beside the other's
+//! wgmmas. On the H200, under sustained load, this took HIRAX square from 1.07-1.08x
+//! cuBLAS's time to 0.94-0.97x and HIRAX rect. from 1.02-1.03x to 0.93-0.94x, and full CHORD
+//! to 0.91-0.93x (0.96-0.98x with the 192-beam kernel it replaces there; BENCHMARKS.md,
+//! thirteenth session). The earlier TMA form, whose two consumer warpgroups staged J together
+//! in the ring's last two slots and met at a barrier around each epilogue, had run 1.04-1.08x
+//! faster than the `cp` form for HIRAX (tenth session). Measured and dropped on the way: the
+//! tensor copies issued inline by a consumer thread (level), and 2-block clusters multicasting
+//! each stage to both blocks (1.3-1.6x slower: the kernel is not bound by L2, ncu: L2
+//! throughput 37%).
 //!
 //! Resident form (`frb_resample_fused_rsp2res_n8_t232_sm90a` and `_n12_t184_sm90a`,
 //! [`RsKernel::resident`], the production kernels for the pathfinder grids): where the whole
@@ -123,6 +128,8 @@
 //! pathfinder rect.; for HIRAX (980 rows -> 5 x 200, 2560 beams -> 14 x 192, 7% padded work)
 //! a 200-row form was slower, as was a 256-beam one (4 warpgroups, 144 rows), so HIRAX and
 //! pathfinder square keep 128 beams ([`rs_default_kernel`], BENCHMARKS.md, seventh round).
+//! Full CHORD and pathfinder rect. have since moved to the TMA and resident forms, which run
+//! faster there; the N = 24 instance stays for comparison.
 
 /// Block tile rows (tbar): two warpgroups of 64.
 pub const HOPPER_BM: u32 = 128;
@@ -222,6 +229,12 @@ pub const RS_PRODUCER_REGISTERS: u32 = 40;
 pub const RS_CONSUMER_REGISTERS: u32 = 232;
 const _: () =
     assert!(128 * RS_PRODUCER_REGISTERS + 256 * RS_CONSUMER_REGISTERS <= 384 * RS_TMA_LAUNCH_REGISTERS);
+/// The TMA instances' stagger: consumer warpgroup 1 starts each tile's main loop once
+/// warpgroup 0 has issued this stage's first wgmma (a stage of 64 rho: 4 of each
+/// warpgroup's k16 steps), so that each one's epilogue runs beside the other's wgmmas. It
+/// must be less than the ring's `stages - 2` slots, which also hold warpgroup 0's lead: the
+/// producer refills a slot only once both warpgroups have released it.
+pub const RS_TMA_LEAD: u32 = 2;
 
 /// Whether the W-path GEMM takes the wide tile for `times` rows: when its tiles of 192 rows
 /// pad no more rows than the 128-row tiles do (a last tile of at most 64 rows counting 64,
@@ -257,8 +270,11 @@ pub struct RsKernel {
     pub n: u32,
     pub stages: u32,
     /// I's stages arrive by tensor copies (TMA, a producer warpgroup) on per-slot mbarriers
-    /// instead of every thread's `cp.async` and a block barrier per stage, and J leaves by
-    /// tensor stores; the kernel then takes the tensor maps of I and J as its last parameter.
+    /// into the first `stages - 2` slots instead of every thread's `cp.async` and a block
+    /// barrier per stage, each consumer warpgroup stages its J half in one of the last two
+    /// slots and stores it by a tensor store, [`RS_TMA_LEAD`] stages behind or ahead of the
+    /// other (module comment); the kernel then takes the tensor maps of I and J as its last
+    /// parameter.
     pub tma: bool,
     /// Resident form (`K <= 64 (stages - warpgroups)`, the pathfinder grids): the tile's whole
     /// I stays in the ring while the block runs every beam tile of a (slow-sample tile,
@@ -323,7 +339,8 @@ impl RsKernel {
         self.stages * self.stage_bytes() + (2 * warpgroup + buffer) * self.u_ahead_bytes()
     }
     /// The ring, which also holds J's staged `nt` x `beams` tile (its last `warpgroups`
-    /// slots) in the epilogue, then U^M or the resident form's U buffers.
+    /// slots: in the epilogue, or for the TMA form only), then U^M or the resident form's U
+    /// buffers.
     pub const fn smem_bytes(&self) -> u32 {
         self.barrier_offset() + if self.tma { 16 * self.stages } else { 0 } + HOPPER_ALIGN_SLACK
     }
@@ -439,10 +456,12 @@ macro_rules! rs_instances {
             (frb_resample_fused_rsp2_n24_t248_sm90a, 2, 248, 24, 24, 6, mma_rs_m64n248k16_f32_f16, cp),
             (frb_resample_fused_rsp3_n12_t184_sm90a, 3, 184, 8, 12, 7, mma_rs_m64n184k16_f32_f16, cp),
             (frb_resample_fused_rsp3_n24_t184_sm90a, 3, 184, 24, 24, 7, mma_rs_m64n184k16_f32_f16, cp),
-            (frb_resample_fused_rsp2tma_n16_t232_sm90a, 2, 232, 16, 16, 6, mma_rs_m64n232k16_f32_f16, tma),
-            (frb_resample_fused_rsp2tma_n16_t248_sm90a, 2, 248, 16, 16, 6, mma_rs_m64n248k16_f32_f16, tma),
-            (frb_resample_fused_rsp2tma_n20_t232_sm90a, 2, 232, 16, 20, 6, mma_rs_m64n232k16_f32_f16, tma),
-            (frb_resample_fused_rsp2tma_n20_t248_sm90a, 2, 248, 16, 20, 6, mma_rs_m64n248k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n16_t232_sm90a, 2, 232, 16, 16, 7, mma_rs_m64n232k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n16_t248_sm90a, 2, 248, 16, 16, 7, mma_rs_m64n248k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n20_t232_sm90a, 2, 232, 16, 20, 7, mma_rs_m64n232k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n20_t248_sm90a, 2, 248, 16, 20, 7, mma_rs_m64n248k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n24_t232_sm90a, 2, 232, 24, 24, 7, mma_rs_m64n232k16_f32_f16, tma),
+            (frb_resample_fused_rsp2tma_n24_t248_sm90a, 2, 248, 24, 24, 7, mma_rs_m64n248k16_f32_f16, tma),
             (frb_resample_fused_rsp2res_n8_t232_sm90a, 2, 232, 8, 8, 6, mma_rs_m64n232k16_f32_f16, res),
             (frb_resample_fused_rsp2res_n12_t184_sm90a, 2, 184, 8, 12, 8, mma_rs_m64n184k16_f32_f16, res),
         );
@@ -486,16 +505,18 @@ pub const RS_WIDE_WARPGROUPS: u32 = 3;
 pub const RS_WIDE_TILE: u32 = 184;
 
 /// The production instance of the transposed fused kernel for grid (M, N), `times` rows and
-/// `beams` beams: the 2-warpgroup instance whose tile pads the fewest rows (its TMA form
-/// where one exists: N = 16 and 20, HIRAX, 1.04-1.08x faster on the H200), or the
-/// 3-warpgroup one (192 beams: a third less I pulled from L2 per MAC) where one exists for N
-/// and its tiles pad no more work (padded rows x padded beams). Seed Table 4: full CHORD
-/// (917 x 5760 -> 920 x 5760 against 928 x 5760) and pathfinder rect. (917 x 960 -> 920 x 960
-/// against 928 x 1024) take the 3-warpgroup kernel over the 2-warpgroup one, 1.05x and
-/// 1.15-1.19x faster on the H200. Ahead of both comes the resident instance where one exists
-/// for N (the pathfinder grids, N = 8 and 12) and its tile pads no more rows than the
-/// 2-warpgroup choice (917 -> 928 and 920): 1.38-1.41x and 1.22x faster than those for the
-/// pathfinder cases, sustained (BENCHMARKS.md, twelfth session).
+/// `beams` beams, the first of:
+/// - the resident instance, where one exists for N (the pathfinder grids, N = 8 and 12) and
+///   its tile pads no more rows than the 2-warpgroup tile of [`rs_pick_tile`] (917 -> 928
+///   and 920): 1.38-1.41x and 1.22x faster for the pathfinder cases on the H200, sustained
+///   (BENCHMARKS.md, twelfth session);
+/// - the TMA instance of that tile, where one exists (N = 16, 20 and 24: HIRAX and full
+///   CHORD), which runs below cuBLAS's time for all three (thirteenth session);
+/// - the 3-warpgroup instance (192 beams: a third less I pulled from L2 per MAC) where one
+///   exists for N (12) and its tiles pad no more work (padded rows x padded beams) than the
+///   2-warpgroup one: pathfinder rect. at other row counts (917 x 960 -> 920 x 960 against
+///   928 x 1024 took it, 1.15-1.19x faster on the H200, before the resident form);
+/// - the 2-warpgroup `cp` instance of that tile.
 pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKernel> {
     let nt = rs_pick_tile(times, &RS_DEFAULT_TILES);
     let padded_rows = |tile: u32| times.div_ceil(tile) * tile;
@@ -509,7 +530,10 @@ pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKe
             k.n == n && k.nt == nt && k.warpgroups == RS_DEFAULT_WARPGROUPS && k.tma == tma && !k.resident
         })
     };
-    let narrow = narrow(true).or_else(|| narrow(false))?;
+    if let Some(tma) = narrow(true) {
+        return Some(tma);
+    }
+    let narrow = narrow(false)?;
     let padded =
         |k: &RsKernel| (times.div_ceil(k.nt) * k.nt) as u64 * (beams.div_ceil(k.beams()) * k.beams()) as u64;
     match RS_KERNELS.iter().find(|k| k.n == n && k.warpgroups == RS_WIDE_WARPGROUPS) {
@@ -976,7 +1000,10 @@ mod rs_device {
             assert!(S >= WG + 2 && S - WG <= 7, "the staged J tile is the last WG slots");
             assert!(WG == 2 || M.is_multiple_of(4), "U^M copies: M / 4 per thread");
             assert!(!RESIDENT || (!TMA && WG == 2 && M * N / 16 <= S - WG), "the whole K in the ring");
+            assert!(!TMA || (RS_TMA_LEAD < S - WG && RS_TMA_LEAD < M * N / 16), "the lead fits the ring");
         };
+        // TMA form: I's ring is the first `S - WG` slots, J's staged halves the last `WG`.
+        let ring = if TMA { S - WG } else { S };
         // U^M in shared memory (`RsKernel::um_in_smem`) for 3 and 4 warpgroups.
         let um_smem = WG >= 3;
         let threads = 128 * WG;
@@ -1036,11 +1063,9 @@ mod rs_device {
         let bars = smem + kernel.barrier_offset();
         let full = |slot: u32| bars + 8 * slot;
         let empty = |slot: u32| bars + 8 * (S + slot);
-        // The block's consumer threads meet (all of them in the `cp` form).
-        let csync = || if TMA { named_barrier(1, threads) } else { sync_threads() };
         if TMA {
             if thread_idx_x() == 0 {
-                for slot in 0..S {
+                for slot in 0..ring {
                     mbarrier_init(full(slot), 1);
                     mbarrier_init(empty(slot), WG);
                 }
@@ -1051,12 +1076,13 @@ mod rs_device {
                 set_max_registers::<RS_PRODUCER_REGISTERS, false>();
                 if thread_idx_x() == 0 {
                     // Per slot: filled before, and the parity of the next release to wait for.
+                    // The ring runs on across tiles (`slot`: the next stage's).
                     let (mut filled, mut empty_phase) = (0u32, 0u32);
                     let mut tile = first;
+                    let mut slot = 0u32;
                     while tile < total {
                         let (row0, _, channel) = tile_origin(tile);
                         for step in 0..steps {
-                            let slot = step % S;
                             if filled & (1 << slot) != 0 {
                                 mbarrier_wait(empty(slot), (empty_phase >> slot) & 1);
                                 empty_phase ^= 1 << slot;
@@ -1070,6 +1096,7 @@ mod rs_device {
                                 full(slot),
                                 [step * HOPPER_BK, row0, channel],
                             );
+                            slot = if slot + 1 == ring { 0 } else { slot + 1 };
                         }
                         tile = next_tile(tile);
                     }
@@ -1082,7 +1109,7 @@ mod rs_device {
         let (warpgroup, t) = (tid / 128, tid % 128);
         let lane = t % 32;
         let c = lane % 4;
-        // The warpgroup's own barrier (resident form: each stages and stores its J half).
+        // The warpgroup's own barrier (resident and TMA forms: each stages and stores its J half).
         let wg_sync = || named_barrier(2 + warpgroup, 128);
         // Per slot, the parity of the phase the next wait names (persisting across tiles).
         let mut full_phase = 0u32;
@@ -1092,8 +1119,6 @@ mod rs_device {
                 mbarrier_arrive(empty(slot));
             }
         };
-        // The last stages of a tile: those whose slot is not used again in the tile.
-        let last_uses = if steps > S { steps - S } else { 0 }..steps;
         // This thread's beams within a tile: A rows g and g + 8 of its warp's 16 (lane = 4 g + c).
         let beam_in_tile = 64 * warpgroup + 16 * (t / 32) + lane / 4;
         let (r, cc) = (tid / 8, tid % 8);
@@ -1139,7 +1164,7 @@ mod rs_device {
                 }
             });
             let j = out.add(channel as usize * times as usize * beams as usize);
-            if RESIDENT && beams.is_multiple_of(8) {
+            if (RESIDENT || TMA) && beams.is_multiple_of(8) {
                 // This warpgroup's half (64 beams, its own slot) by one tensor store, issued
                 // by its thread 0, which waits for its reads before the next staging.
                 fence_proxy_async_shared();
@@ -1154,7 +1179,7 @@ mod rs_device {
                 }
                 return;
             }
-            if RESIDENT {
+            if RESIDENT || TMA {
                 // This warpgroup's half (64 beams, its own slot): 8 threads per 128-byte row.
                 wg_sync();
                 let chunk = t % 8;
@@ -1169,21 +1194,7 @@ mod rs_device {
                 });
                 return;
             }
-            if TMA && beams.is_multiple_of(8) {
-                // Two tensor stores (one per 64 beams; rows and beams past the last are not
-                // written) by consumer thread 0, which waits for their reads before releasing
-                // the staging slots (next tile's stage 0).
-                fence_proxy_async_shared();
-                csync();
-                if tid == 0 {
-                    unroll!(h in [0, 1] {
-                        tma_store_3d(tensor_map + 128, [col0 + 64 * h as u32, row0, channel], staged + h as u32 * NT * 128);
-                    });
-                    bulk_commit();
-                }
-                return;
-            }
-            csync();
+            sync_threads();
             let per_row = bb / 8;
             if WG == 2 {
                 // The 2-warpgroup kernels keep the form they were measured in (sixth round):
@@ -1227,6 +1238,7 @@ mod rs_device {
         // Resident form: each warpgroup's U^M and U^N of its 64 beams, a tile ahead, in two
         // buffers by tile parity (`RsKernel::u_ahead_offset`); `count` tiles done so far.
         let mut count = 0u32;
+        let mut ring_slot = 0u32;
         // (A group is committed even past the last tile, so the main loop's wait can always
         // leave exactly the newest one pending.)
         let u_ahead = |tile: u32, buffer: u32| {
@@ -1379,7 +1391,7 @@ mod rs_device {
             if um_smem {
                 // U^M (stage 0's group) has landed and is visible to the block.
                 cp_async_wait_pending(d - 1);
-                csync();
+                sync_threads();
             }
             // Resident form: the tile's U (and at a unit's first tile its I) has landed; only
             // the next tile's U may still be in flight.
@@ -1439,6 +1451,12 @@ mod rs_device {
                 r
             };
 
+            if TMA && warpgroup == 1 {
+                // Warpgroup 1 starts each tile's main loop once warpgroup 0 has issued stage
+                // `RS_TMA_LEAD`'s first wgmma, so that either's epilogue runs beside the
+                // other's wgmmas.
+                named_barrier(4, 256);
+            }
             if RESIDENT && (warpgroup == 1 || ran) {
                 // Our turn at the tensor cores: the other warpgroup has issued its main loop.
                 named_barrier(if warpgroup == 0 { 5 } else { 4 }, 256);
@@ -1446,7 +1464,7 @@ mod rs_device {
             acc = [0.0f32; ACC];
             let mut cur = [0.0f32; 2];
             let mut frag = [form(0, &um, 0, &mut cur), [0u32; 4]];
-            let mut slot = 0;
+            let mut slot = if TMA { ring_slot } else { 0 };
             let mut stage = 0;
             let mut pi = 0;
             // Resident form: a warpgroup whose 64 beams all lie past the last skips its
@@ -1462,24 +1480,6 @@ mod rs_device {
                         if kk == 0 && TMA {
                             mbarrier_wait(full(slot), (full_phase >> slot) & 1);
                             full_phase ^= 1 << slot;
-                            if stage == 0 {
-                                // The previous tile's staged J has been read out (by the tensor
-                                // stores, or by every consumer's loads, made ordered before the
-                                // tensor copies that overwrite the slots next): release the
-                                // staging slots' last uses in that tile.
-                                if tid == 0 {
-                                    bulk_wait_read();
-                                }
-                                fence_proxy_async_shared();
-                                csync();
-                                if have_prev {
-                                    for st in last_uses.clone() {
-                                        if st % S >= S - WG {
-                                            release(st % S);
-                                        }
-                                    }
-                                }
-                            }
                         } else if kk == 0 && !RESIDENT {
                             cp_async_wait_pending(d - 1); // stage `stage` has landed
                             fence_proxy_async_shared();
@@ -1489,6 +1489,9 @@ mod rs_device {
                         fence();
                         mma(&mut acc, frag[u % 2], descriptor_k_major_128b(smem + slot * stage_bytes + 32 * kk));
                         commit_group();
+                        if TMA && warpgroup == 0 && kk == 0 && stage == RS_TMA_LEAD {
+                            named_barrier_arrive(4, 256);
+                        }
                         let mut form_next = |cur: &mut [f32; 2]| {
                             if (u as u32) + 1 < 4 * period {
                                 form(u as u32 + 1, &um, pi, cur)
@@ -1503,10 +1506,10 @@ mod rs_device {
                         // The group of step u - 1 is done: its A registers are free.
                         wait_group::<1>();
                         if kk == 0 && TMA {
-                            // Stage - 1's groups are done: release its slot if the tile uses
-                            // it again (last uses are released after the loop).
-                            let prev_slot = if slot == 0 { S - 1 } else { slot - 1 };
-                            if stage >= 1 && stage - 1 + S < steps {
+                            // Stage - 1's groups are done: release its slot (the tile's last
+                            // stage is released after the loop).
+                            let prev_slot = if slot == 0 { ring - 1 } else { slot - 1 };
+                            if stage >= 1 {
                                 release(prev_slot);
                             }
                         } else if kk == 0 && !RESIDENT {
@@ -1521,7 +1524,7 @@ mod rs_device {
                         }
                         frag[(u + 1) % 2] = if RESIDENT { early } else { form_next(&mut cur) };
                         if kk == 3 {
-                            slot = if slot + 1 == S { 0 } else { slot + 1 };
+                            slot = if slot + 1 == ring { 0 } else { slot + 1 };
                             stage += 1;
                         }
                     }
@@ -1535,23 +1538,21 @@ mod rs_device {
             ran = true;
             wait_group::<0>();
             if TMA {
-                // The last uses of the slots the next tile's first stages take.
-                for st in last_uses.clone() {
-                    if st % S < S - WG {
-                        release(st % S);
-                    }
-                }
+                // The tile's last stage; the next tile goes on in the ring from the next slot.
+                release(if slot == 0 { ring - 1 } else { slot - 1 });
+                ring_slot = slot;
             }
-            // The ring is free (for staging J, or the next tile's first copies) once every
-            // warpgroup's wgmmas are done. Resident form: this warpgroup's J slot is free.
-            if RESIDENT {
+            // `cp` form: the ring is free (for staging J, or the next tile's first copies) once
+            // every warpgroup's wgmmas are done. Resident and TMA forms: this warpgroup's J
+            // slot is free once the previous tile's tensor store has read it.
+            if RESIDENT || TMA {
                 if t == 0 {
                     // The previous tile's tensor store has read this warpgroup's J half.
                     bulk_wait_read();
                 }
                 wg_sync();
             } else {
-                csync();
+                sync_threads();
             }
             prev = (row0, col0, channel);
             have_prev = true;
@@ -1562,13 +1563,11 @@ mod rs_device {
             // The other warpgroup's last turn.
             named_barrier(5, 256);
         }
-        if RESIDENT && t == 0 {
+        if (RESIDENT || TMA) && t == 0 {
             bulk_wait();
         }
         if !TMA {
             cp_async_wait_all();
-        } else if tid == 0 {
-            bulk_wait();
         }
     }
 
@@ -1976,6 +1975,37 @@ mod tests {
         }
     }
 
+    /// A model of the TMA form's ring (`kernel.stages - 2` slots of I; the last two hold J)
+    /// over `tiles` tiles: the producer fills a slot once both consumer warpgroups released
+    /// its previous stage; a warpgroup issues a stage once it has landed, releasing the
+    /// previous one as it does (a tile's last stage after the tile); warpgroup 1 starts a tile
+    /// once warpgroup 0 has issued the tile's stage [`RS_TMA_LEAD`]. Panics if the three
+    /// stop short of the last stage (a deadlock); checks warpgroup 0 never runs further ahead
+    /// than the ring allows.
+    fn rs_tma_ring_runs_to_the_end(kernel: &RsKernel, tiles: u32) {
+        let (ring, steps) = (kernel.stages - kernel.warpgroups, kernel.m * kernel.n / 16);
+        let total = tiles * steps;
+        // Stages loaded; issued per warpgroup.
+        let (mut loaded, mut issued) = (0u32, [0u32; 2]);
+        let released = |issued: u32| if issued.is_multiple_of(steps) { issued } else { issued - 1 };
+        while issued != [total; 2] {
+            let before = (loaded, issued);
+            if loaded < total && loaded < ring + released(issued[0]).min(released(issued[1])) {
+                loaded += 1;
+            }
+            if issued[0] < total && issued[0] < loaded {
+                issued[0] += 1;
+            }
+            let (tile, stage) = (issued[1] / steps, issued[1] % steps);
+            let lead_issued = issued[0] > tile * steps + RS_TMA_LEAD;
+            if issued[1] < total && issued[1] < loaded && (stage != 0 || lead_issued) {
+                issued[1] += 1;
+            }
+            assert!(issued[0] - issued[1] <= ring, "{kernel:?}");
+            assert_ne!(before, (loaded, issued), "{kernel:?}: stuck at {before:?} over {tiles} tiles");
+        }
+    }
+
     #[test]
     fn rs_kernels_fit_and_the_default_pads_least() {
         for (i, kernel) in RS_KERNELS.iter().enumerate() {
@@ -2000,6 +2030,9 @@ mod tests {
             // TMA instances: `build.rs` caps them at launch; two warpgroups consume.
             let cap = if kernel.tma {
                 assert!(cap.is_none() && kernel.warpgroups == 2);
+                for tiles in 1..6 {
+                    rs_tma_ring_runs_to_the_end(kernel, tiles);
+                }
                 Some(RS_TMA_LAUNCH_REGISTERS)
             } else {
                 cap
@@ -2026,9 +2059,13 @@ mod tests {
                 }
             }
         }
-        // Seed Table 4 (B = 10 MN): the 192-beam kernel for full CHORD and pathfinder rect.
+        // Seed Table 4 (B = 10 MN): the TMA form for full CHORD and HIRAX.
         let pick = |n, times, beams| rs_default_kernel(n, times, beams).unwrap().name;
-        assert_eq!(pick(24, 917, 5760), "frb_resample_fused_rsp3_n24_t184_sm90a");
+        assert_eq!(pick(24, 917, 5760), "frb_resample_fused_rsp2tma_n24_t232_sm90a");
+        // N = 12 where the resident tile pads more rows (496 = 2 x 248 against 3 x 184): the
+        // 192-beam kernel where it pads no more work (552 x 192 against 496 x 256), else the
+        // 2-warpgroup `cp` kernel (552 x 1152 against 496 x 1024).
+        assert_eq!(pick(12, 496, 192), "frb_resample_fused_rsp3_n12_t184_sm90a");
         // The pathfinder grids: the resident form.
         assert_eq!(pick(12, 917, 960), "frb_resample_fused_rsp2res_n12_t184_sm90a");
         assert_eq!(pick(8, 917, 640), "frb_resample_fused_rsp2res_n8_t232_sm90a");
@@ -2037,9 +2074,9 @@ mod tests {
         assert_eq!(pick(16, 980, 2560), "frb_resample_fused_rsp2tma_n16_t248_sm90a");
         assert_eq!(pick(20, 980, 3200), "frb_resample_fused_rsp2tma_n20_t248_sm90a");
         assert_eq!(pick(16, 917, 2560), "frb_resample_fused_rsp2tma_n16_t232_sm90a");
-        // Elsewhere by padding: 980 rows pad to 1104 in tiles of 184, 992 in tiles of 248.
-        assert_eq!(pick(24, 980, 5760), "frb_resample_fused_rsp2_n24_t248_sm90a");
-        assert_eq!(pick(24, 917, 128), "frb_resample_fused_rsp2_n24_t232_sm90a");
+        assert_eq!(pick(24, 980, 5760), "frb_resample_fused_rsp2tma_n24_t248_sm90a");
+        assert_eq!(pick(24, 917, 128), "frb_resample_fused_rsp2tma_n24_t232_sm90a");
+        assert_eq!(pick(12, 496, 1024), "frb_resample_fused_rsp2_n12_t248_sm90a");
         for kernel in RS_KERNELS.iter().filter(|k| k.warpgroups == RS_WIDE_WARPGROUPS) {
             assert_eq!(kernel.nt, RS_WIDE_TILE);
         }

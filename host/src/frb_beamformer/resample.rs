@@ -21,7 +21,7 @@
 //! same W and U kernels; J agrees between the two families to f32 rounding of the sums. On
 //! Hopper the W path's GEMM has 128 x 256 or 192 x 256 tiles, whichever pads fewer
 //! slow-sample rows ([`use_wide_tile`]), and the fused GEMM is the persistent transposed
-//! kernel with 128-beam x 232 or 248 slow-sample tiles: its TMA form for HIRAX and full
+//! kernel with 128-beam tiles of 184 to 248 slow samples: its TMA form for HIRAX and full
 //! CHORD (N = 16, 20, 24), its resident form for the pathfinder grids (K = 256 and 384),
 //! which keeps a slow-sample tile's whole I on the chip across every beam tile, elsewhere
 //! the `cp` form or 192-beam x 184 tiles where those pad no more work
@@ -422,9 +422,10 @@ pub struct FusedResampler<'g> {
 }
 
 impl<'g> FusedResampler<'g> {
-    /// On Hopper the kernel is the transposed one ([`rs_default_kernel`]: the slow-sample
-    /// tile that pads the fewest rows, 192 beams per block where that pads no more work, the
-    /// resident form for the pathfinder grids).
+    /// On Hopper the kernel is the transposed one ([`rs_default_kernel`]: the resident form
+    /// for the pathfinder grids, the TMA form for HIRAX and full CHORD, each with the
+    /// slow-sample tile that pads the fewest rows; elsewhere 192 beams per block where that
+    /// pads no more work).
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
         let name = rs_default_kernel(config.n, config.times, config.beams)

@@ -63,13 +63,15 @@
 //! previous tile's J is staged in slots 4-5 and stored, so the epilogue and the next tile's
 //! pipeline fill overlap (1.07-1.24x for HIRAX square and pathfinder on the H200). On the
 //! H200 the transposed kernel was 1.3-1.8x faster than the earlier fused kernel that formed W
-//! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and the production
-//! kernels are 1.06-1.37x faster than the W path for full CHORD and both HIRAX cases
-//! (BENCHMARKS.md, the eighth session's final run). Its J equals the W path's bit for bit in
-//! every GPU test. Measured slower or level on the H200 (BENCHMARKS.md, ninth session): a ring
-//! running on across tiles with J staged apart and stored by `cp.async.bulk`, a deeper ring,
-//! two wgmma groups in flight, and a barrier every two stages. For HIRAX square the copies and the stage barriers cost
-//! about 6% each, and the bare RS wgmma loop only matches cuBLAS.
+//! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and this `cp` form
+//! 1.06-1.37x faster than the W path for full CHORD and both HIRAX cases (BENCHMARKS.md, the
+//! eighth session's final run). Its J equals the W path's bit for bit in every GPU test.
+//! Measured slower or level on the H200 in this `cp` form (BENCHMARKS.md, ninth session): a
+//! ring running on across tiles with J staged apart and stored by `cp.async.bulk` (all
+//! threads still meeting at every stage's barrier), a deeper ring, two wgmma groups in flight,
+//! and a barrier every two stages. For HIRAX square the copies and the stage barriers cost
+//! about 6% each, and the bare RS wgmma loop only matched cuBLAS; the TMA form below removes
+//! both.
 //!
 //! TMA form (`frb_resample_fused_rsp2tma_n{16,20,24}_t{232,248}_sm90a`, [`RsKernel::tma`],
 //! the production kernels for N = 16, 20 and 24: HIRAX and full CHORD): the same consumer
@@ -80,12 +82,12 @@
 //! 128-byte swizzle, rows past the last read as zero) into a ring of `S - 2` = 5 slots that
 //! runs on across tiles, completing on the slot's `full` mbarrier, as soon as both consumer
 //! warpgroups have released the slot on its `empty` mbarrier (after the wgmmas that read it).
-//! The consumers issue no copies and never meet each other at a barrier: each stages its own
-//! 64-beam half of J in its own slot after the ring (the 128-byte swizzle,
+//! The consumers issue no copies and meet no barrier per stage or around the epilogue: each
+//! stages its own 64-beam half of J in its own slot after the ring (the 128-byte swizzle,
 //! [`rs_staged_offset_halves`]), which leaves by one tensor store from its thread 0 (rows and
 //! beams past the last are not written; thread stores where `beams` is not a multiple of 8),
-//! and warpgroup 1 starts each tile [`RS_TMA_LEAD`] stages after warpgroup 0 (named barrier
-//! 4), so that either's epilogue, and the drain and U loads around it, run beside the other's
+//! and warpgroup 1 waits once per tile, before its main loop, for warpgroup 0 to issue the
+//! tile's stage [`RS_TMA_LEAD`] (named barrier 4), so that either's epilogue, and the drain and U loads around it, run beside the other's
 //! wgmmas. On the H200, under sustained load, this took HIRAX square from 1.07-1.08x
 //! cuBLAS's time to 0.94-0.97x and HIRAX rect. from 1.02-1.03x to 0.93-0.94x, and full CHORD
 //! to 0.91-0.93x (0.96-0.98x with the 192-beam kernel it replaces there; BENCHMARKS.md,
@@ -231,10 +233,19 @@ const _: () =
     assert!(128 * RS_PRODUCER_REGISTERS + 256 * RS_CONSUMER_REGISTERS <= 384 * RS_TMA_LAUNCH_REGISTERS);
 /// The TMA instances' stagger: consumer warpgroup 1 starts each tile's main loop once
 /// warpgroup 0 has issued this stage's first wgmma (a stage of 64 rho: 4 of each
-/// warpgroup's k16 steps), so that each one's epilogue runs beside the other's wgmmas. It
-/// must be less than the ring's `stages - 2` slots, which also hold warpgroup 0's lead: the
-/// producer refills a slot only once both warpgroups have released it.
+/// warpgroup's k16 steps), so that each one's epilogue runs beside the other's wgmmas
+/// ([`rs_tma_lead_fits`]).
 pub const RS_TMA_LEAD: u32 = 2;
+
+/// Whether a lead of `lead` stages works with a ring of `ring` slots and `steps` stages per
+/// tile: less than the ring, which holds warpgroup 0's lead (the producer refills a slot
+/// only once both warpgroups have released it; else a deadlock), and less than a tile; and
+/// `steps + lead >= ring`, so that warpgroup 0 cannot reach the next tile's lead stage (its
+/// next `bar.arrive` on barrier 4) before warpgroup 1 has passed this tile's `bar.sync`
+/// (else two arrivals of warpgroup 0 would complete one phase of the barrier).
+pub const fn rs_tma_lead_fits(ring: u32, steps: u32, lead: u32) -> bool {
+    lead < ring && lead < steps && steps + lead >= ring
+}
 
 /// Whether the W-path GEMM takes the wide tile for `times` rows: when its tiles of 192 rows
 /// pad no more rows than the 128-row tiles do (a last tile of at most 64 rows counting 64,
@@ -272,9 +283,9 @@ pub struct RsKernel {
     /// I's stages arrive by tensor copies (TMA, a producer warpgroup) on per-slot mbarriers
     /// into the first `stages - 2` slots instead of every thread's `cp.async` and a block
     /// barrier per stage, each consumer warpgroup stages its J half in one of the last two
-    /// slots and stores it by a tensor store, [`RS_TMA_LEAD`] stages behind or ahead of the
-    /// other (module comment); the kernel then takes the tensor maps of I and J as its last
-    /// parameter.
+    /// slots and stores it by a tensor store, and warpgroup 1 starts each tile once warpgroup
+    /// 0 has issued the tile's stage [`RS_TMA_LEAD`] (module comment); the kernel then takes
+    /// the tensor maps of I and J as its last parameter.
     pub tma: bool,
     /// Resident form (`K <= 64 (stages - warpgroups)`, the pathfinder grids): the tile's whole
     /// I stays in the ring while the block runs every beam tile of a (slow-sample tile,
@@ -338,13 +349,15 @@ impl RsKernel {
     pub const fn u_ahead_offset(&self, warpgroup: u32, buffer: u32) -> u32 {
         self.stages * self.stage_bytes() + (2 * warpgroup + buffer) * self.u_ahead_bytes()
     }
-    /// The ring, which also holds J's staged `nt` x `beams` tile (its last `warpgroups`
-    /// slots: in the epilogue, or for the TMA form only), then U^M or the resident form's U
-    /// buffers.
+    /// The ring and J's staged `nt` x `beams` tile in its last `warpgroups` slots (shared
+    /// with I in the `cp` form, J's alone in the TMA form; the resident form's I leaves them
+    /// free), then U^M or the resident form's U buffers, then the TMA form's mbarriers.
     pub const fn smem_bytes(&self) -> u32 {
-        self.barrier_offset() + if self.tma { 16 * self.stages } else { 0 } + HOPPER_ALIGN_SLACK
+        self.barrier_offset()
+            + if self.tma { 16 * (self.stages - self.warpgroups) } else { 0 }
+            + HOPPER_ALIGN_SLACK
     }
-    /// Offset of the TMA kernels' mbarriers (`full` per slot, then `empty` per slot), after
+    /// Offset of the TMA kernels' mbarriers (`full` per ring slot, then `empty` per ring slot), after
     /// the ring (or J's staged tile) and U^M.
     pub const fn barrier_offset(&self) -> u32 {
         let ring = self.stages * self.stage_bytes();
@@ -971,8 +984,9 @@ mod rs_device {
     /// blocks, each taking every `gridDim.x`-th tile (slow-sample tile fastest, then beam tile,
     /// then channel): a tile's first copies are issued before the previous tile's epilogue,
     /// which goes through the ring's last `WG` slots (`NT x 64 WG` beams x 2 bytes: exactly
-    /// `WG` stages), so the two overlap. The resident form walks its tiles and fills its ring
-    /// otherwise (module comment, [`rs_next_tile`]).
+    /// `WG` stages), so the two overlap. The TMA form's ring is the first `S - WG` slots, on
+    /// across tiles, and J has the last `WG` to itself; the resident form walks its tiles and
+    /// fills its ring otherwise (module comment, [`rs_next_tile`]).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn fused_rs<
@@ -995,12 +1009,15 @@ mod rs_device {
     ) {
         const {
             assert!(2 * ACC as u32 == NT && NT.is_multiple_of(8));
-            assert!(!TMA || WG == 2, "the TMA form's J stores are two halves of 64 beams");
+            assert!(
+                !TMA || WG == 2,
+                "TMA form: one 64-beam J half per consumer warpgroup, barrier 4 for two"
+            );
             assert!(S >= 3 && N.is_multiple_of(4) && N <= 24 && WG >= 2 && WG <= 4);
             assert!(S >= WG + 2 && S - WG <= 7, "the staged J tile is the last WG slots");
             assert!(WG == 2 || M.is_multiple_of(4), "U^M copies: M / 4 per thread");
             assert!(!RESIDENT || (!TMA && WG == 2 && M * N / 16 <= S - WG), "the whole K in the ring");
-            assert!(!TMA || (RS_TMA_LEAD < S - WG && RS_TMA_LEAD < M * N / 16), "the lead fits the ring");
+            assert!(!TMA || rs_tma_lead_fits(S - WG, M * N / 16, RS_TMA_LEAD), "the lead fits the ring");
         };
         // TMA form: I's ring is the first `S - WG` slots, J's staged halves the last `WG`.
         let ring = if TMA { S - WG } else { S };
@@ -1044,12 +1061,11 @@ mod rs_device {
         };
         // TMA form (warp-specialised): warpgroup 0 is the producer, whose thread 0 copies
         // every stage of the block's tiles by one tensor copy into the ring, in order, each
-        // once the slot is free; warpgroups 1 .. WG are the consumers, the `WG` warpgroups of
+        // once the slot is free; warpgroups 1 ..= WG are the consumers, the `WG` warpgroups of
         // the `cp` form (thread indices from 0 again). `full[slot]` completes when a stage has
         // landed (thread 0's arrival plus the stage's bytes); `empty[slot]` when every consumer
-        // warpgroup has released the slot (one arrival each): after waiting for the wgmmas that
-        // read it or, for a tile's last use of the slots where J is staged, after the epilogue
-        // has read J out.
+        // warpgroup has released the slot (one arrival each) after waiting for the wgmmas
+        // that read it.
         let kernel = RsKernel {
             name: "",
             warpgroups: WG,
@@ -1062,7 +1078,7 @@ mod rs_device {
         };
         let bars = smem + kernel.barrier_offset();
         let full = |slot: u32| bars + 8 * slot;
-        let empty = |slot: u32| bars + 8 * (S + slot);
+        let empty = |slot: u32| bars + 8 * (ring + slot);
         if TMA {
             if thread_idx_x() == 0 {
                 for slot in 0..ring {
@@ -1129,8 +1145,10 @@ mod rs_device {
         // J of the tile at (row0, col0, channel) from `acc`, staged transposed as J rows (slow
         // samples) of `bb` beams: matrix (j, h) of the accumulators (slow samples 8 j ..,
         // beams 16 w + 8 h ..) per `stmatrix`; then whole 16-byte chunks of J rows, 8
-        // consecutive threads reading 8 chunks of one row. Callers put a barrier between the
-        // last wgmma reading the staging slots and this.
+        // consecutive threads reading 8 chunks of one row. `cp` form: callers put a barrier
+        // between the last wgmma reading the staging slots and this; TMA and resident forms:
+        // the warpgroup's thread 0 has waited for its previous tensor store's reads, then the
+        // warpgroup's barrier.
         let warp_beam = 64 * warpgroup + 16 * (t / 32);
         let mi = lane / 8;
         // 8 J values (beams col .. col + 7 of a row, one staged chunk `v`) to `to`: one 16-byte
@@ -1975,34 +1993,64 @@ mod tests {
         }
     }
 
-    /// A model of the TMA form's ring (`kernel.stages - 2` slots of I; the last two hold J)
-    /// over `tiles` tiles: the producer fills a slot once both consumer warpgroups released
-    /// its previous stage; a warpgroup issues a stage once it has landed, releasing the
-    /// previous one as it does (a tile's last stage after the tile); warpgroup 1 starts a tile
-    /// once warpgroup 0 has issued the tile's stage [`RS_TMA_LEAD`]. Panics if the three
-    /// stop short of the last stage (a deadlock); checks warpgroup 0 never runs further ahead
-    /// than the ring allows.
-    fn rs_tma_ring_runs_to_the_end(kernel: &RsKernel, tiles: u32) {
-        let (ring, steps) = (kernel.stages - kernel.warpgroups, kernel.m * kernel.n / 16);
+    /// A model of the TMA form's protocol over `tiles` tiles of `steps` stages, a ring of
+    /// `ring` slots and warpgroup 1 starting each tile `lead` stages behind: the producer
+    /// fills a slot once both consumer warpgroups released its previous stage; a warpgroup
+    /// issues a stage once it has landed, releasing the previous one as it does (a tile's last
+    /// stage after the tile); warpgroup 0 arrives on barrier 4 as it issues a tile's stage
+    /// `lead`, and warpgroup 1 waits there before each tile. The producer goes first, then
+    /// warpgroup 0, warpgroup 1 only when neither can move: warpgroup 0 as far ahead as the
+    /// ring lets it. Err if the three stop short of the last stage (a deadlock), or if
+    /// warpgroup 0 arrives for tile t + 1 before warpgroup 1 has passed tile t's wait (the
+    /// arrival would fall into the wrong phase of the barrier).
+    fn rs_tma_protocol(ring: u32, steps: u32, lead: u32, tiles: u32) -> Result<(), std::string::String> {
         let total = tiles * steps;
         // Stages loaded; issued per warpgroup.
         let (mut loaded, mut issued) = (0u32, [0u32; 2]);
         let released = |issued: u32| if issued.is_multiple_of(steps) { issued } else { issued - 1 };
         while issued != [total; 2] {
-            let before = (loaded, issued);
             if loaded < total && loaded < ring + released(issued[0]).min(released(issued[1])) {
                 loaded += 1;
-            }
-            if issued[0] < total && issued[0] < loaded {
+            } else if issued[0] < total && issued[0] < loaded {
+                let (tile, stage) = (issued[0] / steps, issued[0] % steps);
+                // Warpgroup 1 has passed tile - 1's wait once it has issued a stage of it.
+                if stage == lead && tile >= 1 && issued[1] <= (tile - 1) * steps {
+                    return Err(std::format!(
+                        "arrival for tile {tile} while warpgroup 1 waits for tile {}",
+                        tile - 1
+                    ));
+                }
                 issued[0] += 1;
-            }
-            let (tile, stage) = (issued[1] / steps, issued[1] % steps);
-            let lead_issued = issued[0] > tile * steps + RS_TMA_LEAD;
-            if issued[1] < total && issued[1] < loaded && (stage != 0 || lead_issued) {
+            } else if issued[1] < total
+                && issued[1] < loaded
+                && (!issued[1].is_multiple_of(steps) || issued[0] > issued[1] + lead)
+            {
                 issued[1] += 1;
+            } else {
+                return Err(std::format!("stuck at {loaded} loaded, {issued:?} issued"));
             }
-            assert!(issued[0] - issued[1] <= ring, "{kernel:?}");
-            assert_ne!(before, (loaded, issued), "{kernel:?}: stuck at {before:?} over {tiles} tiles");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn rs_tma_protocol_runs_to_the_end_exactly_where_the_lead_fits() {
+        for ring in 2..9 {
+            for steps in 1..12 {
+                for lead in 0..10 {
+                    for tiles in 1..5 {
+                        let model = rs_tma_protocol(ring, steps, lead, tiles);
+                        // One tile has no next arrival to misplace.
+                        let fits = rs_tma_lead_fits(ring, steps, lead)
+                            || (tiles == 1 && lead < ring && lead < steps);
+                        assert_eq!(
+                            model.is_ok(),
+                            fits,
+                            "ring {ring}, {steps} stages, lead {lead}, {tiles} tiles: {model:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 
@@ -2013,8 +2061,9 @@ mod tests {
             assert!(FRB_CASES.iter().any(|c| (c.m, c.n) == (kernel.m, kernel.n)));
             assert!(kernel.nt % 8 == 0 && kernel.nt <= 256 && kernel.stages >= 3);
             assert!(kernel.stage_bytes() % 1024 == 0, "{kernel:?}: whole atoms per stage");
-            // J's staged tile is exactly the ring's last WG slots, which the next tile's
-            // first S - WG stages (at least 2, at most 7 groups pending) leave alone.
+            // J's staged tile is exactly the last WG slots (`cp` form: of the ring, which the
+            // next tile's first S - WG stages, at least 2, at most 7 groups pending, leave
+            // alone; TMA form: after its ring of S - WG).
             let wg = kernel.warpgroups;
             assert!((2..=4).contains(&wg) && kernel.stages >= wg + 2 && kernel.stages - wg <= 7);
             assert_eq!(kernel.nt * 2 * kernel.beams(), wg * kernel.stage_bytes());
@@ -2030,8 +2079,10 @@ mod tests {
             // TMA instances: `build.rs` caps them at launch; two warpgroups consume.
             let cap = if kernel.tma {
                 assert!(cap.is_none() && kernel.warpgroups == 2);
+                let (ring, steps) = (kernel.stages - kernel.warpgroups, kernel.m * kernel.n / 16);
+                assert!(rs_tma_lead_fits(ring, steps, RS_TMA_LEAD), "{kernel:?}");
                 for tiles in 1..6 {
-                    rs_tma_ring_runs_to_the_end(kernel, tiles);
+                    assert_eq!(rs_tma_protocol(ring, steps, RS_TMA_LEAD, tiles), Ok(()), "{kernel:?}");
                 }
                 Some(RS_TMA_LAUNCH_REGISTERS)
             } else {

@@ -17,7 +17,10 @@
 //! (`cp.async.wait_group stages - 2`). Tiles are stored unpadded with the 16-byte chunks of
 //! each 128-byte line XOR-swizzled ([`swizzled`]), so `ldmatrix` and the copies are
 //! conflict-free; fragments are double-buffered across the k16 sub-steps; m16n8k16 f16 MMAs
-//! accumulate in f32, J is rounded once to f16. One block per tile, tbar tile fastest in the
+//! accumulate in f32, J is rounded once to f16 and leaves through shared memory as the
+//! wgmma W GEMM's does (the tile staged in the ring at [`hopper::staged_offset`], then whole
+//! 16-byte chunks of J rows; the fragments' own 4-byte stores had cost 1.11-1.33x on the
+//! H200, BENCHMARKS.md, thirteenth session). One block per tile, tbar tile fastest in the
 //! grid, so the blocks of one beam tile (one W tile) are resident together and W is read from
 //! DRAM once. Ragged tbar and beam edges are zero-filled and not stored; warps whose rows or
 //! beams are all past the edge skip their MMAs. `K = 4MN` is a multiple of 64 for every seed
@@ -113,6 +116,11 @@ pub const GEMM: GemmShape =
 const _: () = assert!(GEMM.is_valid());
 // The fused path forms B row `t` (one beam) in thread `t`.
 const _: () = assert!(GEMM.bn() == GEMM.threads());
+// J leaves as the wgmma W GEMM's does: the 128 x 256 tile staged in the ring at
+// `hopper::staged_offset`, copied out by 256 threads (`store_j::<2>`).
+const _: () = assert!(GEMM.bm() == hopper::HOPPER_BM && GEMM.bn() == hopper::HOPPER_BN);
+const _: () = assert!(GEMM.threads() == hopper::HOPPER_THREADS);
+const _: () = assert!(GEMM.bm() * GEMM.bn() * 2 <= GEMM.stages * GEMM.stage_bytes());
 
 /// Dynamic shared memory of the fused GEMM for grid (M, N): the [`GEMM`] ring, then the beam
 /// tile's U^M and U^N in f32 (192 KiB for (24, 24)).
@@ -189,6 +197,8 @@ pub use device::*;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
+    use super::hopper::staged_offset;
+    use super::hopper::staged_store::store_j;
     use super::*;
     use crate::intrinsics::*;
     use crate::mma::mma_m16n8k16_f16_f32;
@@ -428,37 +438,33 @@ mod device {
         }
         let acc = if !active { main_loop!(0) } else { main_loop!(MT) };
         cp_async_wait_all();
-        if !active {
-            return;
-        }
 
-        // C fragment: c0 c1 = (row g, columns 2c, 2c + 1), c2 c3 = row g + 8.
-        let (g, c) = (lane / 4, lane % 4);
-        let j = out.add(channel as usize * times as usize * beams as usize);
-        unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
-            if mt < MT {
-                unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    if nt < NT {
-                        unroll!(h in [0, 1] {
-                            let row = row0 + warp_row + 16 * mt as u32 + g + 8 * h as u32;
-                            let col = col0 + warp_col + 8 * nt as u32 + 2 * c;
-                            if row < times && col < beams {
+        // J leaves through shared memory: the tile staged as f16 rows (`staged_offset`, in the
+        // ring, free once every warp is past its last fragment loads), then whole 16-byte
+        // chunks of J rows, a warp per 512-byte row (`store_j`). Warps past the edge stage
+        // nothing but meet the barriers. C fragment: c0 c1 = (row g, columns 2c, 2c + 1), c2 c3
+        // = row g + 8.
+        sync_threads();
+        if active {
+            let (g, c) = (lane / 4, lane % 4);
+            unroll!(mt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                if mt < MT {
+                    unroll!(nt in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        if nt < NT {
+                            unroll!(h in [0, 1] {
+                                let row = warp_row + 16 * mt as u32 + g + 8 * h as u32;
+                                let col = warp_col + 8 * nt as u32 + 2 * c;
                                 let pair = f32x2_to_f16x2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
-                                let at = row as usize * beams as usize + col as usize;
-                                if beams % 2 == 0 {
-                                    *(j.add(at) as *mut u32) = pair;
-                                } else {
-                                    *j.add(at) = pair as u16;
-                                    if col + 1 < beams {
-                                        *j.add(at + 1) = (pair >> 16) as u16;
-                                    }
-                                }
-                            }
-                        });
-                    }
-                });
-            }
-        });
+                                st_shared_u32(smem + staged_offset(row, col), pair);
+                            });
+                        }
+                    });
+                }
+            });
+        }
+        sync_threads();
+        let j = out.add(channel as usize * times as usize * beams as usize);
+        store_j::<2>(j, smem, thread_idx_x(), (row0, col0), times, beams);
     }
 
     /// `J = I W` with the [`GEMM`] tiling; see `gemm`.
@@ -599,6 +605,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn staged_j_takes_each_fragment_pair_once_without_conflicts() {
+        use hopper::staged_offset;
+        // Warp w's tile at rows 64 (w / 4), columns 64 (w % 4); per (m-tile, n-tile, half)
+        // lane 4 g + c stores the f16 pair (row 16 mt + g + 8 h, columns 8 nt + 2c ..).
+        let mut seen = [false; (GEMM.bm() * GEMM.bn() / 2) as usize];
+        for warp in 0..GEMM.threads() / 32 {
+            let (warp_row, warp_col) = (16 * GEMM.mt * (warp / GEMM.wc), 8 * GEMM.nt * (warp % GEMM.wc));
+            for (mt, nt, h) in
+                (0..GEMM.mt).flat_map(|mt| (0..GEMM.nt).flat_map(move |nt| [(mt, nt, 0), (mt, nt, 1)]))
+            {
+                let at: [u32; 32] = core::array::from_fn(|lane| {
+                    let (g, c) = (lane as u32 / 4, lane as u32 % 4);
+                    staged_offset(warp_row + 16 * mt + g + 8 * h, warp_col + 8 * nt + 2 * c)
+                });
+                assert!(is_conflict_free(&at, 4), "warp {warp} ({mt}, {nt}, {h})");
+                for a in at {
+                    assert!(a.is_multiple_of(4) && a < GEMM.bm() * GEMM.bn() * 2);
+                    assert!(!core::mem::replace(&mut seen[(a / 4) as usize], true));
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "every pair of the tile staged");
     }
 
     #[test]

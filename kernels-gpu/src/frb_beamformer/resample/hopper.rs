@@ -555,11 +555,52 @@ pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKe
     }
 }
 
+/// The J copy-out both device modules share (the sm_80 GEMMs of the parent module and the
+/// wgmma W-path GEMM here), for a tile staged at [`staged_offset`].
+#[cfg(target_arch = "nvptx64")]
+pub(super) mod staged_store {
+    use super::*;
+    use crate::intrinsics::*;
+
+    /// Stores the staged J tile (rows from `row0`, columns from `col0`) to `j`, in whole 16-byte
+    /// chunks of J rows: a warp stores 512 contiguous bytes of one row; `128 WG` threads.
+    #[inline(always)]
+    pub unsafe fn store_j<const WG: u32>(
+        j: *mut u16,
+        smem: u32,
+        tid: u32,
+        (row0, col0): (u32, u32),
+        times: u32,
+        beams: u32,
+    ) {
+        let c = tid % 32;
+        let col = col0 + 8 * c;
+        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            let r = tid / 32 + 4 * WG * i as u32;
+            let row = row0 + r;
+            if row < times && col < beams {
+                let v = ld_shared_v4(smem + staged_offset(r, 8 * c));
+                let at = row as usize * beams as usize + col as usize;
+                if beams % 8 == 0 {
+                    st_global_v4(j.add(at) as *mut u32, v);
+                } else {
+                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        if col + (e as u32) < beams {
+                            *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
+                        }
+                    });
+                }
+            }
+        });
+    }
+}
+
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 pub use device::*;
 
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 mod device {
+    use super::staged_store::store_j;
     use super::*;
     use crate::intrinsics::*;
     use crate::wgmma::{
@@ -733,38 +774,6 @@ mod device {
                 let (r, c) = crate::wgmma::accumulator_position(t, reg);
                 let pair = f32x2_to_f16x2(acc[reg as usize & (R - 1)], acc[(reg | 1) as usize & (R - 1)]);
                 st_shared_u32(smem + staged_offset(row + r, col + c), pair);
-            }
-        });
-    }
-
-    /// Stores the staged J tile (rows from `row0`, columns from `col0`) to `j`, in whole 16-byte
-    /// chunks of J rows: a warp stores 512 contiguous bytes of one row; `128 WG` threads.
-    #[inline(always)]
-    unsafe fn store_j<const WG: u32>(
-        j: *mut u16,
-        smem: u32,
-        tid: u32,
-        (row0, col0): (u32, u32),
-        times: u32,
-        beams: u32,
-    ) {
-        let c = tid % 32;
-        let col = col0 + 8 * c;
-        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            let r = tid / 32 + 4 * WG * i as u32;
-            let row = row0 + r;
-            if row < times && col < beams {
-                let v = ld_shared_v4(smem + staged_offset(r, 8 * c));
-                let at = row as usize * beams as usize + col as usize;
-                if beams % 8 == 0 {
-                    st_global_v4(j.add(at) as *mut u32, v);
-                } else {
-                    unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        if col + (e as u32) < beams {
-                            *j.add(at + e) = (v[e / 2] >> (16 * (e % 2))) as u16;
-                        }
-                    });
-                }
             }
         });
     }

@@ -305,11 +305,25 @@ impl RsKernel {
     pub const fn consumer_threads(&self) -> u32 {
         128 * self.warpgroups
     }
+    /// Whether each consumer warpgroup stages its own 64-beam half of J in its own slot and
+    /// stores it itself (TMA and resident forms), instead of the block staging one tile.
+    pub const fn own_halves(&self) -> bool {
+        self.tma || self.resident
+    }
+    /// Slots of the ring that hold I: all `stages`, but for the TMA form, whose last
+    /// `warpgroups` slots hold J's halves.
+    pub const fn ring_slots(&self) -> u32 {
+        if self.tma {
+            self.stages - self.warpgroups
+        } else {
+            self.stages
+        }
+    }
     /// Byte offset of J's f16 element (slow-sample row, beam) in the staged tile:
-    /// [`rs_staged_offset`], or for the TMA instances [`rs_staged_offset_halves`] (the
-    /// tensor stores' layout).
+    /// [`rs_staged_offset`], or with [`RsKernel::own_halves`] [`rs_staged_offset_halves`]
+    /// (the tensor stores' layout).
     pub const fn staged_offset(&self, row: u32, beam: u32) -> u32 {
-        if self.tma || self.resident {
+        if self.own_halves() {
             rs_staged_offset_halves(row, beam, self.nt)
         } else {
             rs_staged_offset(row, beam, self.beams())
@@ -353,9 +367,7 @@ impl RsKernel {
     /// with I in the `cp` form, J's alone in the TMA form; the resident form's I leaves them
     /// free), then U^M or the resident form's U buffers, then the TMA form's mbarriers.
     pub const fn smem_bytes(&self) -> u32 {
-        self.barrier_offset()
-            + if self.tma { 16 * (self.stages - self.warpgroups) } else { 0 }
-            + HOPPER_ALIGN_SLACK
+        self.barrier_offset() + if self.tma { 16 * self.ring_slots() } else { 0 } + HOPPER_ALIGN_SLACK
     }
     /// Offset of the TMA kernels' mbarriers (`full` per ring slot, then `empty` per ring slot), after
     /// the ring (or J's staged tile) and U^M.
@@ -1028,8 +1040,21 @@ mod rs_device {
             assert!(!RESIDENT || (!TMA && WG == 2 && M * N / 16 <= S - WG), "the whole K in the ring");
             assert!(!TMA || rs_tma_lead_fits(S - WG, M * N / 16, RS_TMA_LEAD), "the lead fits the ring");
         };
+        let kernel = RsKernel {
+            name: "",
+            warpgroups: WG,
+            nt: NT,
+            m: M,
+            n: N,
+            stages: S,
+            tma: TMA,
+            resident: RESIDENT,
+        };
         // TMA form: I's ring is the first `S - WG` slots, J's staged halves the last `WG`.
-        let ring = if TMA { S - WG } else { S };
+        let ring = kernel.ring_slots();
+        let next_slot = |slot: u32| if slot + 1 == ring { 0 } else { slot + 1 };
+        let previous_slot = |slot: u32| if slot == 0 { ring - 1 } else { slot - 1 };
+        let own_halves = kernel.own_halves();
         // U^M in shared memory (`RsKernel::um_in_smem`) for 3 and 4 warpgroups.
         let um_smem = WG >= 3;
         let threads = 128 * WG;
@@ -1075,16 +1100,6 @@ mod rs_device {
         // landed (thread 0's arrival plus the stage's bytes); `empty[slot]` when every consumer
         // warpgroup has released the slot (one arrival each) after waiting for the wgmmas
         // that read it.
-        let kernel = RsKernel {
-            name: "",
-            warpgroups: WG,
-            nt: NT,
-            m: M,
-            n: N,
-            stages: S,
-            tma: TMA,
-            resident: RESIDENT,
-        };
         let bars = smem + kernel.barrier_offset();
         let full = |slot: u32| bars + 8 * slot;
         let empty = |slot: u32| bars + 8 * (ring + slot);
@@ -1121,7 +1136,7 @@ mod rs_device {
                                 full(slot),
                                 [step * HOPPER_BK, row0, channel],
                             );
-                            slot = if slot + 1 == ring { 0 } else { slot + 1 };
+                            slot = next_slot(slot);
                         }
                         tile = next_tile(tile);
                     }
@@ -1191,7 +1206,7 @@ mod rs_device {
                 }
             });
             let j = out.add(channel as usize * times as usize * beams as usize);
-            if (RESIDENT || TMA) && beams.is_multiple_of(8) {
+            if own_halves && beams.is_multiple_of(8) {
                 // This warpgroup's half (64 beams, its own slot) by one tensor store, issued
                 // by its thread 0, which waits for its reads before the next staging.
                 fence_proxy_async_shared();
@@ -1206,7 +1221,7 @@ mod rs_device {
                 }
                 return;
             }
-            if RESIDENT || TMA {
+            if own_halves {
                 // This warpgroup's half (64 beams, its own slot): 8 threads per 128-byte row.
                 wg_sync();
                 let chunk = t % 8;
@@ -1535,9 +1550,8 @@ mod rs_device {
                         if kk == 0 && TMA {
                             // Stage - 1's groups are done: release its slot (the tile's last
                             // stage is released after the loop).
-                            let prev_slot = if slot == 0 { ring - 1 } else { slot - 1 };
                             if stage >= 1 {
-                                release(prev_slot);
+                                release(previous_slot(slot));
                             }
                         } else if kk == 0 && !RESIDENT {
                             // Every warpgroup waited for stage - WG's groups before the
@@ -1551,7 +1565,7 @@ mod rs_device {
                         }
                         frag[(u + 1) % 2] = if RESIDENT { early } else { form_next(&mut cur) };
                         if kk == 3 {
-                            slot = if slot + 1 == ring { 0 } else { slot + 1 };
+                            slot = next_slot(slot);
                             stage += 1;
                         }
                     }
@@ -1566,13 +1580,13 @@ mod rs_device {
             wait_group::<0>();
             if TMA {
                 // The tile's last stage; the next tile goes on in the ring from the next slot.
-                release(if slot == 0 { ring - 1 } else { slot - 1 });
+                release(previous_slot(slot));
                 ring_slot = slot;
             }
             // `cp` form: the ring is free (for staging J, or the next tile's first copies) once
             // every warpgroup's wgmmas are done. Resident and TMA forms: this warpgroup's J
             // slot is free once the previous tile's tensor store has read it.
-            if RESIDENT || TMA {
+            if own_halves {
                 if t == 0 {
                     // The previous tile's tensor store has read this warpgroup's J half.
                     bulk_wait_read();
@@ -1590,7 +1604,7 @@ mod rs_device {
             // The other warpgroup's last turn.
             named_barrier(5, 256);
         }
-        if (RESIDENT || TMA) && t == 0 {
+        if own_halves && t == 0 {
             bulk_wait();
         }
         if !TMA {
@@ -2088,7 +2102,7 @@ mod tests {
             // TMA instances: `build.rs` caps them at launch; two warpgroups consume.
             let cap = if kernel.tma {
                 assert!(cap.is_none() && kernel.warpgroups == 2);
-                let (ring, steps) = (kernel.stages - kernel.warpgroups, kernel.m * kernel.n / 16);
+                let (ring, steps) = (kernel.ring_slots(), kernel.m * kernel.n / 16);
                 assert!(rs_tma_lead_fits(ring, steps, RS_TMA_LEAD), "{kernel:?}");
                 for tiles in 1..6 {
                     assert_eq!(rs_tma_protocol(ring, steps, RS_TMA_LEAD, tiles), Ok(()), "{kernel:?}");

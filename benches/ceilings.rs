@@ -1,6 +1,6 @@
-//! `cargo bench --bench ceilings`: this GPU's device-copy bandwidth, mma.sync throughput per
-//! shape and, on Hopper, wgmma throughput: the ceilings every other benchmark reports its
-//! fraction of.
+//! `cargo bench --bench ceilings`: this GPU's device-copy and L2-read bandwidth, mma.sync
+//! throughput per shape and, on Hopper, wgmma throughput: the ceilings every other benchmark
+//! reports its fraction of.
 //!
 //! Timed with CUDA events around each launch; each figure is the median of `REPS` launches
 //! after a warm-up, sized to run about 20 ms so launch overhead is negligible. The copy moves
@@ -80,6 +80,25 @@ fn main() {
         b.iter_custom(|n| common::event_time(&gpu, n, || launch_copy(&gpu, &src, &mut dst)))
     });
     drop((src, dst));
+
+    // L2-to-SM reads: 16 MiB (inside the 50-60 MB L2) read `passes` times per launch.
+    let l2_words = 1usize << 22;
+    let l2_src = gpu.upload(&(0..l2_words as u32).collect::<Vec<u32>>()).expect("upload");
+    let mut l2_out =
+        gpu.alloc::<u32>((summary::ceiling_blocks(&gpu) * CEILING_THREADS) as usize, 0).expect("alloc");
+    let passes = 1000;
+    let l2_read = |out: &mut DeviceBuffer<u32>| {
+        summary::launch_l2_read(&gpu, &l2_src, passes, out).expect("L2 read ceiling launch")
+    };
+    let bytes = passes as f64 * (l2_words * 4) as f64;
+    let ms = median_ms(&gpu, REPS, || l2_read(&mut l2_out));
+    ceilings.push(Ceiling { name: "L2 read".into(), unit: "GB/s", value: bytes / ms / 1e6, median_ms: ms });
+    group.throughput(Throughput::Bytes(bytes as u64));
+    group.bench_function("L2 read", |b| {
+        b.iter_custom(|n| common::event_time(&gpu, n, || l2_read(&mut l2_out)))
+    });
+    l2_out.download().expect("L2 read ceiling ran");
+    drop((l2_src, l2_out));
 
     // mma.sync throughput per shape: 8 warps per block, 16 blocks per SM.
     let blocks = summary::ceiling_blocks(&gpu);

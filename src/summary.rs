@@ -124,6 +124,40 @@ pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u3
     Ok(())
 }
 
+/// One launch of `ceiling_l2_read`: `passes` reads of `src` (a multiple of 4 words, at
+/// most 2^32 vectors) from L2, a word per thread of [`ceiling_blocks`] x [`CEILING_THREADS`]
+/// into `out`.
+pub fn launch_l2_read(
+    gpu: &Gpu,
+    src: &DeviceBuffer<u32>,
+    passes: u32,
+    out: &mut DeviceBuffer<u32>,
+) -> Result<()> {
+    let threads = (ceiling_blocks(gpu) * CEILING_THREADS) as usize;
+    let vectors = u32::try_from(src.len() / 4).ok().filter(|_| src.len().is_multiple_of(4));
+    let Some(vectors) = vectors else {
+        return Err(crate::Error::InvalidConfig(format!(
+            "L2 read ceiling source of {} words: not a multiple of 4 words below 2^34",
+            src.len()
+        )));
+    };
+    if out.len() < threads {
+        return Err(crate::Error::ShapeMismatch {
+            what: "L2 read ceiling output (a word per thread)",
+            expected: threads,
+            actual: out.len(),
+        });
+    }
+    let function = gpu.function("ceiling_l2_read")?;
+    let mut launch = gpu.stream().launch_builder(&function);
+    launch.arg(src.raw()).arg(&vectors).arg(&passes).arg(out.raw_mut());
+    // SAFETY: matches `ceiling_l2_read(src, n_vec, passes, out)`; `src` holds `4 n_vec` words
+    // and `out` a word per thread.
+    unsafe { launch.launch(launch_1d(ceiling_blocks(gpu), CEILING_THREADS, 0)) }
+        .during("launching the L2 read ceiling")?;
+    Ok(())
+}
+
 /// The wgmma ceilings (label, kernel, ops 2 m n k per wgmma): s8, and f16 with f32
 /// accumulate, both at m64n256 with A and B in shared memory.
 pub const WGMMA_CEILINGS: [(&str, &str, u64); 2] = [

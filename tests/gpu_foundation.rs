@@ -180,10 +180,58 @@ fn embedded_ptx_targets_sm_80_with_every_selftest_kernel() {
         "selftest_bank_check",
         "selftest_f16_convert",
         "ceiling_copy",
+        "ceiling_l2_read",
         "ceiling_mma_m16n8k32_s8",
     ] {
         assert!(ptx.contains(&format!(".entry {kernel}(")), "{kernel} missing from the PTX");
     }
+}
+
+/// The L2 read ceiling reads every vector of its source: each thread's word is the xor of the
+/// vectors of its grid-stride share, once per pass (an even number of passes cancels), and a
+/// source of a ragged number of words is a typed error.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn l2_read_ceiling_reads_every_vector() {
+    use radio_kernels::summary::{ceiling_blocks, launch_l2_read, CEILING_THREADS};
+    let gpu = gpu();
+    let threads = (ceiling_blocks(&gpu) * CEILING_THREADS) as usize;
+    let mut state = fresh_seed() as u32 | 1;
+    // 4.3 vectors per thread: the four-load loop, then the ragged tail.
+    let words: Vec<u32> = (0..4 * (threads * 43 / 10))
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        })
+        .collect();
+    let src = gpu.upload(&words).unwrap();
+    let mut expected = vec![0u32; threads];
+    for (i, v) in words.chunks(4).enumerate() {
+        expected[i % threads] ^= v[0] ^ v[1] ^ v[2] ^ v[3];
+    }
+    for passes in [1, 2, 3] {
+        let mut out = gpu.upload(&vec![0xdead_beefu32; threads]).unwrap();
+        launch_l2_read(&gpu, &src, passes, &mut out).unwrap();
+        let got = out.download().unwrap();
+        if passes % 2 == 1 {
+            assert!(got == expected, "{passes} passes");
+        } else {
+            assert!(got.iter().all(|&w| w == 0), "{passes} passes");
+        }
+    }
+    let ragged = gpu.upload(&words[..6]).unwrap();
+    let mut out = gpu.alloc::<u32>(threads, 0).unwrap();
+    assert!(matches!(
+        launch_l2_read(&gpu, &ragged, 1, &mut out),
+        Err(radio_kernels::Error::InvalidConfig(_))
+    ));
+    let mut short = gpu.alloc::<u32>(threads - 1, 0).unwrap();
+    assert!(matches!(
+        launch_l2_read(&gpu, &src, 1, &mut short),
+        Err(radio_kernels::Error::ShapeMismatch { .. })
+    ));
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! Ceiling kernels: device-copy bandwidth and per-shape mma.sync throughput of this GPU,
-//! which every benchmark reports its fraction of (`cargo bench --bench ceilings`).
+//! Ceiling kernels: device-copy and L2-read bandwidth and per-shape mma.sync throughput of
+//! this GPU, which every benchmark reports its fraction of (`cargo bench --bench ceilings`).
 //!
 //! The mma loops keep `CHAINS` independent accumulators per warp so the tensor pipe, not the
 //! dependency latency, limits throughput; the operands are lane-dependent (never zero) and
@@ -19,6 +19,39 @@ pub unsafe extern "ptx-kernel" fn ceiling_copy(src: *const u32, dst: *mut u32, n
         st_global_v4(dst.add(4 * i as usize), ld_global_nc_v4(src.add(4 * i as usize)));
         i += stride;
     }
+}
+
+/// Reads `n_vec` 16-byte vectors of `src` `passes` times with `ld.global.cg` (cached in L2
+/// only), grid-stride, four loads in flight per thread; one xor of everything it read per
+/// thread into `out`. With `src` a few MiB (well inside the L2) this is the L2-to-SM read
+/// bandwidth the `cp.async.cg` GEMM loads draw on.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn ceiling_l2_read(src: *const u32, n_vec: u32, passes: u32, out: *mut u32) {
+    let (n_vec, stride, thread) = (n_vec as u64, (grid_dim_x() * block_dim_x()) as u64, global_thread_x());
+    let load = |i: u64| -> u32 {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        asm!(
+            "ld.global.cg.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+            p = in(reg64) src.add(4 * i as usize),
+            options(readonly, nostack, preserves_flags),
+        );
+        a ^ b ^ c ^ d
+    };
+    let mut acc = 0;
+    for _ in 0..passes {
+        let mut i = thread as u64;
+        while i + 3 * stride < n_vec {
+            let (x, y, z, w) = (load(i), load(i + stride), load(i + 2 * stride), load(i + 3 * stride));
+            acc ^= x ^ y ^ z ^ w;
+            i += 4 * stride;
+        }
+        while i < n_vec {
+            acc ^= load(i);
+            i += stride;
+        }
+    }
+    *out.add(thread as usize) = acc;
 }
 
 #[inline(always)]

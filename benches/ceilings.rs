@@ -81,28 +81,25 @@ fn main() {
     });
     drop((src, dst));
 
+    // A word per thread of the L2 read and mma ceiling launches (16 blocks per SM).
+    let blocks = summary::ceiling_blocks(&gpu);
+    let mut out = gpu.alloc::<u32>((blocks * CEILING_THREADS) as usize, 0).expect("alloc");
+
     // L2-to-SM reads: 16 MiB (inside the 50-60 MB L2) read `passes` times per launch.
     let l2_words = 1usize << 22;
     let l2_src = gpu.upload(&(0..l2_words as u32).collect::<Vec<u32>>()).expect("upload");
-    let mut l2_out =
-        gpu.alloc::<u32>((summary::ceiling_blocks(&gpu) * CEILING_THREADS) as usize, 0).expect("alloc");
     let passes = 1000;
     let l2_read = |out: &mut DeviceBuffer<u32>| {
         summary::launch_l2_read(&gpu, &l2_src, passes, out).expect("L2 read ceiling launch")
     };
     let bytes = passes as f64 * (l2_words * 4) as f64;
-    let ms = median_ms(&gpu, REPS, || l2_read(&mut l2_out));
+    let ms = median_ms(&gpu, REPS, || l2_read(&mut out));
     ceilings.push(Ceiling { name: "L2 read".into(), unit: "GB/s", value: bytes / ms / 1e6, median_ms: ms });
     group.throughput(Throughput::Bytes(bytes as u64));
-    group.bench_function("L2 read", |b| {
-        b.iter_custom(|n| common::event_time(&gpu, n, || l2_read(&mut l2_out)))
-    });
-    l2_out.download().expect("L2 read ceiling ran");
-    drop((l2_src, l2_out));
+    group.bench_function("L2 read", |b| b.iter_custom(|n| common::event_time(&gpu, n, || l2_read(&mut out))));
+    drop(l2_src);
 
     // mma.sync throughput per shape: 8 warps per block, 16 blocks per SM.
-    let blocks = summary::ceiling_blocks(&gpu);
-    let mut out = gpu.alloc::<u32>((blocks * CEILING_THREADS) as usize, 0).expect("alloc");
     for shape in &SHAPES {
         // Calibrate to about 20 ms per launch.
         let iterations = summary::mma_iterations(&gpu, shape.kernel, &mut out).expect("probe");

@@ -80,6 +80,20 @@ pub fn ceiling_blocks(gpu: &Gpu) -> u32 {
     gpu.sm_count() * 16
 }
 
+/// A ceiling kernel's output holds a word per thread of [`ceiling_blocks`] x
+/// [`CEILING_THREADS`].
+fn check_word_per_thread(gpu: &Gpu, out: &DeviceBuffer<u32>) -> Result<()> {
+    let threads = (ceiling_blocks(gpu) * CEILING_THREADS) as usize;
+    if out.len() < threads {
+        return Err(crate::Error::ShapeMismatch {
+            what: "ceiling output (a word per thread)",
+            expected: threads,
+            actual: out.len(),
+        });
+    }
+    Ok(())
+}
+
 /// One launch of `ceiling_mma_*` kernel `kernel`: `iterations` rounds of [`CEILING_CHAINS`]
 /// MMAs per warp, one result word per thread into `out`.
 pub fn launch_mma(
@@ -90,13 +104,7 @@ pub fn launch_mma(
 ) -> Result<()> {
     let function = gpu.function(kernel)?;
     let blocks = ceiling_blocks(gpu);
-    if out.len() < (blocks * CEILING_THREADS) as usize {
-        return Err(crate::Error::ShapeMismatch {
-            what: "ceiling output (a word per thread)",
-            expected: (blocks * CEILING_THREADS) as usize,
-            actual: out.len(),
-        });
-    }
+    check_word_per_thread(gpu, out)?;
     let mut launch = gpu.stream().launch_builder(&function);
     launch.arg(&iterations).arg(out.raw_mut());
     // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` holds a word per thread.
@@ -133,7 +141,6 @@ pub fn launch_l2_read(
     passes: u32,
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
-    let threads = (ceiling_blocks(gpu) * CEILING_THREADS) as usize;
     let vectors = u32::try_from(src.len() / 4).ok().filter(|_| src.len().is_multiple_of(4));
     let Some(vectors) = vectors else {
         return Err(crate::Error::InvalidConfig(format!(
@@ -141,13 +148,7 @@ pub fn launch_l2_read(
             src.len()
         )));
     };
-    if out.len() < threads {
-        return Err(crate::Error::ShapeMismatch {
-            what: "L2 read ceiling output (a word per thread)",
-            expected: threads,
-            actual: out.len(),
-        });
-    }
+    check_word_per_thread(gpu, out)?;
     let function = gpu.function("ceiling_l2_read")?;
     let mut launch = gpu.stream().launch_builder(&function);
     launch.arg(src.raw()).arg(&vectors).arg(&passes).arg(out.raw_mut());

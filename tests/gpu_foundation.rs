@@ -194,18 +194,12 @@ fn embedded_ptx_targets_sm_80_with_every_selftest_kernel() {
 #[ignore = "needs a CUDA GPU"]
 fn l2_read_ceiling_reads_every_vector() {
     use radio_kernels::summary::{ceiling_blocks, launch_l2_read, CEILING_THREADS};
+    use rand::Rng;
     let gpu = gpu();
     let threads = (ceiling_blocks(&gpu) * CEILING_THREADS) as usize;
-    let mut state = fresh_seed() as u32 | 1;
+    let mut rng = rng();
     // 4.3 vectors per thread: the four-load loop, then the ragged tail.
-    let words: Vec<u32> = (0..4 * (threads * 43 / 10))
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state
-        })
-        .collect();
+    let words: Vec<u32> = (0..4 * (threads * 43 / 10)).map(|_| rng.random()).collect();
     let src = gpu.upload(&words).unwrap();
     let mut expected = vec![0u32; threads];
     for (i, v) in words.chunks(4).enumerate() {

@@ -11,9 +11,10 @@
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
 //! launch. On Hopper the fused GEMM is the faster one: 1.4-1.6x the W path's speed for every
 //! case of seed Table 4, and below cuBLAS's time for all of them (H200, BENCHMARKS.md,
-//! thirteenth session), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the W path's GEMM is 1.35-1.5x faster, and still
-//! faster counting its W kernel, so use [`Resampler`] where W fits in device memory and
-//! [`FusedResampler`] where it does not (or the memory is needed elsewhere).
+//! thirteenth session), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the
+//! W path's GEMM is 1.35-1.5x faster, and still faster counting its W kernel, so use
+//! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
+//! the memory is needed elsewhere).
 //!
 //! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
 //! (`resample::hopper`), chosen when the resampler is made unless
@@ -552,8 +553,8 @@ impl<'g> FusedResampler<'g> {
     }
 }
 
-/// The TMA and resident kernels' tensor maps in device memory (I's, then J's), and the (I, J) addresses
-/// they were encoded for: encoded again only when other buffers come.
+/// The TMA and resident kernels' tensor maps in device memory (I's, then J's), and the
+/// (I, J) addresses they were encoded for: encoded again only when other buffers come.
 struct TensorMaps {
     encoded_for: Option<(u64, u64)>,
     maps: DeviceBuffer<u8>,

@@ -69,6 +69,11 @@ impl GemmShape {
     pub const fn threads(&self) -> u32 {
         32 * self.wr * self.wc
     }
+    /// Warp `warp`'s tile origin in the block tile: (row, beam), warps row-major over
+    /// `wr` x `wc`.
+    pub const fn warp_origin(&self, warp: u32) -> (u32, u32) {
+        (16 * self.mt * (warp / self.wc), 8 * self.nt * (warp % self.wc))
+    }
     /// Bytes of one operand row of one stage.
     pub const fn row_bytes(&self) -> u32 {
         2 * self.bk
@@ -239,7 +244,7 @@ mod device {
         let b = weights.add(channel as usize * beams as usize * k as usize);
         let smem = dynamic_shared();
         let (warp, lane) = (warp_id(), lane_id());
-        let (warp_row, warp_col) = (16 * MT as u32 * (warp / WC), 8 * NT as u32 * (warp % WC));
+        let (warp_row, warp_col) = shape.warp_origin(warp);
         // Warps with no row or no beam inside the matrix only copy and wait (the last tbar
         // tile of full CHORD holds 21 of 128 rows: one warp row idle). Also running only the
         // m-tiles with rows inside made every case 5-13% slower on the H200 (BENCHMARKS.md).
@@ -613,11 +618,11 @@ mod tests {
     #[test]
     fn staged_j_takes_each_fragment_pair_once_without_conflicts() {
         use hopper::staged_offset;
-        // Warp w's tile at rows 64 (w / 4), columns 64 (w % 4); per (m-tile, n-tile, half)
-        // lane 4 g + c stores the f16 pair (row 16 mt + g + 8 h, columns 8 nt + 2c ..).
+        // Per (m-tile, n-tile, half) lane 4 g + c of a warp stores the f16 pair (row 16 mt + g
+        // + 8 h, columns 8 nt + 2c ..) of its tile.
         let mut seen = [false; (GEMM.bm() * GEMM.bn() / 2) as usize];
         for warp in 0..GEMM.threads() / 32 {
-            let (warp_row, warp_col) = (16 * GEMM.mt * (warp / GEMM.wc), 8 * GEMM.nt * (warp % GEMM.wc));
+            let (warp_row, warp_col) = GEMM.warp_origin(warp);
             for (mt, nt, h) in
                 (0..GEMM.mt).flat_map(|mt| (0..GEMM.nt).flat_map(move |nt| [(mt, nt, 0), (mt, nt, 1)]))
             {

@@ -87,8 +87,8 @@
 //! [`rs_staged_offset_halves`]), which leaves by one tensor store from its thread 0 (rows and
 //! beams past the last are not written; thread stores where `beams` is not a multiple of 8),
 //! and warpgroup 1 waits once per tile, before its main loop, for warpgroup 0 to issue the
-//! tile's stage [`RS_TMA_LEAD`] (named barrier 4), so that either's epilogue, and the drain and U loads around it, run beside the other's
-//! wgmmas. On the H200, under sustained load, this took HIRAX square from 1.07-1.08x
+//! tile's stage [`RS_TMA_LEAD`] (named barrier 4), so that either's epilogue, and the drain
+//! and U loads around it, run beside the other's wgmmas. On the H200, under sustained load, this took HIRAX square from 1.07-1.08x
 //! cuBLAS's time to 0.94-0.97x and HIRAX rect. from 1.02-1.03x to 0.93-0.94x, and full CHORD
 //! to 0.91-0.93x (0.96-0.98x with the 192-beam kernel it replaces there; BENCHMARKS.md,
 //! thirteenth session). The earlier TMA form, whose two consumer warpgroups staged J together
@@ -369,8 +369,8 @@ impl RsKernel {
     pub const fn smem_bytes(&self) -> u32 {
         self.barrier_offset() + if self.tma { 16 * self.ring_slots() } else { 0 } + HOPPER_ALIGN_SLACK
     }
-    /// Offset of the TMA kernels' mbarriers (`full` per ring slot, then `empty` per ring slot), after
-    /// the ring (or J's staged tile) and U^M.
+    /// Offset of the TMA kernels' mbarriers (`full` per ring slot, then `empty` per ring
+    /// slot), after the ring (or J's staged tile) and U^M.
     pub const fn barrier_offset(&self) -> u32 {
         let ring = self.stages * self.stage_bytes();
         let staged = self.nt * 2 * self.beams();
@@ -559,8 +559,7 @@ pub fn rs_default_kernel(n: u32, times: u32, beams: u32) -> Option<&'static RsKe
         return Some(tma);
     }
     let narrow = narrow(false)?;
-    let padded =
-        |k: &RsKernel| (times.div_ceil(k.nt) * k.nt) as u64 * (beams.div_ceil(k.beams()) * k.beams()) as u64;
+    let padded = |k: &RsKernel| padded_rows(k.nt) as u64 * (beams.div_ceil(k.beams()) * k.beams()) as u64;
     match RS_KERNELS.iter().find(|k| k.n == n && k.warpgroups == RS_WIDE_WARPGROUPS) {
         Some(wide) if padded(wide) <= padded(narrow) => Some(wide),
         _ => Some(narrow),

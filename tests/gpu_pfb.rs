@@ -104,7 +104,7 @@ impl Case {
 
 /// Runs `case` on the GPU (default path) and compares two output chunks with the reference.
 fn check_case(gpu: &Gpu, case: &Case, rng: &mut StdRng) {
-    let path = PfbPath::for_config(&case.config());
+    let path = PfbPath::for_config(gpu, &case.config());
     check_case_on(gpu, case, rng, path);
 }
 
@@ -509,11 +509,12 @@ fn a_chunked_stream_equals_one_long_buffer_bit_for_bit() {
     }
 }
 
-/// The cluster kernel (the fused path at n = 1024 on sm_90): delay tracks that step inside
-/// batches (each window read directly), between batches (the window reloaded) and rarely
-/// (windows sliding across batches) give, chunk by chunk, the bits of one long buffer, the
-/// f64 reference within one LSB (flags and saturation counts too) and values within one LSB
-/// of the three-kernel path, for every bit width, tap variant and both output formats.
+/// The cluster kernel (the default, fused path at n = 1024 on sm_90): delay tracks that step
+/// inside batches (each window read directly), between batches (the window reloaded) and
+/// rarely (windows sliding across batches) give, chunk by chunk, the bits of one long buffer,
+/// the f64 reference within one LSB (flags and saturation counts too) and values within one
+/// LSB of the three-kernel path, for every bit width up to 12, tap variant and both output
+/// formats (and the same for 16-bit input, which the sm_80 fused kernel takes).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
@@ -567,6 +568,11 @@ fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
             [(&small, PfbPath::Fused), (&long, PfbPath::Fused), (&long, PfbPath::ThreeKernel)]
         {
             let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            // The cluster kernel takes up to 12-bit input; 16-bit runs the sm_80 fused kernel.
+            let cluster = path == PfbPath::Fused && bits <= 12;
+            assert_eq!(ch.resident_clusters().is_some(), cluster, "{bits}-bit {path:?}");
+            // It is the default path wherever it applies.
+            assert_eq!(PfbPath::for_config(&gpu, config) == PfbPath::Fused, bits <= 12, "{bits}-bit");
             ch.poison_before_runs(Some(POISON));
             ch.set_gains(&gains).unwrap();
             for (p, m) in models.iter().enumerate() {

@@ -1,11 +1,12 @@
 //! PFB channelizer (F-engine, seed 004): configuration and validation, sample packing, PFB
 //! weights, the delay model, lost-data flags, the f64 CPU reference, and the [`Channelizer`]
-//! that runs the GPU path on a stream of chunks: by default the three-kernel path (FIR, cuFFT
-//! C2C, post-processing), or when asked ([`PfbPath::Fused`], n <= 4096) the fused path (FIR,
-//! FFT and post-processing in one launch): on sm_90 at n = 1024 the cluster kernel
-//! (`radio_kernels_gpu::pfb::cluster`, at most 16 taps, heaps of whole batches of 8
-//! spectra), otherwise the sm_80 fused kernel (`radio_kernels_gpu::pfb::fused`). Device side,
-//! formulas and layouts: `radio_kernels_gpu::pfb`.
+//! that runs the GPU path on a stream of chunks: the three-kernel path (FIR, cuFFT C2C,
+//! post-processing) or the fused path ([`PfbPath::Fused`], n <= 4096: FIR, FFT and
+//! post-processing in one launch). The fused path runs, on sm_90 at n = 1024, the cluster
+//! kernel (`radio_kernels_gpu::pfb::cluster`, at most 16 taps and 12-bit input, heaps of whole
+//! batches of 8 spectra), the default there ([`PfbPath::for_config`]); otherwise the sm_80
+//! fused kernel (`radio_kernels_gpu::pfb::fused`), slower than the three kernels and so only
+//! when asked. Device side, formulas and layouts: `radio_kernels_gpu::pfb`.
 //!
 //! Time: stream sample 0 is the first sample of the first chunk; spectrum m's window nominally
 //! starts at sample `2 n m` (critically sampled, sec. 2.1). The delay model of each
@@ -554,17 +555,25 @@ impl Drop for FftPlan {
 pub enum PfbPath {
     /// One kernel (FIR, FFT and post-processing with the spectra in shared memory), for
     /// n <= [`FUSED_MAX_CHANNELS`]: the cluster kernel where it applies (sm_90, n = 1024,
-    /// at most 16 taps, heaps of whole batches of 8 spectra), else the sm_80 fused kernel.
+    /// at most 16 taps and 12-bit input, heaps of whole batches of 8 spectra), else the sm_80
+    /// fused kernel.
     Fused,
     /// FIR, cuFFT C2C and post-processing kernels (any n).
     ThreeKernel,
 }
 
 impl PfbPath {
-    /// The default: the three-kernel path. The fused kernels (opt-in through
-    /// [`Channelizer::with_path`]) are still slower on the H200 (BENCHMARKS.md).
-    pub fn for_config(_config: &ChannelizerConfig) -> PfbPath {
-        PfbPath::ThreeKernel
+    /// The default: the fused path where the cluster kernel applies (sm_90, n = 1024, at most
+    /// 16 taps and 12-bit input, heaps of whole batches of 8 spectra; on the H200 1.06x the
+    /// three kernels' time and 8x less device-memory traffic, BENCHMARKS.md), else the
+    /// three-kernel path (the sm_80 fused kernel is slower than it: opt-in through
+    /// [`Channelizer::with_path`]).
+    pub fn for_config(gpu: &Gpu, config: &ChannelizerConfig) -> PfbPath {
+        if cluster_kernel_applies(gpu, config) {
+            PfbPath::Fused
+        } else {
+            PfbPath::ThreeKernel
+        }
     }
 }
 
@@ -589,11 +598,13 @@ struct Fused {
 }
 
 /// Whether the fused path runs the cluster kernel: the sm_90a kernels are in use, n is
-/// [`cluster_layout::CLUSTER_CHANNELS`], at most 16 taps, and heaps are whole batches.
+/// [`cluster_layout::CLUSTER_CHANNELS`], at most 16 taps and 12-bit input, and heaps are
+/// whole batches.
 fn cluster_kernel_applies(gpu: &Gpu, config: &ChannelizerConfig) -> bool {
     gpu.wgmma_enabled()
         && config.channels == cluster_layout::CLUSTER_CHANNELS
         && config.taps <= cluster_layout::CLUSTER_MAX_TAPS
+        && config.bits <= cluster_layout::CLUSTER_MAX_BITS
         && config.spectra_per_heap.is_multiple_of(cluster_layout::CLUSTER_BATCH)
 }
 
@@ -654,7 +665,7 @@ impl<'g> Channelizer<'g> {
     /// `weights`: `2 n T` f32 (`w[t + 2n j]`), or `None` for [`hann_sinc_weights`]. Gains
     /// start at 1 and delay models at 0.
     pub fn new(gpu: &'g Gpu, config: ChannelizerConfig, weights: Option<&[f32]>) -> Result<Channelizer<'g>> {
-        let path = PfbPath::for_config(&config);
+        let path = PfbPath::for_config(gpu, &config);
         Channelizer::with_path(gpu, config, weights, path)
     }
 
@@ -713,15 +724,15 @@ impl<'g> Channelizer<'g> {
             PfbPath::Fused if cluster_kernel_applies(gpu, &config) => {
                 let variant = layout::fir_variant(config.taps);
                 let kernel = gpu.hopper_function(cluster_layout::cluster_kernel_name(variant, int4))?;
-                // As above: the most any channelizer of this GPU needs (16-bit input).
+                // As above: the most any channelizer of this GPU needs (the widest input).
                 allow_dynamic_shared(
                     &kernel,
-                    cluster_layout::cluster_shared_bytes(16),
+                    cluster_layout::cluster_shared_bytes(cluster_layout::CLUSTER_MAX_BITS),
                     "raising the cluster PFB kernel's shared-memory limit",
                 )?;
                 let probe = launch_1d(
                     cluster_layout::CLUSTER_BLOCKS,
-                    cluster_layout::CLUSTER_THREADS,
+                    cluster_layout::CLUSTER_BLOCK_THREADS,
                     cluster_layout::cluster_shared_bytes(config.bits),
                 );
                 let clusters = kernel
@@ -1011,7 +1022,7 @@ impl<'g> Channelizer<'g> {
         let cfg = match run {
             Some(run) => launch_1d(
                 cluster_layout::CLUSTER_BLOCKS * spectra.div_ceil(run),
-                cluster_layout::CLUSTER_THREADS,
+                cluster_layout::CLUSTER_BLOCK_THREADS,
                 cluster_layout::cluster_shared_bytes(c.bits),
             ),
             None => launch_1d(spectra / g, FUSED_THREADS, fused_layout::fused_shared_bytes(c.channels, g)),
@@ -1908,7 +1919,8 @@ mod tests {
                 }
             }
         }
-        for bits in layout::BITS {
+        assert!(cluster_shared_bytes(16) > 227 * 1024, "16-bit input would fit too");
+        for bits in layout::BITS.into_iter().filter(|&b| b <= CLUSTER_MAX_BITS) {
             assert!(
                 cluster_shared_bytes(bits) <= 227 * 1024,
                 "{bits}-bit: {} bytes",
@@ -1918,8 +1930,13 @@ mod tests {
         }
         assert_eq!(CLUSTER_STAGE_OFFSET % 16, 0);
         assert_eq!(CLUSTER_FFT_BYTES % 16, 0);
-        assert_eq!(CLUSTER_THREADS, 32 * CLUSTER_BATCH, "one warp per spectrum of a batch in the post");
+        assert_eq!(CLUSTER_POST_THREADS, 32 * CLUSTER_BATCH, "one post warp per spectrum of a batch");
         assert_eq!(CLUSTER_THREADS, CLUSTER_POINTS, "one row twiddle per thread");
+        assert_eq!(CLUSTER_THREADS, 16 * CLUSTER_TRANSFORMS, "one radix-16 butterfly per FIR thread");
+        // Warpgroups of 128 threads take their register budgets (`setmaxnreg`) together.
+        assert_eq!(CLUSTER_THREADS % 128, 0);
+        assert_eq!(CLUSTER_POST_THREADS % 128, 0);
+        assert_eq!(CLUSTER_BLOCK_THREADS * CLUSTER_LAUNCH_REGISTERS, 65536, "the register file");
     }
 
     /// Every shared-memory access of the cluster kernel's loop, as its warps issue them: the FIR
@@ -1950,6 +1967,15 @@ mod tests {
                     assert_eq!(wavefronts(&store, 8), 2, "pass {ns}, r {r}: stores");
                 }
             }
+        }
+        for r in 1..16 {
+            // Second-pass twiddles: lanes 16-31 repeat lanes 0-15 (a broadcast).
+            let twiddle: [u32; 32] = std::array::from_fn(|l| 8 * cluster_row_twiddle(r, l as u32 % 16));
+            assert_eq!(wavefronts(&twiddle, 8), 2, "row twiddles, r {r}");
+        }
+        for j in 0..8 {
+            let column: [u32; 32] = std::array::from_fn(|l| 8 * cluster_column_twiddle(j, l as u32));
+            assert_eq!(wavefronts(&column, 8), 2, "column twiddles");
         }
         for rank in 0..CLUSTER_BLOCKS {
             let u = |l: usize| rank * CLUSTER_POST_COLUMNS + l as u32 + 1;
@@ -1983,8 +2009,9 @@ mod tests {
     }
 
     /// The cluster kernel's row FFT as the device runs it (two radix-16 Stockham passes over
-    /// padded slots, `W_(n/4)` twiddles as every fourth entry pair of the n-point table)
-    /// matches an f64 DFT of n/4 points.
+    /// padded slots, the first into a scratch buffer and the second back; the second pass's
+    /// twiddles `W_(n/4)^(j r)` from the table the kernel builds, entry `8 j r` of the n-point
+    /// one) matches an f64 DFT of n/4 points.
     #[test]
     fn cluster_row_fft_matches_a_dft() {
         use cluster_layout::*;
@@ -2000,13 +2027,20 @@ mod tests {
         }
         for ns in [1, 16] {
             let mut next = smem.clone();
+            let table: Vec<[f32; 2]> = (0..256u32)
+                .map(|slot| {
+                    let (r, j) = (slot / 16, slot % 16);
+                    assert_eq!(cluster_row_twiddle(r, j), slot);
+                    tw[(8 * r * j) as usize]
+                })
+                .collect();
             for j in 0..a / 16 {
-                let w = stockham_twiddles(|at| tw[4 * at as usize], j, ns, a, 16);
                 let mut v = [[0.0f32; 2]; 16];
                 for r in 0..16 {
                     v[r as usize] = smem[fused_slot(stockham_load(j, r, a, 16)) as usize];
                     if ns > 1 {
-                        v[r as usize] = layout::cmul(v[r as usize], w[r as usize]);
+                        let w = table[cluster_row_twiddle(r, j % ns) as usize];
+                        v[r as usize] = layout::cmul(v[r as usize], w);
                     }
                 }
                 let v = dft_radix(v, 16);

@@ -751,6 +751,34 @@ pub fn cluster_sync() {
     }
 }
 
+/// The arrive half of [`cluster_sync`] (release): shared-memory writes before it are visible
+/// to every block of the cluster after the matching [`cluster_wait`].
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub fn cluster_arrive() {
+    // SAFETY: every thread of the cluster arrives once per phase (callers keep it uniform).
+    unsafe { asm!("barrier.cluster.arrive.release.aligned;", options(nostack)) }
+}
+
+/// [`cluster_arrive`] without release semantics: for a thread whose only duty at the barrier
+/// is to say it has finished reading other blocks' shared memory (its loads have returned:
+/// their values were used), so it need not wait for its own writes to drain (no `MEMBAR`).
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub fn cluster_arrive_relaxed() {
+    // SAFETY: as `cluster_arrive`.
+    unsafe { asm!("barrier.cluster.arrive.relaxed.aligned;", options(nostack)) }
+}
+
+/// The wait half of [`cluster_sync`] (acquire): returns once every thread of the cluster has
+/// arrived in the current phase.
+#[cfg(radio_sm90a)]
+#[inline(always)]
+pub fn cluster_wait() {
+    // SAFETY: follows this thread's arrive of the same phase.
+    unsafe { asm!("barrier.cluster.wait.acquire.aligned;", options(nostack)) }
+}
+
 /// `ld.shared::cluster.v2.b32`: 8 bytes at this block's shared offset `address` in the shared
 /// memory of block `rank` of the cluster (`mapa`).
 ///

@@ -107,9 +107,10 @@ pub const fn fir_variant(taps: u32) -> u32 {
 /// ([`fused::fused_max_registers`]: three or two blocks of 256 threads per SM) and the post
 /// kernels' 96 (five blocks per SM; uncapped, ptxas gives the int8 kernel 128 on sm_90, four
 /// blocks, without spilling at 96). The FIRs are uncapped: the 16-tap FIR with batches of 16
-/// takes 128 registers on sm_90 (four blocks per SM; a cap of 96 for five spilled).
-pub const REGISTER_LIMITS: [(&str, u32); 12] = {
-    let mut limits = [("", 0); 12];
+/// takes 128 registers on sm_90 (four blocks per SM; a cap of 96 for five spilled). The
+/// cluster kernels launch at [`cluster::CLUSTER_LAUNCH_REGISTERS`] (then `setmaxnreg`).
+pub const REGISTER_LIMITS: [(&str, u32); 20] = {
+    let mut limits = [("", 0); 20];
     let mut i = 0;
     while i < 10 {
         let taps = FIR_VARIANTS[i % 5];
@@ -118,6 +119,10 @@ pub const REGISTER_LIMITS: [(&str, u32); 12] = {
     }
     limits[10] = (post_kernel_name(false), 96);
     limits[11] = (post_kernel_name(true), 96);
+    while i < 18 {
+        limits[i + 2] = (cluster::CLUSTER_KERNELS[i - 10], cluster::CLUSTER_LAUNCH_REGISTERS);
+        i += 1;
+    }
     limits
 };
 

@@ -3,37 +3,47 @@
 //! intermediate values stay on chip, each input sample unpacked once.
 //!
 //! The three-kernel path's factorisation, spread over a cluster of [`CLUSTER_BLOCKS`] = 4
-//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix (sec. 4.2, [`super::fft_index`]),
-//! the column pairs `q = 4 q1 + c`, one per thread (`q1 < n/4`, both polarisations). Per batch
-//! of [`CLUSTER_BATCH`] spectra:
-//! 1. FIR: the batch's new input rows, still packed, arrive in a shared-memory stage by
-//!    `cp.async` one batch ahead (whole rows: a block's pairs are every fourth); each thread
-//!    keeps its `2 TV` weights and the `TV - 1` older rows of its window in registers
-//!    (per polarisation), unpacks each new row once and adds it into every output of the
-//!    batch it belongs to, taps ascending (so its f32 FIR values are the three-kernel FIR's).
-//!    A delay step makes the polarisation reload its window from global memory.
-//! 2. The n/4-point FFT of row `c` of every (spectrum, polarisation): two radix-16 Stockham
-//!    passes in shared memory ([`super::fused`]'s butterflies, slots and twiddles).
-//! 3. A cluster barrier; then the post-processing of the three-kernel path
-//!    ([`super::post_pair_x2`]: twiddles, the 4-point DFT across the rows, R2C fix-up,
-//!    rotation, gains, quantisation), each thread reading its columns `u` and `n/4 - u` of
-//!    all four rows from the four blocks' shared memory (distributed shared memory). Block
-//!    `c` owns post columns `u = 32 c + 1 ..= 32 c + 32` ([`super::post_thread_columns`];
-//!    block 0 also column 0), stages the quantised values in shared memory and writes each of
-//!    its channels' `CLUSTER_BATCH` spectra as 16-byte pieces.
+//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix (sec. 4.2,
+//! [`super::fft_index`]). Each block has two warp roles that work on consecutive batches of
+//! [`CLUSTER_BATCH`] spectra at once:
+//! - **FIR threads** ([`CLUSTER_THREADS`] = 256, warpgroups 0-1, [`CLUSTER_FIR_REGISTERS`]
+//!   after `setmaxnreg`): the column pairs `q = 4 q1 + c`, one per thread (`q1 < n/4`, both
+//!   polarisations).
+//!   1. FIR: the batch's new input rows, still packed, arrive in a shared-memory stage by
+//!      `cp.async` one batch ahead (whole rows: a block's pairs are every fourth). Each thread
+//!      keeps its `2 TV` weights and the `TV - 1` older rows of its window in registers (per
+//!      polarisation), unpacks each new row once and adds it into every output of the batch
+//!      it belongs to, taps ascending (so its f32 FIR values are the three-kernel FIR's). A
+//!      delay step makes the polarisation reload its window from global memory.
+//!   2. The n/4-point FFT of row `c` of every (spectrum, polarisation): two radix-16 Stockham
+//!      passes ([`super::fused`]'s butterflies and slots), the first into a scratch buffer and
+//!      the second back, so neither pass needs a barrier between its loads and stores; the
+//!      second pass's twiddles come from a table of `W^(j r)` ([`cluster_row_twiddle`]), one
+//!      load each.
+//! - **Post threads** ([`CLUSTER_POST_THREADS`] = 256, warpgroups 2-3,
+//!   [`CLUSTER_POST_REGISTERS`]): warp `s` takes spectrum `s` of the batch, lane `l` the
+//!   columns `u = 32 c + l + 1` and `n/4 - u` ([`super::post_thread_columns`]; block 0 also
+//!   column 0). They run the post-processing of the three-kernel path
+//!   ([`super::post_pair_x2`]: twiddles, the 4-point DFT across the rows, R2C fix-up,
+//!   rotation, gains, quantisation), reading the four rows from the four blocks' shared
+//!   memory (distributed shared memory), stage the quantised values in shared memory and
+//!   write each of the block's channels' batch of spectra as 16-byte pieces.
 //!
-//! FFT buffers are double-buffered, so one cluster barrier per batch suffices: a block
-//! rewrites buffer `k % 2` only after the barrier of batch `k + 1`, which every block reaches
-//! after reading batch `k`. Each cluster takes a run of whole batches; the host launches as
-//! many clusters as are resident (one wave). Nothing in the loop waits on a global load: the
-//! batch's offsets and the post's fine delays and rotations are loaded a batch ahead into
-//! registers (one value per lane, broadcast by `shfl`), and the block's gains and the row
-//! FFT's twiddles sit in shared memory (the cluster barrier's acquire invalidates the L1).
+//! One cluster barrier per batch, split into arrive and wait: phase `k` completes once every
+//! block's FIR threads have finished the FFT of batch `k` and its post threads the post of
+//! batch `k - 1`. After it the post threads read FFT buffer `k % 2` of all four blocks while
+//! the FIR threads filter batch `k + 1` into buffer `(k + 1) % 2`, whose last readers were the
+//! posts of batch `k - 1`. The FIR threads arrive with release semantics (their FFT values);
+//! the post threads arrive relaxed: they only say that they have finished reading, and their
+//! loads have returned (their values were used), so they need not wait for their own output
+//! stores to drain (with release, a `MEMBAR.ALL.GPU` per batch: 1.46 against 1.31 ms).
 //!
-//! Why it is not yet faster than the three-kernel path (BENCHMARKS.md, eleventh session): one
-//! block of 8 warps per SM (224-228 registers: weights and window of both polarisations)
-//! runs its phases one after another between barriers, latency-bound at about 0.3-0.4 warp
-//! instructions issued per scheduler cycle.
+//! Each cluster takes a run of whole batches; the host launches as many clusters as are
+//! resident (one wave). Nothing in the loop waits on a global load: the batch's offsets and
+//! the post's fine delays and rotations are loaded a batch ahead into registers (one value per
+//! lane, broadcast by `shfl`), and the block's gains and the twiddles sit in shared memory
+//! (the cluster barrier's acquire invalidates the L1). Input of up to [`CLUSTER_MAX_BITS`]
+//! bits (wider rows do not fit the stages beside three FFT buffers).
 //!
 //! Layouts of input, offsets, weights, gains, fine delays, rotations, output and counts are
 //! those of the three-kernel path ([`super`]); `twiddles[k] = exp(-j pi k / n)`, `k < 2n`.
@@ -45,8 +55,29 @@ use super::{fir_row_chunks, UNZIP};
 pub const CLUSTER_CHANNELS: u32 = 1024;
 /// Blocks of a cluster: one per row of the unzipped matrix.
 pub const CLUSTER_BLOCKS: u32 = UNZIP;
-/// Threads per block: one per column pair of its row.
+/// FIR threads per block (warpgroups 0 and 1): one per column pair of its row; they also
+/// run the row FFT.
 pub const CLUSTER_THREADS: u32 = CLUSTER_CHANNELS / UNZIP;
+/// Post threads per block (warpgroups 2 and 3): the post-processing and copy-out of a batch
+/// while the FIR threads filter and transform the next.
+pub const CLUSTER_POST_THREADS: u32 = 256;
+/// Threads per block.
+pub const CLUSTER_BLOCK_THREADS: u32 = CLUSTER_THREADS + CLUSTER_POST_THREADS;
+/// Registers per thread at launch (`.maxnreg`): 512 threads fill the register file.
+pub const CLUSTER_LAUNCH_REGISTERS: u32 = 128;
+/// Registers of a FIR thread after `setmaxnreg` (weights and windows of both polarisations).
+pub const CLUSTER_FIR_REGISTERS: u32 = 168;
+/// Registers of a post thread after `setmaxnreg`.
+pub const CLUSTER_POST_REGISTERS: u32 = 88;
+/// Named barriers (0 is the block's): the FIR threads' and the post threads'.
+pub const CLUSTER_FIR_BARRIER: u32 = 1;
+pub const CLUSTER_POST_BARRIER: u32 = 2;
+// `setmaxnreg.inc` waits until the registers it asks for are free in the block's allocation:
+// what the post threads give back must cover what the FIR threads take.
+const _: () = assert!(
+    CLUSTER_THREADS * CLUSTER_FIR_REGISTERS + CLUSTER_POST_THREADS * CLUSTER_POST_REGISTERS
+        <= CLUSTER_BLOCK_THREADS * CLUSTER_LAUNCH_REGISTERS
+);
 /// Spectra per batch (so heaps and launches must be whole batches).
 pub const CLUSTER_BATCH: u32 = 8;
 /// Most taps: a thread keeps `2 (TV - 1)` older samples per polarisation and `2 TV` weights.
@@ -65,19 +96,44 @@ pub const CLUSTER_OUT_SLOTS: u32 = CLUSTER_COLUMN_SLOTS + 4;
 
 /// Bytes of one FFT buffer (every transform of a batch, pad slots included).
 pub const CLUSTER_FFT_BYTES: u32 = CLUSTER_TRANSFORMS * 8 * fused_buffer_slots(CLUSTER_POINTS);
-/// Offset of the output staging (after the two FFT buffers).
-pub const CLUSTER_OUT_OFFSET: u32 = 2 * CLUSTER_FFT_BYTES;
+/// Offset of the row FFT's scratch buffer (after the two FFT buffers): the first pass writes
+/// it, the second reads it, so neither pass needs a barrier between its loads and stores.
+pub const CLUSTER_SCRATCH_OFFSET: u32 = 2 * CLUSTER_FFT_BYTES;
+/// Offset of the output staging (after the scratch buffer).
+pub const CLUSTER_OUT_OFFSET: u32 = 3 * CLUSTER_FFT_BYTES;
 /// Offset of the block's halved gains (after the output staging, [`cluster_gain_slot`]).
 pub const CLUSTER_GAINS_OFFSET: u32 =
     (CLUSTER_OUT_OFFSET + 4 * CLUSTER_BATCH * CLUSTER_OUT_SLOTS).next_multiple_of(16);
 /// Gain slots: one per (pol, output slot): (pol, side, v, lane), then column 0's (pol, v).
 pub const CLUSTER_GAIN_SLOTS: u32 = 2 * CLUSTER_OUT_SLOTS;
-/// Offset of the row FFT's twiddles `W_(n/4)^e`, `e < n/4` (after the gains): in shared
-/// memory because every cluster barrier's acquire invalidates the L1 (`CCTL.IVALL` in the
-/// SASS), so table reads from global memory after it would wait on the L2 each batch.
+/// Offset of the row FFT's second-pass twiddles (after the gains, [`cluster_row_twiddle`]):
+/// in shared memory because every cluster barrier's acquire invalidates the L1 (`CCTL.IVALL`
+/// in the SASS), so table reads from global memory after it would wait on the L2 each batch.
 pub const CLUSTER_TWIDDLES_OFFSET: u32 = CLUSTER_GAINS_OFFSET + 8 * CLUSTER_GAIN_SLOTS;
-/// Offset of the input stages (after the twiddles, 16-byte aligned).
-pub const CLUSTER_STAGE_OFFSET: u32 = CLUSTER_TWIDDLES_OFFSET + 8 * CLUSTER_POINTS;
+/// Offset of the post's column twiddles (after the row twiddles): per lane, the three row
+/// twiddles and the R2C twiddle of its column `u`, then of its mirror `n/4 - u`
+/// ([`cluster_column_twiddle`]); in shared memory, not in the post threads' registers.
+pub const CLUSTER_COLUMN_TWIDDLES_OFFSET: u32 = CLUSTER_TWIDDLES_OFFSET + 8 * CLUSTER_POINTS;
+/// Offset of the input stages (after the column twiddles, 16-byte aligned).
+pub const CLUSTER_STAGE_OFFSET: u32 = CLUSTER_COLUMN_TWIDDLES_OFFSET + 8 * 8 * CLUSTER_POST_COLUMNS;
+
+/// Slot (complex f32) of the second row-FFT pass's twiddle `W_(n/4)^(j r)` of input `r` of
+/// butterfly `j` (both below 16, and `j % ns = j` in that pass): `j`-fastest, so the 16
+/// butterflies of a transform load consecutive slots, each twiddle one load and no products.
+pub const fn cluster_row_twiddle(r: u32, j: u32) -> u32 {
+    16 * r + j
+}
+
+/// Slot (complex f32) of column twiddle `j` (0..8: column `u`'s three row twiddles and R2C
+/// twiddle, then the mirror's) of lane `lane`: lane-fastest, so a warp's loads are
+/// conflict-free.
+pub const fn cluster_column_twiddle(j: u32, lane: u32) -> u32 {
+    j * CLUSTER_POST_COLUMNS + lane
+}
+
+/// Widest input samples of the cluster kernel: with 16-bit rows its stages and three FFT
+/// buffers exceed an SM's shared memory.
+pub const CLUSTER_MAX_BITS: u32 = 12;
 
 /// Bytes of one staged input row (a whole spectrum's 2n samples of one polarisation).
 pub const fn cluster_row_bytes(bits: u32) -> u32 {
@@ -168,7 +224,7 @@ pub const CLUSTER_KERNELS: [&str; 8] = [
 
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
 mod device {
-    use super::super::fused::{dft_radix, fused_slot, stockham_load, stockham_store, stockham_twiddles};
+    use super::super::fused::{dft_radix, fused_slot, stockham_load, stockham_store};
     use super::super::{
         cmul, fir_row_start, fir_row_word, fixup_pair, output_index, post_rotations, quantise_complex,
         r2c_fixup_x2, rotations, unpack_words, unpack_words32, unzip_column, C32,
@@ -176,6 +232,7 @@ mod device {
     use super::*;
     use crate::intrinsics::*;
     use crate::pfb::c32::{ld_c32, ld_global_c32, st_c32};
+    use crate::wgmma::set_max_registers;
 
     const B: usize = CLUSTER_BATCH as usize;
     const A: u32 = CLUSTER_POINTS;
@@ -188,40 +245,34 @@ mod device {
         [f32::from_bits(a), f32::from_bits(b)]
     }
 
-    /// One radix-16 Stockham pass over the batch's transforms, in place: thread `tid` takes
-    /// butterfly `tid % 16` of transform `tid / 16` (256 threads, 16 transforms of 256 points).
+    /// One radix-16 Stockham pass over the batch's transforms, from `source` to `target`:
+    /// thread `tid` takes butterfly `tid % 16` of transform `tid / 16` (256 threads, 16
+    /// transforms of 256 points). No barrier: the caller's next barrier publishes `target`.
     #[inline(always)]
-    unsafe fn fft_pass(buffer: u32, ns: u32, twiddles: u32) {
+    unsafe fn fft_pass(source: u32, target: u32, ns: u32, twiddles: u32) {
         const R: u32 = 16;
         let tid = thread_idx_x();
         let per = A / R;
-        let base = buffer + (tid / per) * SLOT_BYTES;
+        let transform = (tid / per) * SLOT_BYTES;
         let j = tid % per;
         let mut v = [[0.0f32; 2]; 16];
         unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            v[r] = ld_c32(base + 8 * fused_slot(stockham_load(j, r as u32, A, R)));
+            v[r] = ld_c32(source + transform + 8 * fused_slot(stockham_load(j, r as u32, A, R)));
         });
         if ns > 1 {
-            // `twiddles` holds W_A^e at e (stockham_twiddle gives 2e).
-            let w = stockham_twiddles(|at| ld_c32(twiddles + 4 * at), j, ns, A, R);
             unroll!(r in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-                v[r] = cmul(v[r], w[r]);
+                v[r] = cmul(v[r], ld_c32(twiddles + 8 * cluster_row_twiddle(r as u32, j)));
             });
         }
         v = dft_radix(v, R);
-        sync_threads();
         unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            st_c32(base + 8 * fused_slot(stockham_store(j, r as u32, ns, R)), v[r]);
+            st_c32(target + transform + 8 * fused_slot(stockham_store(j, r as u32, ns, R)), v[r]);
         });
-        sync_threads();
     }
 
-    /// The kernel body (module documentation). Grid: `4 x clusters` blocks of
-    /// [`CLUSTER_THREADS`] in clusters of 4; cluster `i` takes spectra `[i run, (i + 1) run)`;
-    /// `run` and `spectra` are multiples of [`CLUSTER_BATCH`], which divides the heap.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn cluster_pfb<const TV: usize, const INT4: bool>(
+    /// The kernel's arguments (see [`cluster_kernel`]'s entry points).
+    #[derive(Clone, Copy)]
+    struct Args {
         inputs: [*const u32; 2],
         offsets: *const u32,
         weights: *const f32,
@@ -236,7 +287,23 @@ mod device {
         spectra_per_heap: u32,
         bits: u32,
         run: u32,
-    ) {
+    }
+
+    /// The kernel body (module documentation). Grid: `4 x clusters` blocks of
+    /// [`CLUSTER_BLOCK_THREADS`] in clusters of 4; cluster `i` takes spectra
+    /// `[i run, (i + 1) run)`; `run` and `spectra` are multiples of [`CLUSTER_BATCH`], which
+    /// divides the heap.
+    ///
+    /// Warp roles: threads below [`CLUSTER_THREADS`] run the FIR and the row FFT of batch
+    /// `k + 1` while the post threads post-process and copy out batch `k`. One cluster barrier
+    /// per batch, split into arrive and wait: phase `k` completes once every block's FIR
+    /// threads have finished the FFT of batch `k` and its post threads the post of batch
+    /// `k - 1`. After it the post threads read the FFT buffer `k % 2` of all four blocks, and
+    /// the FIR threads may rewrite buffer `(k + 1) % 2`, whose last readers were the posts of
+    /// batch `k - 1`. Both roles arrive and wait once per phase, `batches + 1` phases in all.
+    #[inline(always)]
+    unsafe fn cluster_pfb<const TV: usize, const INT4: bool>(args: &Args) {
+        let Args { twiddles, gains, spectra, run, .. } = *args;
         let tid = thread_idx_x();
         let lane = tid % 32;
         let c = cluster_rank();
@@ -244,14 +311,71 @@ mod device {
         let first = cluster * run;
         let last = if first + run < spectra { first + run } else { spectra };
         let batches = if first < last { (last - first) / B as u32 } else { 0 };
+        let smem = dynamic_shared();
+
+        // The block's gains, halved (the post computes twice the fix-up), in shared memory.
+        {
+            let gains_base = smem + CLUSTER_GAINS_OFFSET;
+            let mut e = tid;
+            while e < CLUSTER_GAIN_SLOTS {
+                let (p, slot) = (e / CLUSTER_OUT_SLOTS, e % CLUSTER_OUT_SLOTS);
+                let g = ld_global_c32(gains.add((p * N + cluster_slot_channel(slot, c)) as usize));
+                st_c32(gains_base + 8 * cluster_gain_slot(p, slot), [0.5 * g[0], 0.5 * g[1]]);
+                e += CLUSTER_BLOCK_THREADS;
+            }
+        }
+        // The row FFT's second-pass twiddles W_A^(j r) at slot 16 r + j (W_A^e is entry 8e of
+        // the n-point table).
+        let row_twiddles = smem + CLUSTER_TWIDDLES_OFFSET;
+        if tid < CLUSTER_POINTS {
+            let (tr, tj) = (tid / 16, tid % 16);
+            st_c32(
+                row_twiddles + 8 * cluster_row_twiddle(tr, tj),
+                ld_global_c32(twiddles.add(8 * (tr * tj) as usize)),
+            );
+        }
+        // The post's column twiddles ([`super::super::column_twiddles`] from the f64 table:
+        // W_n^(col r) is entry 2 col r, exp(-j pi col / n) entry col) of lane tid's columns.
+        if tid < CLUSTER_POST_COLUMNS {
+            let u = c * CLUSTER_POST_COLUMNS + tid + 1;
+            let at = |k: u32| ld_global_c32(twiddles.add(k as usize));
+            let table = smem + CLUSTER_COLUMN_TWIDDLES_OFFSET;
+            unroll!(side in [0, 1] {
+                let col = if side == 0 { u } else { A - u };
+                let values = [at(2 * col), at(4 * col), at(6 * col), at(col)];
+                unroll!(j in [0, 1, 2, 3] {
+                    st_c32(table + 8 * cluster_column_twiddle(4 * side as u32 + j as u32, tid), values[j]);
+                });
+            });
+        }
+        sync_threads();
+
+        if tid < CLUSTER_THREADS {
+            set_max_registers::<CLUSTER_FIR_REGISTERS, true>();
+            fir_role::<TV>(args, first, batches);
+        } else {
+            set_max_registers::<CLUSTER_POST_REGISTERS, false>();
+            post_role::<INT4>(args, first, batches);
+        }
+    }
+
+    /// The FIR threads: FIR of both polarisations and the row FFT, batch by batch.
+    #[inline(always)]
+    unsafe fn fir_role<const TV: usize>(args: &Args, first: u32, batches: u32) {
+        let Args { inputs, offsets, weights, taps, spectra, bits, .. } = *args;
+        let tid = thread_idx_x();
+        let lane = tid % 32;
+        let c = cluster_rank();
         let step = 2 * N;
         let pad = TV as u32 - taps;
         let smem = dynamic_shared();
         let fft_base = smem;
-        let out_stage = smem + CLUSTER_OUT_OFFSET;
+        let scratch = smem + CLUSTER_SCRATCH_OFFSET;
         let stage_base = smem + CLUSTER_STAGE_OFFSET;
+        let row_twiddles = smem + CLUSTER_TWIDDLES_OFFSET;
         let row_bytes = cluster_row_bytes(bits);
         let row_step = (N * bits / 4) as usize; // bytes from one row to the next
+        let fir_barrier = || named_barrier(CLUSTER_FIR_BARRIER, CLUSTER_THREADS);
 
         // FIR: pair q of row c.
         let q1 = tid;
@@ -302,63 +426,9 @@ mod device {
             }
             cp_async_commit();
         };
-        // The post's per-spectrum values of warp s_post, a batch ahead: lanes 0, 1 the fine
-        // delays of pols 0, 1; lanes 2 + 4 p + j the rotation values of pol p.
-        let s_post = tid / 32;
-        let load_meta = |k: u32| -> u32 {
-            let m = first + k * B as u32 + s_post;
-            if k >= batches || lane >= 10 {
-                0
-            } else if lane < 2 {
-                (*fine.add((lane * spectra + m) as usize)).to_bits()
-            } else {
-                let p = (lane - 2) / 4;
-                (*(rotation as *const f32).add(4 * (p * spectra + m) as usize + ((lane - 2) % 4) as usize))
-                    .to_bits()
-            }
-        };
-        // The block's gains, halved (the post computes twice the fix-up), in shared memory.
-        {
-            let gains_base = smem + CLUSTER_GAINS_OFFSET;
-            let mut e = tid;
-            while e < CLUSTER_GAIN_SLOTS {
-                let (p, slot) = (e / CLUSTER_OUT_SLOTS, e % CLUSTER_OUT_SLOTS);
-                let g = ld_global_c32(gains.add((p * N + cluster_slot_channel(slot, c)) as usize));
-                st_c32(gains_base + 8 * cluster_gain_slot(p, slot), [0.5 * g[0], 0.5 * g[1]]);
-                e += CLUSTER_THREADS;
-            }
-        }
-        // The row FFT's twiddles: W_A^e is entry 8e of the n-point table.
-        let row_twiddles = smem + CLUSTER_TWIDDLES_OFFSET;
-        st_c32(row_twiddles + 8 * tid, ld_global_c32(twiddles.add(8 * tid as usize)));
-        let gain = |p: u32, slot: u32| ld_c32(smem + CLUSTER_GAINS_OFFSET + 8 * cluster_gain_slot(p, slot));
         let mut off_cur = load_offsets(0);
         let mut off_next = load_offsets(1);
-        let mut meta = load_meta(0);
-        // Column 0's per-spectrum values, a batch ahead: block 0's threads tid < 2B, spectrum
-        // tid / 2 and pol tid % 2 (fine delay, rotation).
-        let load_meta0 = |k: u32| -> [u32; 5] {
-            let mut v = [0u32; 5];
-            if k < batches && c == 0 && tid < 2 * B as u32 {
-                let at = ((tid % 2) * spectra + first + k * B as u32 + tid / 2) as usize;
-                let [fr, fi, sr, si] = *rotation.add(at);
-                v = [(*fine.add(at)).to_bits(), fr.to_bits(), fi.to_bits(), sr.to_bits(), si.to_bits()];
-            }
-            v
-        };
-        let mut meta0 = load_meta0(0);
         stage(0, off_cur);
-
-        // Post: lane's column u (and mirror w) for the spectrum of its warp.
-        let u = c * CLUSTER_POST_COLUMNS + lane + 1;
-        let wm = A - u;
-        // [`super::super::column_twiddles`] from the f64 table: W_n^(col r) is entry 2 col r,
-        // exp(-j pi col / n) entry col.
-        let column_twiddles = |col: u32| {
-            let at = |k: u32| ld_global_c32(twiddles.add(k as usize));
-            ([at(2 * col), at(4 * col), at(6 * col)], at(col))
-        };
-        let ((tw_u, e_u), (tw_w, e_w)) = (column_twiddles(u), column_twiddles(wm));
 
         let mut old = [[[0.0f32; 2]; 16]; 2];
         let mut expected = [u32::MAX; 2];
@@ -366,15 +436,11 @@ mod device {
         let mut k = 0;
         while k < batches {
             let off_after = load_offsets(k + 2);
-            let meta_next = load_meta(k + 1);
-            let meta0_next = load_meta0(k + 1);
             cp_async_wait_all();
-            sync_threads();
+            fir_barrier();
             stage(k + 1, off_next);
-            let m = first + k * B as u32;
             let buffer = fft_base + (k % 2) * CLUSTER_FFT_BYTES;
             let rows = stage_base + (k % 2) * cluster_stage_bytes(bits);
-
             // 1. FIR of both polarisations into the FFT buffer (transform 2 s + p, point q1).
             unroll!(p in [0, 1] {
                 let input = inputs[p];
@@ -455,53 +521,141 @@ mod device {
                     }
                 }
             });
-            sync_threads();
+            fir_barrier();
 
-            // 2. Row c's FFT of every transform (each pass ends with a barrier).
-            fft_pass(buffer, 1, row_twiddles);
-            fft_pass(buffer, 16, row_twiddles);
-            cluster_sync();
+            fft_pass(buffer, scratch, 1, row_twiddles);
+            fir_barrier();
+            fft_pass(scratch, buffer, 16, row_twiddles);
+            // Phase k: this batch's FFT done here; the posts of batch k - 1 done everywhere.
+            cluster_arrive();
+            cluster_wait();
+            off_cur = off_next;
+            off_next = off_after;
+            k += 1;
+        }
+        // The last phase: no block leaves while another may still read its shared memory.
+        cluster_arrive();
+        cluster_wait();
+    }
 
-            // 3. Post-processing of the block's columns (spectrum s_post, both polarisations).
+    /// The post threads: post-processing and copy-out, a batch behind the FIR threads.
+    #[inline(always)]
+    unsafe fn post_role<const INT4: bool>(args: &Args, first: u32, batches: u32) {
+        let Args { fine, rotation, out, saturated, spectra, spectra_per_heap, .. } = *args;
+        let ptid = thread_idx_x() - CLUSTER_THREADS;
+        let lane = ptid % 32;
+        let c = cluster_rank();
+        let smem = dynamic_shared();
+        let fft_base = smem;
+        let out_stage = smem + CLUSTER_OUT_OFFSET;
+        let gain = |p: u32, slot: u32| ld_c32(smem + CLUSTER_GAINS_OFFSET + 8 * cluster_gain_slot(p, slot));
+        let post_barrier = || named_barrier(CLUSTER_POST_BARRIER, CLUSTER_POST_THREADS);
+        // Warp pw takes spectra pw + POST_WARPS h, h < SPECTRA_PER_WARP, of each batch.
+        const POST_WARPS: u32 = CLUSTER_POST_THREADS / 32;
+        const SPECTRA_PER_WARP: u32 = CLUSTER_BATCH / POST_WARPS;
+        let pw = ptid / 32;
+        // The post's per-spectrum values of spectrum s, a batch ahead: lanes 0, 1 the fine
+        // delays of pols 0, 1; lanes 2 + 4 p + j the rotation values of pol p.
+        let load_meta = |k: u32, s: u32| -> u32 {
+            let m = first + k * B as u32 + s;
+            if k >= batches || lane >= 10 {
+                0
+            } else if lane < 2 {
+                (*fine.add((lane * spectra + m) as usize)).to_bits()
+            } else {
+                let p = (lane - 2) / 4;
+                (*(rotation as *const f32).add(4 * (p * spectra + m) as usize + ((lane - 2) % 4) as usize))
+                    .to_bits()
+            }
+        };
+        let spectra_of = |h: u32| pw + POST_WARPS * h;
+        // Column 0's per-spectrum values, a batch ahead: block 0's post threads ptid < 2B,
+        // spectrum ptid / 2 and pol ptid % 2 (fine delay, rotation).
+        let load_meta0 = |k: u32| -> [u32; 5] {
+            let mut v = [0u32; 5];
+            if k < batches && c == 0 && ptid < 2 * B as u32 {
+                let at = ((ptid % 2) * spectra + first + k * B as u32 + ptid / 2) as usize;
+                let [fr, fi, sr, si] = *rotation.add(at);
+                v = [(*fine.add(at)).to_bits(), fr.to_bits(), fi.to_bits(), sr.to_bits(), si.to_bits()];
+            }
+            v
+        };
+        let load_metas = |k: u32| {
+            [load_meta(k, spectra_of(0)), if SPECTRA_PER_WARP > 1 { load_meta(k, spectra_of(1)) } else { 0 }]
+        };
+        let mut meta = load_metas(0);
+        let mut meta0 = load_meta0(0);
+
+        // Post: lane's column u (and mirror w).
+        let u = c * CLUSTER_POST_COLUMNS + lane + 1;
+        let wm = A - u;
+        let column_twiddle =
+            |j: u32| ld_c32(smem + CLUSTER_COLUMN_TWIDDLES_OFFSET + 8 * cluster_column_twiddle(j, lane));
+
+        // Phase 0 has no post before it.
+        cluster_arrive_relaxed();
+        let mut k = 0;
+        while k < batches {
+            let meta_next = load_metas(k + 1);
+            let meta0_next = load_meta0(k + 1);
+            let m = first + k * B as u32;
+            let buffer = fft_base + (k % 2) * CLUSTER_FFT_BYTES;
             let heap = m / spectra_per_heap;
-            // Saturated values, pol 0 in the low half, pol 1 in the high half.
-            let mut clipped = 0u32;
-            // Both polarisations unrolled, so the second one's remote loads overlap the first.
-            unroll!(p in [0, 1] {
-                let p = p as u32;
-                let tr = buffer + (2 * s_post + p) * SLOT_BYTES;
-                let mut y = [[0.0f32; 2]; 4];
-                let mut ym = [[0.0f32; 2]; 4];
-                unroll!(r in [0, 1, 2, 3] {
-                    y[r] = ld_remote_c32(tr + 8 * fused_slot(u), r as u32);
-                    ym[r] = ld_remote_c32(tr + 8 * fused_slot(wm), r as u32);
-                });
+            // Phase k: the FFTs of batch k done in every block.
+            cluster_wait();
+            let mut h = 0;
+            while h < SPECTRA_PER_WARP {
+                let s_post = spectra_of(h);
+                let meta_h = if h == 0 { meta[0] } else { meta[1] };
+                // Saturated values, pol 0 in the low half, pol 1 in the high half.
+                let mut clipped = 0u32;
+                // Both polarisations unrolled, so the second one's remote loads overlap the first.
+                unroll!(p in [0, 1] {
+                    let p = p as u32;
+                    let tr = buffer + (2 * s_post + p) * SLOT_BYTES;
+                    let mut y = [[0.0f32; 2]; 4];
+                    let mut ym = [[0.0f32; 2]; 4];
+                    unroll!(r in [0, 1, 2, 3] {
+                        y[r] = ld_remote_c32(tr + 8 * fused_slot(u), r as u32);
+                        ym[r] = ld_remote_c32(tr + 8 * fused_slot(wm), r as u32);
+                    });
+                    let tw_u = [column_twiddle(0), column_twiddle(1), column_twiddle(2)];
+                let tw_w = [column_twiddle(4), column_twiddle(5), column_twiddle(6)];
+                let (e_u, e_w) = (column_twiddle(3), column_twiddle(7));
                 let (x, xm) = fixup_pair(1, unzip_column(y, &tw_u), unzip_column(ym, &tw_w), e_u, e_w, r2c_fixup_x2);
-                let value = |l: u32| f32::from_bits(shfl_idx(meta, l));
-                let (fr, fi, sr, si) = (value(2 + 4 * p), value(3 + 4 * p), value(4 + 4 * p), value(5 + 4 * p));
-                let (rot, rotm) = post_rotations(u, N, value(p), [fr, fi], [sr, si]);
-                let byte = |slot: u32| out_stage + 4 * cluster_out_word(s_post, slot) + if INT4 { p } else { 2 * p };
-                let mut count = 0;
-                unroll!(v in [0, 1, 2, 3] {
-                    let gu = gain(p, cluster_out_slot(lane, 0, v as u32));
-                    let gw = gain(p, cluster_out_slot(lane, 1, v as u32));
-                    let (qu, cu) = quantise_complex(cmul(x[v], cmul(gu, rot[v])), INT4);
-                    let (qw, cw) = quantise_complex(cmul(xm[v], cmul(gw, rotm[v])), INT4);
-                    // Column n/8 is its own mirror: its values once.
-                    count += cu as u32 + if u == wm { 0 } else { cw as u32 };
-                    if INT4 {
-                        st_shared_u8(byte(cluster_out_slot(lane, 0, v as u32)), qu as u8);
-                        st_shared_u8(byte(cluster_out_slot(lane, 1, v as u32)), qw as u8);
-                    } else {
-                        st_shared_u16(byte(cluster_out_slot(lane, 0, v as u32)), qu as u16);
-                        st_shared_u16(byte(cluster_out_slot(lane, 1, v as u32)), qw as u16);
+                    let value = |l: u32| f32::from_bits(shfl_idx(meta_h, l));
+                    let (fr, fi, sr, si) = (value(2 + 4 * p), value(3 + 4 * p), value(4 + 4 * p), value(5 + 4 * p));
+                    let (rot, rotm) = post_rotations(u, N, value(p), [fr, fi], [sr, si]);
+                    let byte = |slot: u32| out_stage + 4 * cluster_out_word(s_post, slot) + if INT4 { p } else { 2 * p };
+                    let mut count = 0;
+                    unroll!(v in [0, 1, 2, 3] {
+                        let gu = gain(p, cluster_out_slot(lane, 0, v as u32));
+                        let gw = gain(p, cluster_out_slot(lane, 1, v as u32));
+                        let (qu, cu) = quantise_complex(cmul(x[v], cmul(gu, rot[v])), INT4);
+                        let (qw, cw) = quantise_complex(cmul(xm[v], cmul(gw, rotm[v])), INT4);
+                        // Column n/8 is its own mirror: its values once.
+                        count += cu as u32 + if u == wm { 0 } else { cw as u32 };
+                        if INT4 {
+                            st_shared_u8(byte(cluster_out_slot(lane, 0, v as u32)), qu as u8);
+                            st_shared_u8(byte(cluster_out_slot(lane, 1, v as u32)), qw as u8);
+                        } else {
+                            st_shared_u16(byte(cluster_out_slot(lane, 0, v as u32)), qu as u16);
+                            st_shared_u16(byte(cluster_out_slot(lane, 1, v as u32)), qw as u16);
+                        }
+                    });
+                    clipped += count << (16 * p);
+                });
+                unroll!(p in [0, 1] {
+                    let total = redux_add_u32((clipped >> (16 * p)) & 0xffff);
+                    if lane == 0 && total != 0 {
+                        red_add_u32(saturated.add((heap * 2) as usize + p), total);
                     }
                 });
-                clipped += count << (16 * p);
-            });
-            if c == 0 && tid < 2 * B as u32 {
+                h += 1;
+            }
+            if c == 0 && ptid < 2 * B as u32 {
                 // Column 0 (channels a v, their own mirrors' column): one (spectrum, pol) each.
-                let (s, p) = (tid / 2, tid % 2);
+                let (s, p) = (ptid / 2, ptid % 2);
                 let tr = buffer + (2 * s + p) * SLOT_BYTES;
                 let mut y = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
@@ -528,19 +682,12 @@ mod device {
                     red_add_u32(saturated.add((heap * 2 + p) as usize), count);
                 }
             }
-            unroll!(p in [0, 1] {
-                let total = redux_add_u32((clipped >> (16 * p)) & 0xffff);
-                if lane == 0 && total != 0 {
-                    red_add_u32(saturated.add((heap * 2) as usize + p), total);
-                }
-            });
-            sync_threads();
-
+            post_barrier();
             // Copy-out: each channel's batch of spectra as 16-byte pieces.
             let slots = cluster_block_slots(c);
             let s_in_heap = m % spectra_per_heap;
             if INT4 {
-                let mut slot = tid;
+                let mut slot = ptid;
                 while slot < slots {
                     let mut v = [0u32; 4];
                     unroll!(j in [0, 1, 2, 3] {
@@ -551,10 +698,10 @@ mod device {
                     let k = cluster_slot_channel(slot, c);
                     let at = output_index(heap, k, s_in_heap, 0, N, spectra_per_heap);
                     st_global_v4(out.add((at / 4) as usize), v);
-                    slot += CLUSTER_THREADS;
+                    slot += CLUSTER_POST_THREADS;
                 }
             } else {
-                let mut task = tid;
+                let mut task = ptid;
                 while task < 2 * slots {
                     let (half, slot) = if task < slots { (0, task) } else { (1, task - slots) };
                     let mut v = [0u32; 4];
@@ -564,17 +711,17 @@ mod device {
                     let k = cluster_slot_channel(slot, c);
                     let at = output_index(heap, k, s_in_heap + 4 * half, 0, N, spectra_per_heap);
                     st_global_v4(out.add((at / 2) as usize), v);
-                    task += CLUSTER_THREADS;
+                    task += CLUSTER_POST_THREADS;
                 }
             }
-            off_cur = off_next;
-            off_next = off_after;
+            // Phase k + 1: this batch's posts done (and the staging read: the next post
+            // rewrites it after the phase's wait).
+            cluster_arrive_relaxed();
             meta = meta_next;
             meta0 = meta0_next;
             k += 1;
         }
-        // No block leaves while another may still read its shared memory.
-        cluster_sync();
+        cluster_wait();
     }
 
     macro_rules! cluster_kernel {
@@ -599,8 +746,8 @@ mod device {
                 bits: u32,
                 run: u32,
             ) {
-                cluster_pfb::<$tv, $int4>(
-                    [input0, input1],
+                cluster_pfb::<$tv, $int4>(&Args {
+                    inputs: [input0, input1],
                     offsets,
                     weights,
                     twiddles,
@@ -614,7 +761,7 @@ mod device {
                     spectra_per_heap,
                     bits,
                     run,
-                );
+                });
             }
         };
     }

@@ -305,7 +305,6 @@ mod device {
     unsafe fn cluster_pfb<const TV: usize, const INT4: bool>(args: &Args) {
         let Args { twiddles, gains, spectra, run, .. } = *args;
         let tid = thread_idx_x();
-        let lane = tid % 32;
         let c = cluster_rank();
         let cluster = cluster_id();
         let first = cluster * run;

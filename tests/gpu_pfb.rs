@@ -569,10 +569,11 @@ fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
         {
             let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
             // The cluster kernel takes up to 12-bit input; 16-bit runs the sm_80 fused kernel.
-            let cluster = path == PfbPath::Fused && bits <= 12;
+            let fits = bits <= radio_kernels::gpu_shared::pfb::cluster::CLUSTER_MAX_BITS;
+            let cluster = path == PfbPath::Fused && fits;
             assert_eq!(ch.resident_clusters().is_some(), cluster, "{bits}-bit {path:?}");
             // It is the default path wherever it applies.
-            assert_eq!(PfbPath::for_config(&gpu, config) == PfbPath::Fused, bits <= 12, "{bits}-bit");
+            assert_eq!(PfbPath::for_config(&gpu, config) == PfbPath::Fused, fits, "{bits}-bit");
             ch.poison_before_runs(Some(POISON));
             ch.set_gains(&gains).unwrap();
             for (p, m) in models.iter().enumerate() {

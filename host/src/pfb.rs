@@ -564,8 +564,8 @@ pub enum PfbPath {
 
 impl PfbPath {
     /// The default: the fused path where the cluster kernel applies (sm_90, n = 1024, at most
-    /// 16 taps and 12-bit input, heaps of whole batches of 8 spectra; on the H200 1.06x the
-    /// three kernels' time and 8x less device-memory traffic, BENCHMARKS.md), else the
+    /// 16 taps and 12-bit input, heaps of whole batches of 8 spectra; on the H200 1.05x as fast
+    /// as the three kernels and 8x less device-memory traffic, BENCHMARKS.md), else the
     /// three-kernel path (the sm_80 fused kernel is slower than it: opt-in through
     /// [`Channelizer::with_path`]).
     pub fn for_config(gpu: &Gpu, config: &ChannelizerConfig) -> PfbPath {

@@ -1616,8 +1616,45 @@ mod tests {
             assert_eq!(layout::quantise(v as f32, max), want);
         }
         assert_eq!(layout::quantise(f32::NAN, 127), (0, false));
-        assert_eq!(layout::quantise_complex([-7.6, 6.6], true), (0x79, true));
-        assert_eq!(layout::quantise_complex([-1.0, 2.0], false), (0x02ff, false));
+        assert_eq!(layout::quantise_complex([-7.6, 6.6], true), (0x79, 1));
+        assert_eq!(layout::quantise_complex([-1.0, 2.0], false), (0x02ff, 0));
+    }
+
+    /// `quantise_complex` (a saturating conversion, a bound, one compare for both components)
+    /// gives `quantise`'s values and saturation of each component, on every half-integer edge,
+    /// the extremes, NaN and random values.
+    #[test]
+    fn complex_quantisation_matches_the_component_rule() {
+        let component_rule = |x: [f32; 2], int4: bool| {
+            let max = if int4 { 7 } else { 127 };
+            let ((re, sr), (im, si)) = (layout::quantise(x[0], max), layout::quantise(x[1], max));
+            let (mask, shift) = if int4 { (0xf, 4) } else { (0xff, 8) };
+            ((re as u32 & mask) | ((im as u32 & mask) << shift), (sr | si) as u32)
+        };
+        let mut values = vec![0.0f32, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN];
+        for k in -140..=140 {
+            let h = k as f32 + 0.5;
+            values.extend([k as f32, h, h.next_up(), h.next_down()]);
+        }
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..2000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            values.push(((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 600.0);
+        }
+        for int4 in [false, true] {
+            for (i, &re) in values.iter().enumerate() {
+                for im in [values[(7 * i + 3) % values.len()], 0.0, f32::NAN, 127.5, -7.5] {
+                    let x = [re, im];
+                    assert_eq!(
+                        layout::quantise_complex(x, int4),
+                        component_rule(x, int4),
+                        "{x:?} int4 {int4}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -1926,7 +1963,15 @@ mod tests {
                 "{bits}-bit: {} bytes",
                 cluster_shared_bytes(bits)
             );
-            assert_eq!(cluster_row_bytes(bits) % 16, 0);
+            // Rows a whole number of chunks apart, so one run stages the batch; every pair's two
+            // words of the last row, at every offset within the first chunk, lie inside it.
+            assert_eq!(cluster_row_step(bits) % 16, 0);
+            assert!(cluster_stage_chunks(bits) <= CLUSTER_STAGE_COPIES * CLUSTER_THREADS);
+            for offset in 0..128 {
+                let last = (CLUSTER_BATCH - 1) * cluster_row_step(bits);
+                let word = layout::fir_row_word(0, offset, CLUSTER_CHANNELS - 1, bits);
+                assert!(last + word + 8 <= 16 * cluster_stage_chunks(bits), "{bits}-bit offset {offset}");
+            }
         }
         assert_eq!(CLUSTER_STAGE_OFFSET % 16, 0);
         assert_eq!(CLUSTER_FFT_BYTES % 16, 0);
@@ -1973,7 +2018,7 @@ mod tests {
             let twiddle: [u32; 32] = std::array::from_fn(|l| 8 * cluster_row_twiddle(r, l as u32 % 16));
             assert_eq!(wavefronts(&twiddle, 8), 2, "row twiddles, r {r}");
         }
-        for j in 0..8 {
+        for j in 0..CLUSTER_COLUMN_TWIDDLES {
             let column: [u32; 32] = std::array::from_fn(|l| 8 * cluster_column_twiddle(j, l as u32));
             assert_eq!(wavefronts(&column, 8), 2, "column twiddles");
         }

@@ -669,6 +669,32 @@ pub fn cvt_rni_s32_f32(v: f32) -> i32 {
     out
 }
 
+/// `cvt.rni.sat.s8.f32`: round to nearest even, saturating to [-128, 127], NaN to 0
+/// (sign-extended to 32 bits: PTX lets `cvt` write a wider register than its type).
+#[inline(always)]
+pub fn cvt_rni_sat_s8_f32(v: f32) -> i32 {
+    let out: i32;
+    // SAFETY: pure conversion.
+    unsafe {
+        asm!("cvt.rni.sat.s8.f32 {0}, {1};", out(reg32) out, in(reg32) v, options(pure, nomem, nostack))
+    };
+    out
+}
+
+/// `set.ge.u32.f32` of `max(|a|, |b|)` against `limit`: all ones when it is at least `limit`,
+/// else 0 (`max` of a NaN and a number is the number). The magnitudes are operand modifiers of
+/// one `FMNMX`, where Rust's `abs` became separate masks.
+#[inline(always)]
+pub fn abs_max_at_least(a: f32, b: f32, limit: f32) -> u32 {
+    let out: u32;
+    // SAFETY: pure ALU instructions.
+    unsafe {
+        asm!("{{ .reg .f32 t0, t1; abs.f32 t0, {1}; abs.f32 t1, {2}; max.f32 t0, t0, t1; set.ge.u32.f32 {0}, t0, {3}; }}",
+            out(reg32) out, in(reg32) a, in(reg32) b, in(reg32) limit, options(pure, nomem, nostack))
+    };
+    out
+}
+
 /// `redux.sync.add.u32` over the full warp (sm_80): every lane gets the sum.
 #[inline(always)]
 pub fn redux_add_u32(value: u32) -> u32 {
@@ -777,19 +803,4 @@ pub fn cluster_arrive_relaxed() {
 pub fn cluster_wait() {
     // SAFETY: follows this thread's arrive of the same phase.
     unsafe { asm!("barrier.cluster.wait.acquire.aligned;", options(nostack)) }
-}
-
-/// `ld.shared::cluster.v2.b32`: 8 bytes at this block's shared offset `address` in the shared
-/// memory of block `rank` of the cluster (`mapa`).
-///
-/// # Safety
-/// `address` must be 8-byte aligned and inside the shared memory of block `rank`, which must
-/// still be running.
-#[cfg(radio_sm90a)]
-#[inline(always)]
-pub unsafe fn ld_cluster_v2(address: u32, rank: u32) -> [u32; 2] {
-    let (x, y): (u32, u32);
-    asm!("{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, {2}, {3}; ld.shared::cluster.v2.b32 {{{0}, {1}}}, [remote]; }}",
-        out(reg32) x, out(reg32) y, in(reg32) address, in(reg32) rank, options(readonly, nostack));
-    [x, y]
 }

@@ -344,16 +344,35 @@ pub fn unpack_words32(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i
 
 pub type C32 = [f32; 2];
 
+/// `fma(a, b, -(c d))`. On the device one inline block: LLVM moves the negation onto `d`,
+/// and where `d` was loaded or shuffled (an integer register to LLVM) it becomes an integer
+/// `xor` (a `LOP3` per product in the SASS) instead of the `FFMA` operand modifier it is here.
+#[inline(always)]
+fn fma_minus_product(a: f32, b: f32, c: f32, d: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: f32;
+        // SAFETY: pure ALU instructions.
+        unsafe {
+            core::arch::asm!("{{ .reg .f32 t; mul.rn.f32 t, {3}, {4}; neg.f32 t, t; fma.rn.f32 {0}, {1}, {2}, t; }}",
+                out(reg32) out, in(reg32) a, in(reg32) b, in(reg32) c, in(reg32) d, options(pure, nomem, nostack))
+        };
+        out
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    fma_f32(a, b, -(c * d))
+}
+
 /// Complex product with two FMAs (Rust never contracts `a * b + c` by itself).
 #[inline(always)]
 pub fn cmul(a: C32, b: C32) -> C32 {
-    [fma_f32(a[0], b[0], -(a[1] * b[1])), fma_f32(a[0], b[1], a[1] * b[0])]
+    [fma_minus_product(a[0], b[0], a[1], b[1]), fma_f32(a[0], b[1], a[1] * b[0])]
 }
 
 /// `a * conj(b)`.
 #[inline(always)]
 pub fn cmul_conj(a: C32, b: C32) -> C32 {
-    [fma_f32(a[0], b[0], a[1] * b[1]), fma_f32(a[1], b[0], -(a[0] * b[1]))]
+    [fma_f32(a[0], b[0], a[1] * b[1]), fma_minus_product(a[1], b[0], a[0], b[1])]
 }
 
 #[inline(always)]
@@ -451,6 +470,27 @@ pub fn fixup_pair(
     em: C32,
     fixup: impl Fn(C32, C32, C32) -> C32,
 ) -> ([C32; 4], [C32; 4]) {
+    fixup_pair_twiddled(u, z, zm, &r2c_twiddles(e), &r2c_twiddles(em), fixup)
+}
+
+/// The R2C twiddles `exp(-j pi (col + a v) / n)` of channels `col + a v` (v = 0..4) from the
+/// column's `e = exp(-j pi col / n)`, as [`fixup_pair`] forms them (so a table of them gives
+/// its values bit for bit).
+#[inline(always)]
+pub fn r2c_twiddles(e: C32) -> [C32; 4] {
+    [e, cmul(e, ROW_TWIDDLE[1]), cmul(e, ROW_TWIDDLE[2]), cmul(e, ROW_TWIDDLE[3])]
+}
+
+/// [`fixup_pair`] from the channels' R2C twiddles ([`r2c_twiddles`] of `e` and `em`).
+#[inline(always)]
+pub fn fixup_pair_twiddled(
+    u: u32,
+    z: [C32; 4],
+    zm: [C32; 4],
+    t: &[C32; 4],
+    tm: &[C32; 4],
+    fixup: impl Fn(C32, C32, C32) -> C32,
+) -> ([C32; 4], [C32; 4]) {
     // Written out, not looped: with a loop the compiler kept z and zm in local memory.
     // (Selecting the values, not the arrays: a select of two arrays became a select of their
     // addresses, which puts them in local memory.)
@@ -458,18 +498,18 @@ pub fn fixup_pair(
         |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
     let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
     let x = [
-        fixup(z[0], mirror(0), e),
-        fixup(z[1], mirror(1), cmul(e, ROW_TWIDDLE[1])),
-        fixup(z[2], mirror(2), cmul(e, ROW_TWIDDLE[2])),
-        fixup(z[3], mirror(3), cmul(e, ROW_TWIDDLE[3])),
+        fixup(z[0], mirror(0), t[0]),
+        fixup(z[1], mirror(1), t[1]),
+        fixup(z[2], mirror(2), t[2]),
+        fixup(z[3], mirror(3), t[3]),
     ];
     // For u = 0 the second column is n/8, its own mirror: Z[n - (n/8 + a v)] = Z[n/8 + a (3 - v)].
     let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
     let xm = [
-        fixup(zm[0], mirror_m(0), em),
-        fixup(zm[1], mirror_m(1), cmul(em, ROW_TWIDDLE[1])),
-        fixup(zm[2], mirror_m(2), cmul(em, ROW_TWIDDLE[2])),
-        fixup(zm[3], mirror_m(3), cmul(em, ROW_TWIDDLE[3])),
+        fixup(zm[0], mirror_m(0), tm[0]),
+        fixup(zm[1], mirror_m(1), tm[1]),
+        fixup(zm[2], mirror_m(2), tm[2]),
+        fixup(zm[3], mirror_m(3), tm[3]),
     ];
     (x, xm)
 }
@@ -554,32 +594,68 @@ pub fn quantise(v: f32, max: i32) -> (i32, bool) {
     (q, q != r)
 }
 
-/// One output value: quantised complex and whether it saturated. int8: two bytes (re, im)
-/// in bits 0..16; int4: one byte, re in the low nibble.
+/// `rint(v)` saturated to [-128, 127], NaN to 0: one conversion on the device.
 #[inline(always)]
-pub fn quantise_complex(x: C32, int4: bool) -> (u32, bool) {
-    let max = if int4 { 7 } else { 127 };
-    let (re, sr) = quantise(x[0], max);
-    let (im, si) = quantise(x[1], max);
+fn rint_sat_s8(v: f32) -> i32 {
+    #[cfg(target_arch = "nvptx64")]
+    let r = crate::intrinsics::cvt_rni_sat_s8_f32(v);
+    #[cfg(not(target_arch = "nvptx64"))]
+    let r = (crate::delay_beamformer::rint_f32(v) as i32).clamp(-128, 127); // `as`: NaN -> 0
+    r
+}
+
+/// 1 when the larger magnitude of `x`'s components reaches `limit`, else 0; a NaN component
+/// never counts.
+#[inline(always)]
+fn clips(x: C32, limit: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    let c = 0u32.wrapping_sub(crate::intrinsics::abs_max_at_least(x[0], x[1], limit));
+    #[cfg(not(target_arch = "nvptx64"))]
+    let c = (x[0].abs().max(x[1].abs()) >= limit) as u32;
+    c
+}
+
+/// One output value: quantised complex and 1 if it saturated (else 0). int8: two bytes
+/// (re, im) in bits 0..16; int4: one byte, re in the low nibble. Each component is
+/// [`quantise`]'s, with fewer instructions: a saturating conversion and a bound, and one
+/// compare for both components, since a component clips exactly when `|v| >= max + 1/2`
+/// (round to nearest even takes `max + 1/2` to the even `max + 1`).
+#[inline(always)]
+pub fn quantise_complex(x: C32, int4: bool) -> (u32, u32) {
+    let bound = |v: f32| {
+        let r = rint_sat_s8(v);
+        if int4 {
+            r.clamp(-7, 7)
+        } else {
+            r.max(-127)
+        }
+    };
+    let (re, im) = (bound(x[0]), bound(x[1]));
     let packed = if int4 {
         (re as u32 & 0xf) | ((im as u32 & 0xf) << 4)
     } else {
         (re as u32 & 0xff) | ((im as u32 & 0xff) << 8)
     };
-    (packed, sr | si)
+    (packed, clips(x, if int4 { 7.5 } else { 127.5 }))
 }
 
 /// Complex f32 loads and stores of the PFB kernels (both PTX modules).
 #[cfg(target_arch = "nvptx64")]
 pub(crate) mod c32 {
+    //! The loads give f32 registers, not bit patterns: LLVM turns the negation of a value
+    //! reinterpreted from an integer into an integer `xor` (a `LOP3` in the SASS), where the
+    //! negation of a float is a free operand modifier of the `FFMA` that uses it.
     use super::C32;
-    use crate::intrinsics::{ld_global_nc_v2, ld_shared_v2, st_shared_v2};
+    use crate::intrinsics::st_shared_v2;
+    use core::arch::asm;
 
     /// From an 8-byte aligned shared-window address.
     #[inline(always)]
     pub(crate) unsafe fn ld_c32(address: u32) -> C32 {
-        let [a, b] = ld_shared_v2(address);
-        [f32::from_bits(a), f32::from_bits(b)]
+        let (x, y): (f32, f32);
+        asm!("ld.shared.v2.f32 {{{0}, {1}}}, [{2}];", out(reg32) x, out(reg32) y, in(reg32) address,
+            options(readonly, nostack));
+        [x, y]
     }
 
     #[inline(always)]
@@ -590,8 +666,36 @@ pub(crate) mod c32 {
     /// Through the read-only path (for buffers no thread writes during the launch).
     #[inline(always)]
     pub(crate) unsafe fn ld_global_c32(ptr: *const [f32; 2]) -> C32 {
-        let [a, b] = ld_global_nc_v2(ptr as *const u32);
-        [f32::from_bits(a), f32::from_bits(b)]
+        let (x, y): (f32, f32);
+        asm!("ld.global.nc.v2.f32 {{{0}, {1}}}, [{2}];", out(reg32) x, out(reg32) y, in(reg64) ptr,
+            options(readonly, nostack));
+        [x, y]
+    }
+
+    /// `ld.shared::cluster`: from the 8-byte aligned shared-window address `address` of block
+    /// `rank` of the cluster (distributed shared memory, sm_90; `mapa` each load).
+    ///
+    /// # Safety
+    /// `address` must lie inside the shared memory of block `rank`, which must still be running.
+    #[cfg(radio_sm90a)]
+    #[inline(always)]
+    pub(crate) unsafe fn ld_cluster_c32(address: u32, rank: u32) -> C32 {
+        let (x, y): (f32, f32);
+        asm!("{{ .reg .b32 remote; mapa.shared::cluster.u32 remote, {2}, {3}; ld.shared::cluster.v2.f32 {{{0}, {1}}}, [remote]; }}",
+            out(reg32) x, out(reg32) y, in(reg32) address, in(reg32) rank, options(readonly, nostack));
+        [x, y]
+    }
+
+    /// `shfl.sync.idx` of an f32 over the full warp.
+    #[inline(always)]
+    pub(crate) fn shfl_idx_f32(value: f32, src_lane: u32) -> f32 {
+        let out: f32;
+        // SAFETY: warp-collective over the full warp.
+        unsafe {
+            asm!("shfl.sync.idx.b32 {0}, {1}, {2}, 0x1f, 0xffffffff;", out(reg32) out, in(reg32) value,
+                in(reg32) src_lane, options(nomem, nostack))
+        };
+        out
     }
 }
 
@@ -600,7 +704,7 @@ pub use device::*;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
-    use super::c32::ld_global_c32;
+    use super::c32::{ld_c32, ld_global_c32};
     use super::*;
     use crate::intrinsics::*;
 
@@ -1113,13 +1217,10 @@ mod device {
                 let shift = if INT4 { 8 * p as u32 } else { 16 * p as u32 };
                 unroll!(v in [0, 1, 2, 3] {
                     let at = |side: usize| gains_shared + 8 * 16 * (((p * 4 + v) * 2 + side) as u32);
-                    let [gr, gi] = ld_shared_v2(at(0));
-                    let [mr, mi] = ld_shared_v2(at(1));
-                    let (g, gm) =
-                        ([f32::from_bits(gr), f32::from_bits(gi)], [f32::from_bits(mr), f32::from_bits(mi)]);
+                    let (g, gm) = (ld_c32(at(0)), ld_c32(at(1)));
                     let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
                     let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
-                    clipped += (c as u32 + cm as u32) << (16 * p as u32);
+                    clipped += (c + cm) << (16 * p as u32);
                     let at = |c: u32| scratch + 4 * post_scratch_word(c, s as u32, tid) + (shift / 8);
                     if INT4 {
                         st_shared_u8(at(v as u32), q as u8);
@@ -1178,10 +1279,10 @@ mod device {
                 let mut clipped = 0u32;
                 unroll!(v in [0, 1, 2, 3] {
                     let k = a * v as u32;
-                    let [gr, gi] = ld_global_nc_v2(gains.add((p * channels + k) as usize) as *const u32);
-                    let g = [0.5 * f32::from_bits(gr), 0.5 * f32::from_bits(gi)];
+                    let [gr, gi] = ld_global_c32(gains.add((p * channels + k) as usize));
+                    let g = [0.5 * gr, 0.5 * gi];
                     let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
-                    clipped += c as u32;
+                    clipped += c;
                     let index = output_index(heap, k, s_in_heap, p, channels, spectra_per_heap) as usize;
                     if INT4 {
                         *(out as *mut u8).add(index) = q as u8;

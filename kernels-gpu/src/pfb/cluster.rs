@@ -10,7 +10,9 @@
 //!   after `setmaxnreg`): the column pairs `q = 4 q1 + c`, one per thread (`q1 < n/4`, both
 //!   polarisations).
 //!   1. FIR: the batch's new input rows, still packed, arrive in a shared-memory stage by
-//!      `cp.async` one batch ahead (whole rows: a block's pairs are every fourth). Each thread
+//!      `cp.async` one batch ahead (whole rows, as a block's pairs are every fourth; a
+//!      polarisation's rows of a batch follow each other in the input, so they are copied as
+//!      one run, [`cluster_stage_chunks`]). Each thread
 //!      keeps its `2 TV` weights and the `TV - 1` older rows of its window in registers (per
 //!      polarisation), unpacks each new row once and adds it into every output of the batch
 //!      it belongs to, taps ascending (so its f32 FIR values are the three-kernel FIR's). A
@@ -111,11 +113,17 @@ pub const CLUSTER_GAIN_SLOTS: u32 = 2 * CLUSTER_OUT_SLOTS;
 /// in the SASS), so table reads from global memory after it would wait on the L2 each batch.
 pub const CLUSTER_TWIDDLES_OFFSET: u32 = CLUSTER_GAINS_OFFSET + 8 * CLUSTER_GAIN_SLOTS;
 /// Offset of the post's column twiddles (after the row twiddles): per lane, the three row
-/// twiddles and the R2C twiddle of its column `u`, then of its mirror `n/4 - u`
+/// twiddles and the four R2C twiddles of its column `u`, then of its mirror `n/4 - u`
 /// ([`cluster_column_twiddle`]); in shared memory, not in the post threads' registers.
 pub const CLUSTER_COLUMN_TWIDDLES_OFFSET: u32 = CLUSTER_TWIDDLES_OFFSET + 8 * CLUSTER_POINTS;
+/// Column twiddles per lane: per column, [`CLUSTER_ROW_TWIDDLES`] row twiddles `W_n^(col r)`
+/// (r = 1..4) and the R2C twiddles of its four channels ([`super::r2c_twiddles`]).
+pub const CLUSTER_COLUMN_TWIDDLES: u32 = 2 * (CLUSTER_ROW_TWIDDLES + 4);
+/// Row twiddles of a column (rows 1 to 3 of the unzipped matrix).
+pub const CLUSTER_ROW_TWIDDLES: u32 = UNZIP - 1;
 /// Offset of the input stages (after the column twiddles, 16-byte aligned).
-pub const CLUSTER_STAGE_OFFSET: u32 = CLUSTER_COLUMN_TWIDDLES_OFFSET + 8 * 8 * CLUSTER_POST_COLUMNS;
+pub const CLUSTER_STAGE_OFFSET: u32 =
+    CLUSTER_COLUMN_TWIDDLES_OFFSET + 8 * CLUSTER_COLUMN_TWIDDLES * CLUSTER_POST_COLUMNS;
 
 /// Slot (complex f32) of the second row-FFT pass's twiddle `W_(n/4)^(j r)` of input `r` of
 /// butterfly `j` (both below 16, and `j % ns = j` in that pass): `j`-fastest, so the 16
@@ -124,9 +132,9 @@ pub const fn cluster_row_twiddle(r: u32, j: u32) -> u32 {
     16 * r + j
 }
 
-/// Slot (complex f32) of column twiddle `j` (0..8: column `u`'s three row twiddles and R2C
-/// twiddle, then the mirror's) of lane `lane`: lane-fastest, so a warp's loads are
-/// conflict-free.
+/// Slot (complex f32) of column twiddle `j` (0..[`CLUSTER_COLUMN_TWIDDLES`]: column `u`'s
+/// three row twiddles and four R2C twiddles, then the mirror's) of lane `lane`: lane-fastest,
+/// so a warp's loads are conflict-free.
 pub const fn cluster_column_twiddle(j: u32, lane: u32) -> u32 {
     j * CLUSTER_POST_COLUMNS + lane
 }
@@ -135,14 +143,26 @@ pub const fn cluster_column_twiddle(j: u32, lane: u32) -> u32 {
 /// buffers exceed an SM's shared memory.
 pub const CLUSTER_MAX_BITS: u32 = 12;
 
-/// Bytes of one staged input row (a whole spectrum's 2n samples of one polarisation).
-pub const fn cluster_row_bytes(bits: u32) -> u32 {
-    16 * fir_row_chunks(bits, CLUSTER_CHANNELS)
+/// Bytes from one input row to the next (a spectrum's 2n samples of one polarisation).
+pub const fn cluster_row_step(bits: u32) -> u32 {
+    2 * CLUSTER_CHANNELS * bits / 8
 }
+
+/// 16-byte chunks of one polarisation's staged rows of a batch. The batch's rows follow each
+/// other in the input (whole chunks apart), so they are staged as one run: from the first
+/// row's chunk through the last row's [`fir_row_chunks`]; row `i` starts `i` row steps in.
+pub const fn cluster_stage_chunks(bits: u32) -> u32 {
+    (CLUSTER_BATCH - 1) * cluster_row_step(bits) / 16 + fir_row_chunks(bits, CLUSTER_CHANNELS)
+}
+
+/// Copies (16-byte `cp.async`) of one polarisation's stage per FIR thread, at most.
+pub const CLUSTER_STAGE_COPIES: u32 = cluster_stage_chunks(CLUSTER_MAX_BITS).div_ceil(CLUSTER_THREADS);
+// The kernel unrolls seven copies.
+const _: () = assert!(CLUSTER_STAGE_COPIES <= 7);
 
 /// Bytes of one stage: both polarisations' rows of a batch.
 pub const fn cluster_stage_bytes(bits: u32) -> u32 {
-    2 * CLUSTER_BATCH * cluster_row_bytes(bits)
+    2 * 16 * cluster_stage_chunks(bits)
 }
 
 /// Dynamic shared memory of a cluster block (two stages).
@@ -226,24 +246,19 @@ pub const CLUSTER_KERNELS: [&str; 8] = [
 mod device {
     use super::super::fused::{dft_radix, fused_slot, stockham_load, stockham_store};
     use super::super::{
-        cmul, fir_row_start, fir_row_word, fixup_pair, output_index, post_rotations, quantise_complex,
-        r2c_fixup_x2, rotations, unpack_words, unpack_words32, unzip_column, C32,
+        cmul, fir_row_start, fir_row_word, fixup_pair, fixup_pair_twiddled, output_index, post_rotations,
+        quantise_complex, r2c_fixup_x2, r2c_twiddles, rotations, unpack_words, unpack_words32, unzip_column,
+        C32,
     };
     use super::*;
     use crate::intrinsics::*;
-    use crate::pfb::c32::{ld_c32, ld_global_c32, st_c32};
+    use crate::pfb::c32::{ld_c32, ld_cluster_c32, ld_global_c32, shfl_idx_f32, st_c32};
     use crate::wgmma::set_max_registers;
 
     const B: usize = CLUSTER_BATCH as usize;
     const A: u32 = CLUSTER_POINTS;
     const N: u32 = CLUSTER_CHANNELS;
     const SLOT_BYTES: u32 = 8 * fused_buffer_slots(CLUSTER_POINTS);
-
-    #[inline(always)]
-    unsafe fn ld_remote_c32(address: u32, rank: u32) -> C32 {
-        let [a, b] = ld_cluster_v2(address, rank);
-        [f32::from_bits(a), f32::from_bits(b)]
-    }
 
     /// One radix-16 Stockham pass over the batch's transforms, from `source` to `target`:
     /// thread `tid` takes butterfly `tid % 16` of transform `tid / 16` (256 threads, 16
@@ -334,16 +349,19 @@ mod device {
             );
         }
         // The post's column twiddles ([`super::super::column_twiddles`] from the f64 table:
-        // W_n^(col r) is entry 2 col r, exp(-j pi col / n) entry col) of lane tid's columns.
+        // W_n^(col r) is entry 2 col r, exp(-j pi col / n) entry col, then its channels' R2C
+        // twiddles) of lane tid's columns.
         if tid < CLUSTER_POST_COLUMNS {
             let u = c * CLUSTER_POST_COLUMNS + tid + 1;
             let at = |k: u32| ld_global_c32(twiddles.add(k as usize));
             let table = smem + CLUSTER_COLUMN_TWIDDLES_OFFSET;
             unroll!(side in [0, 1] {
                 let col = if side == 0 { u } else { A - u };
-                let values = [at(2 * col), at(4 * col), at(6 * col), at(col)];
-                unroll!(j in [0, 1, 2, 3] {
-                    st_c32(table + 8 * cluster_column_twiddle(4 * side as u32 + j as u32, tid), values[j]);
+                let t = r2c_twiddles(at(col));
+                let values = [at(2 * col), at(4 * col), at(6 * col), t[0], t[1], t[2], t[3]];
+                unroll!(j in [0, 1, 2, 3, 4, 5, 6] {
+                    let slot = cluster_column_twiddle(side as u32 * CLUSTER_COLUMN_TWIDDLES / 2 + j as u32, tid);
+                    st_c32(table + 8 * slot, values[j]);
                 });
             });
         }
@@ -372,8 +390,8 @@ mod device {
         let scratch = smem + CLUSTER_SCRATCH_OFFSET;
         let stage_base = smem + CLUSTER_STAGE_OFFSET;
         let row_twiddles = smem + CLUSTER_TWIDDLES_OFFSET;
-        let row_bytes = cluster_row_bytes(bits);
-        let row_step = (N * bits / 4) as usize; // bytes from one row to the next
+        let row_step = cluster_row_step(bits); // bytes from one row to the next
+        let stage_chunks = cluster_stage_chunks(bits);
         let fir_barrier = || named_barrier(CLUSTER_FIR_BARRIER, CLUSTER_THREADS);
 
         // FIR: pair q of row c.
@@ -404,20 +422,21 @@ mod device {
             vote_all(lane_pol != p || off == s0.wrapping_add((lane % B as u32) * step))
         };
         let row_sample = |s0: u32| s0 as u64 + (taps - 1) as u64 * step as u64;
-        // Stage batch k's new rows (both polarisations, those with consecutive windows).
+        // Stage batch k's new rows (both polarisations, those with consecutive windows): each
+        // polarisation's rows as one contiguous run, copy j of thread tid its chunk
+        // tid + 256 j (a warp's 16-byte pieces consecutive, the offsets immediates).
         let stage = |k: u32, off: u32| {
             if k < batches {
-                let dst = stage_base + (k % 2) * cluster_stage_bytes(bits);
+                let dst = stage_base + (k % 2) * cluster_stage_bytes(bits) + 16 * tid;
                 unroll!(p in [0, 1] {
                     if contiguous(off, p as u32) {
                         let (chunk, _) = fir_row_start(row_sample(window_start(off, p as u32)), bits);
-                        let src = (inputs[p] as *const u8).add(16 * chunk as usize);
-                        unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                            let mut j = 16 * tid;
-                            while j < row_bytes {
-                                let row = (p * B + i) as u32;
-                                cp_async_16(dst + row * row_bytes + j, src.add(i * row_step + j as usize), 16);
-                                j += 16 * CLUSTER_THREADS;
+                        let src = (inputs[p] as *const u8).add(16 * (chunk as usize + tid as usize));
+                        let dst = dst + p as u32 * 16 * stage_chunks;
+                        unroll!(j in [0, 1, 2, 3, 4, 5, 6] {
+                            let first = j as u32 * CLUSTER_THREADS;
+                            if j < CLUSTER_STAGE_COPIES as usize && tid + first < stage_chunks {
+                                cp_async_16(dst + 16 * first, src.add(16 * first as usize), 16);
                             }
                         });
                     }
@@ -463,7 +482,7 @@ mod device {
                     });
                 }
                 let (_, offset) = fir_row_start(row_sample(s0), bits);
-                let at = rows + p as u32 * B as u32 * row_bytes + fir_row_word(0, offset, q, bits);
+                let at = rows + p as u32 * 16 * stage_chunks + fir_row_word(0, offset, q, bits);
                 let bit = (offset + 2 * q * bits) % 32;
                 let mut new = [[0.0f32; 2]; B];
                 let mut acc = [[0.0f32; 2]; B];
@@ -473,7 +492,7 @@ mod device {
                             old[p][kk % 16]
                         } else {
                             let i = (kk + 1 - TV) % B;
-                            let row = at + i as u32 * row_bytes;
+                            let row = at + i as u32 * row_step;
                             let (a, b) = unpack_words32(ld_shared_u32(row), ld_shared_u32(row + 4), bit, bits);
                             new[i] = [a as f32, b as f32];
                             new[i]
@@ -554,26 +573,25 @@ mod device {
         let s_post = ptid / 32;
         // The post's per-spectrum values of the warp's spectrum, a batch ahead: lanes 0, 1 the
         // fine delays of pols 0, 1; lanes 2 + 4 p + j the rotation values of pol p.
-        let load_meta = |k: u32| -> u32 {
+        let load_meta = |k: u32| -> f32 {
             let m = first + k * B as u32 + s_post;
             if k >= batches || lane >= 10 {
-                0
+                0.0
             } else if lane < 2 {
-                (*fine.add((lane * spectra + m) as usize)).to_bits()
+                *fine.add((lane * spectra + m) as usize)
             } else {
                 let p = (lane - 2) / 4;
-                (*(rotation as *const f32).add(4 * (p * spectra + m) as usize + ((lane - 2) % 4) as usize))
-                    .to_bits()
+                *(rotation as *const f32).add(4 * (p * spectra + m) as usize + ((lane - 2) % 4) as usize)
             }
         };
         // Column 0's per-spectrum values, a batch ahead: block 0's post threads ptid < 2B,
         // spectrum ptid / 2 and pol ptid % 2 (fine delay, rotation).
-        let load_meta0 = |k: u32| -> [u32; 5] {
-            let mut v = [0u32; 5];
+        let load_meta0 = |k: u32| -> [f32; 5] {
+            let mut v = [0.0f32; 5];
             if k < batches && c == 0 && ptid < 2 * B as u32 {
                 let at = ((ptid % 2) * spectra + first + k * B as u32 + ptid / 2) as usize;
                 let [fr, fi, sr, si] = *rotation.add(at);
-                v = [(*fine.add(at)).to_bits(), fr.to_bits(), fi.to_bits(), sr.to_bits(), si.to_bits()];
+                v = [*fine.add(at), fr, fi, sr, si];
             }
             v
         };
@@ -606,16 +624,18 @@ mod device {
                 let mut y = [[0.0f32; 2]; 4];
                 let mut ym = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
-                    y[r] = ld_remote_c32(tr + 8 * fused_slot(u), r as u32);
-                    ym[r] = ld_remote_c32(tr + 8 * fused_slot(wm), r as u32);
+                    y[r] = ld_cluster_c32(tr + 8 * fused_slot(u), r as u32);
+                    ym[r] = ld_cluster_c32(tr + 8 * fused_slot(wm), r as u32);
                 });
                 // The lane's column twiddles, loaded per polarisation: held across both (once per
                 // batch) they cost 7% of the kernel's time (1.395 against 1.307 ms, H200).
                 let tw_u = [column_twiddle(0), column_twiddle(1), column_twiddle(2)];
-                let tw_w = [column_twiddle(4), column_twiddle(5), column_twiddle(6)];
-                let (e_u, e_w) = (column_twiddle(3), column_twiddle(7));
-                let (x, xm) = fixup_pair(1, unzip_column(y, &tw_u), unzip_column(ym, &tw_w), e_u, e_w, r2c_fixup_x2);
-                let value = |l: u32| f32::from_bits(shfl_idx(meta, l));
+                let t_u = [column_twiddle(3), column_twiddle(4), column_twiddle(5), column_twiddle(6)];
+                let tw_w = [column_twiddle(7), column_twiddle(8), column_twiddle(9)];
+                let t_w = [column_twiddle(10), column_twiddle(11), column_twiddle(12), column_twiddle(13)];
+                let (z, zm) = (unzip_column(y, &tw_u), unzip_column(ym, &tw_w));
+                let (x, xm) = fixup_pair_twiddled(1, z, zm, &t_u, &t_w, r2c_fixup_x2);
+                let value = |l: u32| shfl_idx_f32(meta, l);
                 let (fr, fi, sr, si) = (value(2 + 4 * p), value(3 + 4 * p), value(4 + 4 * p), value(5 + 4 * p));
                 let (rot, rotm) = post_rotations(u, N, value(p), [fr, fi], [sr, si]);
                 let byte = |slot: u32| out_stage + 4 * cluster_out_word(s_post, slot) + if INT4 { p } else { 2 * p };
@@ -625,8 +645,7 @@ mod device {
                     let gw = gain(p, cluster_out_slot(lane, 1, v as u32));
                     let (qu, cu) = quantise_complex(cmul(x[v], cmul(gu, rot[v])), INT4);
                     let (qw, cw) = quantise_complex(cmul(xm[v], cmul(gw, rotm[v])), INT4);
-                    // Column n/8 is its own mirror: its values once.
-                    count += cu as u32 + if u == wm { 0 } else { cw as u32 };
+                    count += cu + cw;
                     if INT4 {
                         st_shared_u8(byte(cluster_out_slot(lane, 0, v as u32)), qu as u8);
                         st_shared_u8(byte(cluster_out_slot(lane, 1, v as u32)), qw as u8);
@@ -635,6 +654,8 @@ mod device {
                         st_shared_u16(byte(cluster_out_slot(lane, 1, v as u32)), qw as u16);
                     }
                 });
+                // Column n/8 is its own mirror: both halves held its values (bit for bit).
+                let count = if u == wm { count / 2 } else { count };
                 clipped += count << (16 * p);
             });
             unroll!(p in [0, 1] {
@@ -649,18 +670,18 @@ mod device {
                 let tr = buffer + (2 * s + p) * SLOT_BYTES;
                 let mut y = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
-                    y[r] = ld_remote_c32(tr, r as u32);
+                    y[r] = ld_cluster_c32(tr, r as u32);
                 });
                 let one = [1.0f32, 0.0];
                 let z = unzip_column(y, &[one, one, one]);
                 let (x, _) = fixup_pair(0, z, z, one, one, r2c_fixup_x2);
-                let [fine0, fr, fi, sr, si] = meta0.map(f32::from_bits);
+                let [fine0, fr, fi, sr, si] = meta0;
                 let (rot, _) = rotations(0, N, fine0, [fr, fi], [sr, si]);
                 let mut count = 0u32;
                 unroll!(v in [0, 1, 2, 3] {
                     let g = gain(p, CLUSTER_COLUMN_SLOTS + v as u32);
                     let (q, cl) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
-                    count += cl as u32;
+                    count += cl;
                     let address = out_stage + 4 * cluster_out_word(s, CLUSTER_COLUMN_SLOTS + v as u32);
                     if INT4 {
                         st_shared_u8(address + p, q as u8);

@@ -585,7 +585,7 @@ mod device {
                 let gm = ld_global_c32(gains.add((w + a * v as u32) as usize));
                 let (q, c) = quantise_complex(cmul(x[v], cmul(g, rot[v])), INT4);
                 let (qm, cm) = quantise_complex(cmul(xm[v], cmul(gm, rotm[v])), INT4);
-                clipped += (c as u32 + cm as u32) << (16 * p as u32);
+                clipped += (c + cm) << (16 * p as u32);
                 value[v] |= q << shift;
                 value[4 + v] |= qm << shift;
             });

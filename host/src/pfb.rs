@@ -1277,10 +1277,10 @@ mod tests {
                 let (x0, x8) = layout::post_pair_x2(0, y, ym, &tw0, &tw8, e0, e8);
                 let (_, r8) = layout::rotations(0, n, fine, fringe, step);
                 let z0 = layout::unzip_column(y, &tw0);
-                let (c0, _) = layout::fixup_pair(0, z0, z0, e0, e0, layout::r2c_fixup_x2);
+                let (c0, _) = layout::fixup_pair(0, z0, z0, e0, e0, layout::r2c_fixup_pair_x2);
                 assert_eq!(bits(&c0), bits(&x0), "n {n}: column 0");
                 let z8 = layout::unzip_column(ym, &tw8);
-                let (d, dm) = layout::fixup_pair(1, z8, z8, e8, e8, layout::r2c_fixup_x2);
+                let (d, dm) = layout::fixup_pair(1, z8, z8, e8, e8, layout::r2c_fixup_pair_x2);
                 assert_eq!(bits(&d), bits(&x8), "n {n}: column n/8");
                 assert_eq!(bits(&dm), bits(&x8), "n {n}: column n/8 as its own mirror");
                 let (s8, s8m) = layout::post_rotations(a / 2, n, fine, fringe, step);
@@ -1291,12 +1291,32 @@ mod tests {
                 let (twm, em) = layout::column_twiddles(a - u, n);
                 let (x, xm) = layout::post_pair_x2(u, y, ym, &tw, &twm, e, em);
                 let (z, zm) = (layout::unzip_column(y, &tw), layout::unzip_column(ym, &twm));
-                let (h, hm) = layout::fixup_pair(1, z, zm, e, em, layout::r2c_fixup_x2);
+                let (h, hm) = layout::fixup_pair(1, z, zm, e, em, layout::r2c_fixup_pair_x2);
                 assert_eq!((bits(&h), bits(&hm)), (bits(&x), bits(&xm)), "n {n} u {u}");
                 let (r, rm) = layout::rotations(u, n, fine, fringe, step);
                 let (q, qm) = layout::post_rotations(u, n, fine, fringe, step);
                 assert_eq!((bits(&q), bits(&qm)), (bits(&r), bits(&rm)), "n {n} u {u}");
             }
+        }
+    }
+
+    /// The paired fix-up gives channel k's value of the single-channel fix-up and its mirror's
+    /// with the mirror's twiddle `-conj(t)`, bit for bit, and twice both without the halving.
+    #[test]
+    fn paired_r2c_fixup_is_both_single_fixups() {
+        let mut rng = rng();
+        let bits = |x: [f32; 2]| x.map(f32::to_bits);
+        for _ in 0..20_000 {
+            let mut c = || [rng.random_range(-3e4f32..3e4), rng.random_range(-3e4f32..3e4)];
+            let (z, m) = (c(), c());
+            let phase = rng.random_range(0.0..std::f64::consts::TAU);
+            let t = [phase.cos() as f32, phase.sin() as f32];
+            let (x, xm) = layout::r2c_fixup_pair(z, m, t);
+            assert_eq!(bits(x), bits(layout::r2c_fixup(z, m, t)));
+            assert_eq!(bits(xm), bits(layout::r2c_fixup(m, z, [-t[0], t[1]])));
+            let (x2, xm2) = layout::r2c_fixup_pair_x2(z, m, t);
+            assert_eq!(bits(x2), bits(x.map(|v| 2.0 * v)));
+            assert_eq!(bits(xm2), bits(xm.map(|v| 2.0 * v)));
         }
     }
 
@@ -2148,7 +2168,7 @@ mod tests {
                 let zu: [[f32; 2]; 4] = std::array::from_fn(|v| z[(u + a * v as u32) as usize]);
                 let zw: [[f32; 2]; 4] = std::array::from_fn(|v| z[(w + a * v as u32) as usize]);
                 let (x, xm) =
-                    layout::fixup_pair(u, zu, zw, tw[u as usize], tw[w as usize], layout::r2c_fixup);
+                    layout::fixup_pair(u, zu, zw, tw[u as usize], tw[w as usize], layout::r2c_fixup_pair);
                 for v in 0..4u32 {
                     for (k, got) in [(u + a * v, x[v as usize]), (w + a * v, xm[v as usize])] {
                         seen[k as usize] += 1;

@@ -20,7 +20,7 @@
 //! own mirror: the blocks of the first column tile compute it apart, one (spectrum,
 //! polarisation) per thread, so no warp runs two code paths. A post block is a tile of 16
 //! columns by 8 groups of spectra ([`POST_TILE_LOG2`]); it stages its columns' gains, halved,
-//! in shared memory once, and computes twice the R2C fix-up ([`r2c_fixup_x2`]), which gives
+//! in shared memory once, and computes twice the R2C fix-up ([`r2c_fixup_pair_x2`]), which gives
 //! the same products bit for bit with four multiplications fewer per channel.
 //!
 //! Layouts: input per polarisation, `bits`-wide two's complement packed MSB-first (sample i is
@@ -456,11 +456,50 @@ pub fn r2c_fixup(z: C32, m: C32, t: C32) -> C32 {
     cadd(even, mul_neg_j(cmul(t, odd)))
 }
 
+/// The R2C fix-up of channel `k` and of its mirror `n - k` at once, from `z = Z[k]`,
+/// `m = Z[n-k]` and `t = exp(-j pi k / n)`: with `even = (z + m*) / 2`, `odd = (z - m*) / 2`
+/// and `p = t odd`, `X[k] = even - j p` ([`r2c_fixup`], bit for bit) and
+/// `X[n-k] = conj(even + j p)`: one complex product for both. The second is
+/// `r2c_fixup(m, z, -conj(t))` bit for bit (its halves and product are these, negated
+/// exactly), `-conj(t)` being the mirror's twiddle.
+#[inline(always)]
+pub fn r2c_fixup_pair(z: C32, m: C32, t: C32) -> (C32, C32) {
+    let even = [0.5 * (z[0] + m[0]), 0.5 * (z[1] - m[1])];
+    let odd = [0.5 * (z[0] - m[0]), 0.5 * (z[1] + m[1])];
+    fixup_from_halves(even, odd, t)
+}
+
+/// Twice [`r2c_fixup_pair`], bit for bit (the halves are exact, so the caller folds them into
+/// its gains).
+#[inline(always)]
+pub fn r2c_fixup_pair_x2(z: C32, m: C32, t: C32) -> (C32, C32) {
+    let even = [z[0] + m[0], z[1] - m[1]];
+    let odd = [z[0] - m[0], z[1] + m[1]];
+    fixup_from_halves(even, odd, t)
+}
+
+#[inline(always)]
+fn fixup_from_halves(even: C32, odd: C32, t: C32) -> (C32, C32) {
+    let p = cmul(t, odd);
+    ([even[0] + p[1], even[1] - p[0]], [even[0] - p[1], -(even[1] + p[0])])
+}
+
+/// The R2C twiddles `exp(-j pi (col + a v) / n)` of channels `col` and `col + a` (v = 0, 1)
+/// from the column's `e = exp(-j pi col / n)`, as [`fixup_pair`] forms them (so a table of
+/// them gives its values bit for bit).
+#[inline(always)]
+pub fn r2c_twiddles(e: C32) -> [C32; 2] {
+    [e, cmul(e, ROW_TWIDDLE[1])]
+}
+
 /// The R2C fix-up of channels `u + a v` and `w + a v` (v = 0..4; `w` from [`post_columns`])
 /// from the unzipped values `z[v] = Z[u + a v]`, `zm[v] = Z[w + a v]` and the columns'
-/// twiddles `e = exp(-j pi u / n)`, `em = exp(-j pi w / n)`: the mirror of `u + a v` is
-/// `w + a (3 - v)` (u > 0) or `a ((4 - v) % 4)` (u = 0). `fixup` is [`r2c_fixup`] or
-/// [`r2c_fixup_x2`]. Shared by the three-kernel post ([`post_pair`]) and the fused kernel.
+/// twiddles `e = exp(-j pi u / n)`, `em = exp(-j pi w / n)`. For u > 0 the mirror of
+/// `u + a v` is `w + a (3 - v)`, and each mirrored pair is fixed up at once
+/// ([`r2c_fixup_pair`] or [`r2c_fixup_pair_x2`] as `fixup`) with the twiddle of its channel
+/// `u`, `u + a`, `w` or `w + a` ([`fixup_columns`]). For u = 0 (columns 0 and n/8): channels 0
+/// and 2a are their own mirrors, a and 3a each other's, and in column n/8 `n/8 + a v` and
+/// `n/8 + a (3 - v)`. Shared by the three-kernel post ([`post_pair`]) and the fused kernels.
 #[inline(always)]
 pub fn fixup_pair(
     u: u32,
@@ -468,50 +507,41 @@ pub fn fixup_pair(
     zm: [C32; 4],
     e: C32,
     em: C32,
-    fixup: impl Fn(C32, C32, C32) -> C32,
+    fixup: impl Fn(C32, C32, C32) -> (C32, C32),
 ) -> ([C32; 4], [C32; 4]) {
-    fixup_pair_twiddled(u, z, zm, &r2c_twiddles(e), &r2c_twiddles(em), fixup)
-}
-
-/// The R2C twiddles `exp(-j pi (col + a v) / n)` of channels `col + a v` (v = 0..4) from the
-/// column's `e = exp(-j pi col / n)`, as [`fixup_pair`] forms them (so a table of them gives
-/// its values bit for bit).
-#[inline(always)]
-pub fn r2c_twiddles(e: C32) -> [C32; 4] {
-    [e, cmul(e, ROW_TWIDDLE[1]), cmul(e, ROW_TWIDDLE[2]), cmul(e, ROW_TWIDDLE[3])]
-}
-
-/// [`fixup_pair`] from the channels' R2C twiddles ([`r2c_twiddles`] of `e` and `em`).
-#[inline(always)]
-pub fn fixup_pair_twiddled(
-    u: u32,
-    z: [C32; 4],
-    zm: [C32; 4],
-    t: &[C32; 4],
-    tm: &[C32; 4],
-    fixup: impl Fn(C32, C32, C32) -> C32,
-) -> ([C32; 4], [C32; 4]) {
-    // Written out, not looped: with a loop the compiler kept z and zm in local memory.
-    // (Selecting the values, not the arrays: a select of two arrays became a select of their
-    // addresses, which puts them in local memory.)
+    let first = u == 0;
+    // Selecting the values, not the arrays: a select of two arrays became a select of their
+    // addresses, which puts them in local memory.
     let pick =
         |first: bool, a: C32, b: C32| [if first { a[0] } else { b[0] }, if first { a[1] } else { b[1] }];
-    let mirror = |v: usize| pick(u == 0, z[(4 - v) % 4], zm[3 - v]);
-    let x = [
-        fixup(z[0], mirror(0), t[0]),
-        fixup(z[1], mirror(1), t[1]),
-        fixup(z[2], mirror(2), t[2]),
-        fixup(z[3], mirror(3), t[3]),
-    ];
-    // For u = 0 the second column is n/8, its own mirror: Z[n - (n/8 + a v)] = Z[n/8 + a (3 - v)].
-    let mirror_m = |v: usize| pick(u == 0, zm[3 - v], z[3 - v]);
-    let xm = [
-        fixup(zm[0], mirror_m(0), tm[0]),
-        fixup(zm[1], mirror_m(1), tm[1]),
-        fixup(zm[2], mirror_m(2), tm[2]),
-        fixup(zm[3], mirror_m(3), tm[3]),
-    ];
+    let (t, tm) = (r2c_twiddles(e), r2c_twiddles(em));
+    let a = fixup(z[0], pick(first, z[0], zm[3]), t[0]);
+    let b = fixup(z[1], pick(first, z[3], zm[2]), t[1]);
+    let c = fixup(zm[0], pick(first, zm[3], z[3]), tm[0]);
+    let d = fixup(zm[1], pick(first, zm[2], z[2]), tm[1]);
+    // Column 0's channel 2a, its own mirror (unused for u > 0).
+    let own = fixup(z[2], z[2], cmul(e, ROW_TWIDDLE[2])).0;
+    let x = [a.0, b.0, pick(first, own, d.1), pick(first, b.1, c.1)];
+    let xm = [c.0, d.0, pick(first, d.1, b.1), pick(first, c.1, a.1)];
     (x, xm)
+}
+
+/// [`fixup_pair`] for u > 0 from the channels' R2C twiddles `t` (of `u`, [`r2c_twiddles`])
+/// and `tm` (of `w`). For `u = w` (column n/8 as its own mirror, with `tm = t`) both halves
+/// are the same values, bit for bit.
+#[inline(always)]
+pub fn fixup_columns(
+    z: [C32; 4],
+    zm: [C32; 4],
+    t: &[C32; 2],
+    tm: &[C32; 2],
+    fixup: impl Fn(C32, C32, C32) -> (C32, C32),
+) -> ([C32; 4], [C32; 4]) {
+    let a = fixup(z[0], zm[3], t[0]);
+    let b = fixup(z[1], zm[2], t[1]);
+    let c = fixup(zm[0], z[3], tm[0]);
+    let d = fixup(zm[1], z[2], tm[1]);
+    ([a.0, b.0, d.1, c.1], [c.0, d.0, b.1, a.1])
 }
 
 /// The spectra of column `u` and its mirror `w` (see [`post_columns`]): from the FFT rows
@@ -527,19 +557,10 @@ pub fn post_pair(
     e: C32,
     em: C32,
 ) -> ([C32; 4], [C32; 4]) {
-    fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup)
+    fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup_pair)
 }
 
-/// Twice [`r2c_fixup`], bit for bit (`z + m*` and `-j t (z - m*)` without the halving; the
-/// halves are exact, so the caller folds them into its gains).
-#[inline(always)]
-pub fn r2c_fixup_x2(z: C32, m: C32, t: C32) -> C32 {
-    let even = [z[0] + m[0], z[1] - m[1]];
-    let odd = [z[0] - m[0], z[1] + m[1]];
-    cadd(even, mul_neg_j(cmul(t, odd)))
-}
-
-/// Twice [`post_pair`], bit for bit ([`r2c_fixup_x2`]).
+/// Twice [`post_pair`], bit for bit ([`r2c_fixup_pair_x2`]).
 #[inline(always)]
 pub fn post_pair_x2(
     u: u32,
@@ -550,7 +571,7 @@ pub fn post_pair_x2(
     e: C32,
     em: C32,
 ) -> ([C32; 4], [C32; 4]) {
-    fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup_x2)
+    fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup_pair_x2)
 }
 
 /// The two columns post thread `t` (`0 <= t < n/8`) owns: `u = t + 1` and its mirror
@@ -1210,7 +1231,7 @@ mod device {
                 });
                 // Twice the spectra, with the gains halved in shared memory (both exact). No
                 // thread has u = 0: the constant 1 leaves the fix-up without its selects.
-                let (x, xm) = fixup_pair(1, unzip_column(y, &tw), unzip_column(ym, &twm), e, em, r2c_fixup_x2);
+                let (x, xm) = fixup_pair(1, unzip_column(y, &tw), unzip_column(ym, &twm), e, em, r2c_fixup_pair_x2);
                 let at = p * spectra as usize + m;
                 let [fr, fi, sr, si] = *rotation.add(at);
                 let (rot, rotm) = post_rotations(u, channels, *fine.add(at), [fr, fi], [sr, si]);
@@ -1271,7 +1292,7 @@ mod device {
                     y[r] = ld_global_c32(base.add(r * a as usize));
                 });
                 let z = unzip_column(y, &tw);
-                let (x, _) = fixup_pair(0, z, z, e, e, r2c_fixup_x2);
+                let (x, _) = fixup_pair(0, z, z, e, e, r2c_fixup_pair_x2);
                 let [fr, fi, sr, si] = *rotation.add(at);
                 let (rot, _) = rotations(0, channels, *fine.add(at), [fr, fi], [sr, si]);
                 let heap = m / spectra_per_heap;

@@ -113,12 +113,13 @@ pub const CLUSTER_GAIN_SLOTS: u32 = 2 * CLUSTER_OUT_SLOTS;
 /// in the SASS), so table reads from global memory after it would wait on the L2 each batch.
 pub const CLUSTER_TWIDDLES_OFFSET: u32 = CLUSTER_GAINS_OFFSET + 8 * CLUSTER_GAIN_SLOTS;
 /// Offset of the post's column twiddles (after the row twiddles): per lane, the three row
-/// twiddles and the four R2C twiddles of its column `u`, then of its mirror `n/4 - u`
+/// twiddles and two R2C twiddles of its column `u`, then of its mirror `n/4 - u`
 /// ([`cluster_column_twiddle`]); in shared memory, not in the post threads' registers.
 pub const CLUSTER_COLUMN_TWIDDLES_OFFSET: u32 = CLUSTER_TWIDDLES_OFFSET + 8 * CLUSTER_POINTS;
 /// Column twiddles per lane: per column, [`CLUSTER_ROW_TWIDDLES`] row twiddles `W_n^(col r)`
-/// (r = 1..4) and the R2C twiddles of its four channels ([`super::r2c_twiddles`]).
-pub const CLUSTER_COLUMN_TWIDDLES: u32 = 2 * (CLUSTER_ROW_TWIDDLES + 4);
+/// (r = 1..4) and the R2C twiddles of its channels `col` and `col + a`
+/// ([`super::r2c_twiddles`]; [`super::fixup_columns`] needs no others).
+pub const CLUSTER_COLUMN_TWIDDLES: u32 = 2 * (CLUSTER_ROW_TWIDDLES + 2);
 /// Row twiddles of a column (rows 1 to 3 of the unzipped matrix).
 pub const CLUSTER_ROW_TWIDDLES: u32 = UNZIP - 1;
 /// Offset of the input stages (after the column twiddles, 16-byte aligned).
@@ -133,7 +134,7 @@ pub const fn cluster_row_twiddle(r: u32, j: u32) -> u32 {
 }
 
 /// Slot (complex f32) of column twiddle `j` (0..[`CLUSTER_COLUMN_TWIDDLES`]: column `u`'s
-/// three row twiddles and four R2C twiddles, then the mirror's) of lane `lane`: lane-fastest,
+/// three row twiddles and two R2C twiddles, then the mirror's) of lane `lane`: lane-fastest,
 /// so a warp's loads are conflict-free.
 pub const fn cluster_column_twiddle(j: u32, lane: u32) -> u32 {
     j * CLUSTER_POST_COLUMNS + lane
@@ -246,9 +247,9 @@ pub const CLUSTER_KERNELS: [&str; 8] = [
 mod device {
     use super::super::fused::{dft_radix, fused_slot, stockham_load, stockham_store};
     use super::super::{
-        cmul, fir_row_start, fir_row_word, fixup_pair, fixup_pair_twiddled, output_index, post_rotations,
-        quantise_complex, r2c_fixup_x2, r2c_twiddles, rotations, unpack_words, unpack_words32, unzip_column,
-        C32,
+        cmul, fir_row_start, fir_row_word, fixup_columns, fixup_pair, output_index, post_rotations,
+        quantise_complex, r2c_fixup_pair_x2, r2c_twiddles, rotations, unpack_words, unpack_words32,
+        unzip_column, C32,
     };
     use super::*;
     use crate::intrinsics::*;
@@ -358,8 +359,8 @@ mod device {
             unroll!(side in [0, 1] {
                 let col = if side == 0 { u } else { A - u };
                 let t = r2c_twiddles(at(col));
-                let values = [at(2 * col), at(4 * col), at(6 * col), t[0], t[1], t[2], t[3]];
-                unroll!(j in [0, 1, 2, 3, 4, 5, 6] {
+                let values = [at(2 * col), at(4 * col), at(6 * col), t[0], t[1]];
+                unroll!(j in [0, 1, 2, 3, 4] {
                     let slot = cluster_column_twiddle(side as u32 * CLUSTER_COLUMN_TWIDDLES / 2 + j as u32, tid);
                     st_c32(table + 8 * slot, values[j]);
                 });
@@ -630,11 +631,11 @@ mod device {
                 // The lane's column twiddles, loaded per polarisation: held across both (once per
                 // batch) they cost 7% of the kernel's time (1.395 against 1.307 ms, H200).
                 let tw_u = [column_twiddle(0), column_twiddle(1), column_twiddle(2)];
-                let t_u = [column_twiddle(3), column_twiddle(4), column_twiddle(5), column_twiddle(6)];
-                let tw_w = [column_twiddle(7), column_twiddle(8), column_twiddle(9)];
-                let t_w = [column_twiddle(10), column_twiddle(11), column_twiddle(12), column_twiddle(13)];
+                let t_u = [column_twiddle(3), column_twiddle(4)];
+                let tw_w = [column_twiddle(5), column_twiddle(6), column_twiddle(7)];
+                let t_w = [column_twiddle(8), column_twiddle(9)];
                 let (z, zm) = (unzip_column(y, &tw_u), unzip_column(ym, &tw_w));
-                let (x, xm) = fixup_pair_twiddled(1, z, zm, &t_u, &t_w, r2c_fixup_x2);
+                let (x, xm) = fixup_columns(z, zm, &t_u, &t_w, r2c_fixup_pair_x2);
                 let value = |l: u32| shfl_idx_f32(meta, l);
                 let (fr, fi, sr, si) = (value(2 + 4 * p), value(3 + 4 * p), value(4 + 4 * p), value(5 + 4 * p));
                 let (rot, rotm) = post_rotations(u, N, value(p), [fr, fi], [sr, si]);
@@ -674,7 +675,7 @@ mod device {
                 });
                 let one = [1.0f32, 0.0];
                 let z = unzip_column(y, &[one, one, one]);
-                let (x, _) = fixup_pair(0, z, z, one, one, r2c_fixup_x2);
+                let (x, _) = fixup_pair(0, z, z, one, one, r2c_fixup_pair_x2);
                 let [fine0, fr, fi, sr, si] = meta0;
                 let (rot, _) = rotations(0, N, fine0, [fr, fi], [sr, si]);
                 let mut count = 0u32;

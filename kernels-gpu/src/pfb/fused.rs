@@ -574,7 +574,7 @@ mod device {
                 z[v] = ld_c32(b + 8 * fused_slot(u + a * v as u32));
                 zm[v] = ld_c32(b + 8 * fused_slot(w + a * v as u32));
             });
-            let (x, xm) = crate::pfb::fixup_pair(u, z, zm, e, em, crate::pfb::r2c_fixup);
+            let (x, xm) = crate::pfb::fixup_pair(u, z, zm, e, em, crate::pfb::r2c_fixup_pair);
             let at = p * spectra as usize + (m0 + i) as usize;
             let [fr, fi, sr, si] = *rotation.add(at);
             let (rot, rotm) = rotations(u, n, *fine.add(at), [fr, fi], [sr, si]);

@@ -21,7 +21,8 @@
 //! polarisation) per thread, so no warp runs two code paths. A post block is a tile of 16
 //! columns by 8 groups of spectra ([`POST_TILE_LOG2`]); it stages its columns' gains, halved,
 //! in shared memory once, and computes twice the R2C fix-up ([`r2c_fixup_pair_x2`]), which gives
-//! the same products bit for bit with four multiplications fewer per channel.
+//! the same products bit for bit without the four halvings of each mirrored pair of channels
+//! (the pair shares its halves and its complex product).
 //!
 //! Layouts: input per polarisation, `bits`-wide two's complement packed MSB-first (sample i is
 //! bits `i bits .. (i + 1) bits` of the byte stream, bit 0 the MSB of byte 0), read as

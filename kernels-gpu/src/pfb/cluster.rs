@@ -117,7 +117,7 @@ pub const CLUSTER_TWIDDLES_OFFSET: u32 = CLUSTER_GAINS_OFFSET + 8 * CLUSTER_GAIN
 /// ([`cluster_column_twiddle`]); in shared memory, not in the post threads' registers.
 pub const CLUSTER_COLUMN_TWIDDLES_OFFSET: u32 = CLUSTER_TWIDDLES_OFFSET + 8 * CLUSTER_POINTS;
 /// Column twiddles per lane: per column, [`CLUSTER_ROW_TWIDDLES`] row twiddles `W_n^(col r)`
-/// (r = 1..4) and the R2C twiddles of its channels `col` and `col + a`
+/// (r = 1, 2, 3) and the R2C twiddles of its channels `col` and `col + a`
 /// ([`super::r2c_twiddles`]; [`super::fixup_columns`] needs no others).
 pub const CLUSTER_COLUMN_TWIDDLES: u32 = 2 * (CLUSTER_ROW_TWIDDLES + 2);
 /// Row twiddles of a column (rows 1 to 3 of the unzipped matrix).

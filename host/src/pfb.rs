@@ -564,8 +564,8 @@ pub enum PfbPath {
 
 impl PfbPath {
     /// The default: the fused path where the cluster kernel applies (sm_90, n = 1024, at most
-    /// 16 taps and 12-bit input, heaps of whole batches of 8 spectra; on the H200 1.05x as fast
-    /// as the three kernels and 8x less device-memory traffic, BENCHMARKS.md), else the
+    /// 16 taps and 12-bit input, heaps of whole batches of 8 spectra; on the H200 faster than
+    /// the three kernels with 8x less device-memory traffic, BENCHMARKS.md), else the
     /// three-kernel path (the sm_80 fused kernel is slower than it: opt-in through
     /// [`Channelizer::with_path`]).
     pub fn for_config(gpu: &Gpu, config: &ChannelizerConfig) -> PfbPath {
@@ -1656,13 +1656,8 @@ mod tests {
             let h = k as f32 + 0.5;
             values.extend([k as f32, h, h.next_up(), h.next_down()]);
         }
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        for _ in 0..2000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            values.push(((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 600.0);
-        }
+        let mut rng = rng();
+        values.extend((0..2000).map(|_| rng.random_range(-300.0f32..300.0)));
         for int4 in [false, true] {
             for (i, &re) in values.iter().enumerate() {
                 for im in [values[(7 * i + 3) % values.len()], 0.0, f32::NAN, 127.5, -7.5] {
@@ -2038,8 +2033,9 @@ mod tests {
             let twiddle: [u32; 32] = std::array::from_fn(|l| 8 * cluster_row_twiddle(r, l as u32 % 16));
             assert_eq!(wavefronts(&twiddle, 8), 2, "row twiddles, r {r}");
         }
-        for j in 0..CLUSTER_COLUMN_TWIDDLES {
-            let column: [u32; 32] = std::array::from_fn(|l| 8 * cluster_column_twiddle(j, l as u32));
+        for slot in 0..CLUSTER_COLUMN_TWIDDLES {
+            let (side, j) = (slot / (CLUSTER_COLUMN_TWIDDLES / 2), slot % (CLUSTER_COLUMN_TWIDDLES / 2));
+            let column: [u32; 32] = std::array::from_fn(|l| 8 * cluster_column_twiddle(side, j, l as u32));
             assert_eq!(wavefronts(&column, 8), 2, "column twiddles");
         }
         for rank in 0..CLUSTER_BLOCKS {

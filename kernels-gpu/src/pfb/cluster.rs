@@ -133,11 +133,11 @@ pub const fn cluster_row_twiddle(r: u32, j: u32) -> u32 {
     16 * r + j
 }
 
-/// Slot (complex f32) of column twiddle `j` (0..[`CLUSTER_COLUMN_TWIDDLES`]: column `u`'s
-/// three row twiddles and two R2C twiddles, then the mirror's) of lane `lane`: lane-fastest,
-/// so a warp's loads are conflict-free.
-pub const fn cluster_column_twiddle(j: u32, lane: u32) -> u32 {
-    j * CLUSTER_POST_COLUMNS + lane
+/// Slot (complex f32) of twiddle `j` (below `CLUSTER_COLUMN_TWIDDLES / 2`: the three row
+/// twiddles, then the two R2C twiddles) of lane `lane`'s column `side` (0: `u`, 1: its mirror):
+/// lane-fastest, so a warp's loads are conflict-free.
+pub const fn cluster_column_twiddle(side: u32, j: u32, lane: u32) -> u32 {
+    (side * CLUSTER_COLUMN_TWIDDLES / 2 + j) * CLUSTER_POST_COLUMNS + lane
 }
 
 /// Widest input samples of the cluster kernel: with 16-bit rows its stages and three FFT
@@ -361,7 +361,7 @@ mod device {
                 let t = r2c_twiddles(at(col));
                 let values = [at(2 * col), at(4 * col), at(6 * col), t[0], t[1]];
                 unroll!(j in [0, 1, 2, 3, 4] {
-                    let slot = cluster_column_twiddle(side as u32 * CLUSTER_COLUMN_TWIDDLES / 2 + j as u32, tid);
+                    let slot = cluster_column_twiddle(side as u32, j as u32, tid);
                     st_c32(table + 8 * slot, values[j]);
                 });
             });
@@ -451,7 +451,7 @@ mod device {
 
         let mut old = [[[0.0f32; 2]; 16]; 2];
         let mut expected = [u32::MAX; 2];
-        let row_words = (step * bits / 32) as usize;
+        let row_words = (row_step / 4) as usize;
         let mut k = 0;
         while k < batches {
             let off_after = load_offsets(k + 2);
@@ -602,8 +602,9 @@ mod device {
         // Post: lane's column u (and mirror w).
         let u = c * CLUSTER_POST_COLUMNS + lane + 1;
         let wm = A - u;
-        let column_twiddle =
-            |j: u32| ld_c32(smem + CLUSTER_COLUMN_TWIDDLES_OFFSET + 8 * cluster_column_twiddle(j, lane));
+        let column_twiddle = |side: u32, j: u32| {
+            ld_c32(smem + CLUSTER_COLUMN_TWIDDLES_OFFSET + 8 * cluster_column_twiddle(side, j, lane))
+        };
 
         // Phase 0 has no post before it.
         cluster_arrive_relaxed();
@@ -630,10 +631,10 @@ mod device {
                 });
                 // The lane's column twiddles, loaded per polarisation: held across both (once per
                 // batch) they cost 7% of the kernel's time (1.395 against 1.307 ms, H200).
-                let tw_u = [column_twiddle(0), column_twiddle(1), column_twiddle(2)];
-                let t_u = [column_twiddle(3), column_twiddle(4)];
-                let tw_w = [column_twiddle(5), column_twiddle(6), column_twiddle(7)];
-                let t_w = [column_twiddle(8), column_twiddle(9)];
+                let tw_u = [column_twiddle(0, 0), column_twiddle(0, 1), column_twiddle(0, 2)];
+                let t_u = [column_twiddle(0, 3), column_twiddle(0, 4)];
+                let tw_w = [column_twiddle(1, 0), column_twiddle(1, 1), column_twiddle(1, 2)];
+                let t_w = [column_twiddle(1, 3), column_twiddle(1, 4)];
                 let (z, zm) = (unzip_column(y, &tw_u), unzip_column(ym, &tw_w));
                 let (x, xm) = fixup_columns(z, zm, &t_u, &t_w, r2c_fixup_pair_x2);
                 let value = |l: u32| shfl_idx_f32(meta, l);

@@ -41,7 +41,7 @@ fn main() {
             }
         };
         let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
-        fill_random(&gpu, &mut e, 17);
+        fill_random(&gpu, e.borrow_mut(), 17);
         let mut j = gpu.alloc::<u8>(config.output_len(), 0).expect("J");
         if let Err(error) = beamformer.beamform(&e, &mut j).and_then(|_| gpu.synchronize()) {
             println!("{label}: skipped, {error}");

@@ -10,7 +10,7 @@
 mod common;
 
 use common::{median_ms, write_ceilings, Ceiling};
-use criterion::{Criterion, Throughput};
+use criterion::Throughput;
 use radio_kernels::summary::{self, CEILING_THREADS};
 use radio_kernels::{DeviceBuffer, Gpu};
 use std::time::Duration;
@@ -55,11 +55,7 @@ fn main() {
     let Some(gpu) = common::open_gpu("ceilings") else {
         return;
     };
-    let mut criterion = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(1))
-        .configure_from_args();
+    let mut criterion = common::criterion_with(Duration::from_millis(300), Duration::from_secs(1));
     let mut ceilings = Vec::new();
 
     // Device copy: bytes read plus bytes written.

@@ -85,7 +85,7 @@ fn main() {
             None => label.to_string(),
         };
         let mut input = gpu.alloc::<u8>(config.input_bytes(), 0).expect("input");
-        fill_random(&gpu, &mut input, 17);
+        fill_random(&gpu, input.borrow_mut(), 17);
         let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0).expect("output");
         let ms = median_ms(&gpu, REPS, || correlator.correlate(&input, &mut output).expect("launch"));
         let tops = config.useful_ops() / ms / 1e9;

@@ -154,7 +154,7 @@ fn first_kernel(gpu: &radio_kernels::Gpu) {
         let w = f16::from_f64(6.0 / ((t_ds * case.dishes) as f64).sqrt() / 4.0).to_bits();
         let weights = vec![pack_f16x2(w, w); config.weights_len()];
         let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
-        fill_random(gpu, &mut e, 5);
+        fill_random(gpu, e.borrow_mut(), 5);
         let mut i = gpu.alloc::<u16>(config.output_len(), 0).expect("I");
         let beamformer = FrbBeamformer::new(gpu, config, &points, &weights).expect("FRB beamformer");
         let ms = median_ms(gpu, 5, || beamformer.beamform(&e, &mut i).expect("launch"));

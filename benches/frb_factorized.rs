@@ -63,7 +63,7 @@ fn main() {
         // The non-factorizable GEMM on the same beams (W built on the GPU beforehand).
         let general = ResampleConfig { channels, times, m, n, beams: config.beams() };
         let gemm_ms = Resampler::new(&gpu, general).ok().map(|mut r| {
-            let (t, tp) = config.expand(&theta, &theta_prime);
+            let (t, tp) = config.expand(&theta, &theta_prime).expect("expanded beams");
             r.set_beams(&gpu.upload(&t).expect("theta"), &gpu.upload(&tp).expect("theta'")).expect("W");
             let mut j = gpu.alloc::<u16>(general.output_len(), 0).expect("J");
             median_ms(&gpu, REPS, || r.resample(&i, &mut j).expect("GEMM"))

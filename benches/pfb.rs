@@ -50,7 +50,7 @@ fn main() {
         // Random words include the 10-bit extremes; a gain of 1/64 keeps the output in range.
         ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
         ch.run().expect("first run");
-        let samples = 2 * channels as u64 * config.spectra_per_chunk() as u64; // per polarisation
+        let samples = 2 * channels as u64 * config.spectra_per_chunk(); // per polarisation
         let all = median_ms(&gpu, REPS, || ch.run().expect("run"));
         let fir = median_ms(&gpu, REPS, || ch.run_fir().expect("fir"));
         let fft = median_ms(&gpu, REPS, || ch.run_fft().expect("fft"));

@@ -27,5 +27,7 @@ pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/radio_kernel
 /// Returns [`Error::NoDriver`] on a machine without libcuda and [`Error::NoDevice`] when
 /// there is no such device; it never panics.
 pub fn open(ordinal: usize) -> Result<Gpu, Error> {
-    Gpu::new(ordinal, PTX, PTX_SM90A)
+    // SAFETY: PTX and PTX_SM90A are the modules build.rs compiled from this version's
+    // kernels-gpu, whose kernels the host's launchers are written against.
+    unsafe { Gpu::new(ordinal, PTX, PTX_SM90A) }
 }

@@ -6,10 +6,20 @@
 //! the CPU references at a smaller size. `radio-kernels selftest` checks every tensor-core
 //! wrapper and intrinsic against the CPU. `radio-kernels bench` measures the headline
 //! configuration of each kernel family ([`radio_kernels::summary`]).
+//!
+//! Arguments are checked before any work: every option is parsed in its own type and range
+//! (no wrapping casts, no clamping, floats finite), the sizes derived from several of them
+//! (the demo's spectra from `--seconds` and `--channels`) are computed with checked
+//! arithmetic, and the demo's `--out` folder is created and written to once. A bad argument,
+//! an unknown option, a missing value or an option given twice prints `error: <option>: why`
+//! on stderr and exits with status 2; a failed run exits with 1.
 use radio_kernels::demo::{self, Options as DemoOptions};
 use radio_kernels::selftest::{check_sparse_mma, cpu_checks, gpu_checks, Check, SparseForm};
-use radio_kernels::Error;
+use radio_kernels::{Error, Gpu};
+use std::num::{IntErrorKind, ParseIntError};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::str::FromStr;
 
 const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--seconds S] [--sources N]
                      [--out DIR] [--cpu] [--device N] [--seed N]
@@ -20,146 +30,322 @@ const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--
                PFB, correlator, baseband, FRB and delay beamformers on the GPU, checking each
                stage against its CPU reference; without a GPU, run the CPU references
   --dishes N   64 (8 x 8, default) or 256 (16 x 16) dual-polarisation dishes
-  --channels N PFB channels, a power of two in 64..=8192 (default 1024; CPU 128)
-  --seconds S  seconds of sky (default 512 spectra: 0.33 ms; CPU 128 spectra)
+  --channels N PFB channels, a power of two in 64..=8192 (default 1024; on the CPU 128)
+  --seconds S  seconds of sky, more than 0 and at most 16384 spectra of 2 x channels samples
+               at 3.2 GHz (default 512 spectra: 0.33 ms; on the CPU 128 spectra)
   --sources N  point sources, 1..=8 (default 3)
-  --out DIR    where the figures go (default demo-out)
+  --out DIR    where the figures go (default demo-out); created and checked before the run
   --cpu        use the CPU references even if there is a GPU
   selftest     check every tensor-core wrapper and device intrinsic against the CPU
-  --device N   CUDA device ordinal (default 0)
-  --cases N    random matrices per wrapper (default 64)
-  --seed N     random seed (default: time-based for selftest, 1 for the demo)
+  --device N   CUDA device ordinal (default 0; given explicitly, that GPU must exist)
+  --cases N    random matrices per wrapper, 1..=4096 (default 64)
+  --seed N     random seed, 0..=2^64-1 (default: time-based for selftest, 1 for the demo)
   bench        measure the headline configuration of each kernel family (BENCHMARKS.md)
-               on this GPU, against the ceilings measured in the same run";
+               on this GPU, against the ceilings measured in the same run
 
-enum Command {
-    Demo { options: DemoOptions, cpu: bool, sized: bool, seconds: Option<f64> },
-    Selftest { cases: usize },
+A bad argument exits with status 2 before any work.";
+
+/// Exit status of a bad command line.
+const USAGE_ERROR: u8 = 2;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sub {
+    Demo,
+    Selftest,
     Bench,
 }
 
-struct Options {
-    command: Command,
-    device: usize,
+impl Sub {
+    fn name(self) -> &'static str {
+        match self {
+            Sub::Demo => "demo",
+            Sub::Selftest => "selftest",
+            Sub::Bench => "bench",
+        }
+    }
+}
+
+/// Every option: its name, whether it takes a value, and the subcommands that accept it.
+const OPTIONS: &[(&str, bool, &[Sub])] = &[
+    ("--dishes", true, &[Sub::Demo]),
+    ("--channels", true, &[Sub::Demo]),
+    ("--seconds", true, &[Sub::Demo]),
+    ("--sources", true, &[Sub::Demo]),
+    ("--out", true, &[Sub::Demo]),
+    ("--cpu", false, &[Sub::Demo]),
+    ("--device", true, &[Sub::Demo, Sub::Selftest, Sub::Bench]),
+    ("--seed", true, &[Sub::Demo, Sub::Selftest]),
+    ("--cases", true, &[Sub::Selftest]),
+];
+
+/// The command line split into a subcommand and its options, each given at most once, with
+/// its value (empty for a flag). Nothing is interpreted yet.
+struct Given {
+    sub: Sub,
+    options: Vec<(&'static str, String)>,
+}
+
+impl Given {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.options.iter().find(|(n, _)| *n == name).map(|(_, v)| v.as_str())
+    }
+    fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+    /// The value of an integer option, if given: parsed in `T` and accepted by `ok`; `range`
+    /// describes the accepted values for the message.
+    fn whole<T>(&self, name: &str, range: &str, ok: impl Fn(T) -> bool) -> Result<Option<T>, String>
+    where
+        T: FromStr<Err = ParseIntError> + Copy,
+    {
+        self.get(name).map(|text| whole(name, text, range, ok)).transpose()
+    }
+}
+
+/// Parses `text`, the value of option `name`, as a `T` that `ok` accepts.
+fn whole<T>(name: &str, text: &str, range: &str, ok: impl Fn(T) -> bool) -> Result<T, String>
+where
+    T: FromStr<Err = ParseIntError> + Copy,
+{
+    let out_of_range = || format!("{name}: {text} is out of range ({range})");
+    match text.parse::<T>() {
+        Ok(value) if ok(value) => Ok(value),
+        Ok(_) => Err(out_of_range()),
+        Err(e) => {
+            let negative = text
+                .strip_prefix('-')
+                .is_some_and(|digits| !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()));
+            match e.kind() {
+                IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => Err(out_of_range()),
+                _ if negative => Err(out_of_range()),
+                _ => Err(format!("{name}: `{text}` is not a whole number ({range})")),
+            }
+        }
+    }
+}
+
+/// Parses `text`, the value of option `name`, as a finite `f64` above 0.
+fn positive_seconds(name: &str, text: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("{name}: `{text}` is not a number"))?;
+    if !value.is_finite() {
+        return Err(format!("{name}: {text} is not a finite number"));
+    }
+    if value <= 0.0 {
+        return Err(format!("{name}: {text} is out of range (more than 0 seconds)"));
+    }
+    Ok(value)
+}
+
+/// Splits the command line into a subcommand and its options. `Ok(None)`: help was asked
+/// for.
+fn scan(args: &[String]) -> Result<Option<Given>, String> {
+    let (sub, rest) = match args.first().map(String::as_str) {
+        Some("demo") => (Sub::Demo, &args[1..]),
+        Some("selftest") => (Sub::Selftest, &args[1..]),
+        Some("bench") => (Sub::Bench, &args[1..]),
+        Some("help") => return Ok(None),
+        _ => (Sub::Demo, args),
+    };
+    let mut given = Given { sub, options: Vec::new() };
+    let is_option = |s: &str| s == "--help" || s == "-h" || OPTIONS.iter().any(|(n, _, _)| *n == s);
+    let mut rest = rest.iter().peekable();
+    while let Some(arg) = rest.next() {
+        if arg == "--help" || arg == "-h" {
+            return Ok(None);
+        }
+        let Some(&(name, takes_value, subs)) = OPTIONS.iter().find(|(n, _, _)| *n == arg) else {
+            return Err(if arg.starts_with('-') {
+                format!("{arg}: unknown option")
+            } else {
+                format!("{arg}: unexpected argument (subcommands: demo, selftest, bench)")
+            });
+        };
+        if !subs.contains(&sub) {
+            return Err(format!("{name}: not an option of `{}`", sub.name()));
+        }
+        if given.has(name) {
+            return Err(format!("{name}: given twice"));
+        }
+        // A value is the next argument unless that is itself an option.
+        let value = if takes_value {
+            match rest.next_if(|v| !is_option(v)) {
+                Some(v) if v.is_empty() => return Err(format!("{name}: the value is empty")),
+                Some(v) => v.clone(),
+                None => return Err(format!("{name}: missing value")),
+            }
+        } else {
+            String::new()
+        };
+        given.options.push((name, value));
+    }
+    Ok(Some(given))
+}
+
+/// The demo's options as given; the others take the GPU's or the CPU's defaults.
+struct DemoArgs {
+    dishes: Option<u32>,
+    channels: Option<u32>,
+    sources: Option<u32>,
+    seconds: Option<f64>,
+    out: Option<PathBuf>,
     seed: Option<u64>,
 }
 
-fn parse(args: &[String]) -> Result<Options, String> {
-    let mut command =
-        Command::Demo { options: DemoOptions::gpu_default(), cpu: false, sized: false, seconds: None };
-    let mut device = 0;
-    let mut seed = None;
-    let mut rest = args.iter().peekable();
-    if let Some(first) = rest.peek() {
-        match first.as_str() {
-            "selftest" => {
-                command = Command::Selftest { cases: 64 };
-                rest.next();
-            }
-            "demo" => {
-                rest.next();
-            }
-            "bench" => {
-                command = Command::Bench;
-                rest.next();
-            }
-            _ => {}
+impl DemoArgs {
+    /// The options given, on `base` for the rest, with the heaps `--seconds` needs computed
+    /// and every size checked ([`DemoOptions::set_seconds`], [`DemoOptions::validate`]).
+    fn options(&self, base: DemoOptions) -> Result<DemoOptions, String> {
+        let mut options = DemoOptions {
+            dishes: self.dishes.unwrap_or(base.dishes),
+            channels: self.channels.unwrap_or(base.channels),
+            sources: self.sources.unwrap_or(base.sources),
+            out: self.out.clone().unwrap_or(base.out),
+            seed: self.seed.unwrap_or(base.seed),
+            ..base
+        };
+        if let Some(s) = self.seconds {
+            options.set_seconds(s).map_err(|e| message(&e))?;
         }
+        options.validate().map_err(|e| message(&e))?;
+        Ok(options)
     }
-    while let Some(arg) = rest.next() {
-        let mut value = |name: &str| rest.next().ok_or(format!("{name} needs a value"));
-        let number = |name: &str, v: &str| v.parse::<u64>().map_err(|e| format!("{name}: {e}"));
-        match (arg.as_str(), &mut command) {
-            ("--device", _) => device = number("--device", value("--device")?)? as usize,
-            ("--seed", _) => seed = Some(number("--seed", value("--seed")?)?),
-            ("--cases", Command::Selftest { cases }) => {
-                *cases = (number("--cases", value("--cases")?)? as usize).clamp(1, 4096)
-            }
-            ("--dishes", Command::Demo { options, sized, .. }) => {
-                options.dishes = number("--dishes", value("--dishes")?)? as u32;
-                *sized = true;
-            }
-            ("--channels", Command::Demo { options, sized, .. }) => {
-                options.channels = number("--channels", value("--channels")?)? as u32;
-                *sized = true;
-            }
-            ("--seconds", Command::Demo { seconds, sized, .. }) => {
-                let v = value("--seconds")?;
-                *seconds = Some(v.parse::<f64>().map_err(|e| format!("--seconds: {e}"))?.max(0.0));
-                *sized = true;
-            }
-            ("--sources", Command::Demo { options, .. }) => {
-                options.sources = number("--sources", value("--sources")?)? as u32
-            }
-            ("--out", Command::Demo { options, .. }) => options.out = value("--out")?.into(),
-            ("--cpu", Command::Demo { cpu, .. }) => *cpu = true,
-            (other, _) => return Err(format!("unknown argument `{other}`")),
+}
+
+enum Command {
+    /// `options`: checked, on the CPU's defaults if `cpu`, else on the GPU's.
+    Demo {
+        args: DemoArgs,
+        options: DemoOptions,
+        cpu: bool,
+    },
+    Selftest {
+        cases: usize,
+        seed: Option<u64>,
+    },
+    Bench,
+}
+
+struct Cli {
+    command: Command,
+    /// The `--device` given, if any (device 0 otherwise).
+    device: Option<usize>,
+}
+
+/// Interprets the command line: every option in its type and range, every derived size
+/// checked. `Ok(None)`: help was asked for.
+fn parse(args: &[String]) -> Result<Option<Cli>, String> {
+    let Some(given) = scan(args)? else {
+        return Ok(None);
+    };
+    let device = given.whole::<usize>("--device", "a CUDA device ordinal, 0 or more", |_| true)?;
+    let seed = given.whole::<u64>("--seed", "0..=18446744073709551615", |_| true)?;
+    let command = match given.sub {
+        Sub::Bench => Command::Bench,
+        Sub::Selftest => {
+            let cases = given.whole::<usize>("--cases", "1..=4096", |c| (1..=4096).contains(&c))?;
+            Command::Selftest { cases: cases.unwrap_or(64), seed }
         }
+        Sub::Demo => {
+            let args = DemoArgs {
+                dishes: given.whole::<u32>("--dishes", "64 or 256", |d| d == 64 || d == 256)?,
+                channels: given.whole::<u32>("--channels", "a power of two in 64..=8192", |c| {
+                    c.is_power_of_two() && (64..=8192).contains(&c)
+                })?,
+                sources: given.whole::<u32>("--sources", "1..=8", |s| (1..=8).contains(&s))?,
+                seconds: given.get("--seconds").map(|s| positive_seconds("--seconds", s)).transpose()?,
+                out: given.get("--out").map(PathBuf::from),
+                seed,
+            };
+            let cpu = given.has("--cpu");
+            if cpu && given.has("--device") {
+                return Err("--device: cannot be combined with --cpu (which runs on the CPU)".into());
+            }
+            // A run that finds no GPU checks the options again on the CPU's defaults.
+            let base = if cpu { DemoOptions::cpu_default() } else { DemoOptions::gpu_default() };
+            let options = args.options(base)?;
+            Command::Demo { args, options, cpu }
+        }
+    };
+    Ok(Some(Cli { command, device }))
+}
+
+/// An error's text without the "invalid configuration: " of the library's messages, which
+/// name the option themselves.
+fn message(e: &Error) -> String {
+    match e {
+        Error::InvalidConfig(m) => m.clone(),
+        e => e.to_string(),
     }
-    Ok(Options { command, device, seed })
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("error: {message}\n(radio-kernels --help shows the usage)");
+    ExitCode::from(USAGE_ERROR)
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--help" || a == "-h" || a == "help") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let options = match parse(&args) {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("radio-kernels: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    // `std::env::args` would panic on an argument that is not UTF-8.
+    let args: Result<Vec<String>, _> = std::env::args_os().skip(1).map(|a| a.into_string()).collect();
+    let args = match args {
+        Ok(args) => args,
+        Err(arg) => return usage_error(&format!("{}: not valid UTF-8", arg.to_string_lossy())),
     };
-    match options.command {
-        Command::Demo { options: demo, cpu, sized, seconds } => {
-            run_demo(demo, cpu, sized, seconds, options.device, options.seed)
+    let cli = match parse(&args) {
+        Ok(Some(cli)) => cli,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
         }
-        Command::Bench => bench(options.device),
-        Command::Selftest { cases } => {
-            let seed = options.seed.unwrap_or_else(|| {
+        Err(message) => return usage_error(&message),
+    };
+    match cli.command {
+        Command::Demo { args, options, cpu } => run_demo(&args, options, cpu, cli.device),
+        Command::Bench => bench(cli.device),
+        Command::Selftest { cases, seed } => {
+            let seed = seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or(1)
             });
-            selftest(options.device, cases, seed)
+            selftest(cli.device, cases, seed)
         }
     }
 }
 
-fn run_demo(
-    mut demo_options: DemoOptions,
-    cpu: bool,
-    sized: bool,
-    seconds: Option<f64>,
-    device: usize,
-    seed: Option<u64>,
-) -> ExitCode {
+/// Opens `--device` (or device 0). `Err`: the exit for a `--device` given explicitly that
+/// cannot be opened (the user asked for that GPU; falling back would run something else).
+fn open_gpu(device: Option<usize>) -> Result<std::result::Result<Gpu, Error>, ExitCode> {
+    match (radio_kernels::open(device.unwrap_or(0)), device) {
+        (Err(e @ (Error::NoDriver | Error::NoDevice { .. })), Some(d)) => {
+            Err(usage_error(&format!("--device: {d}: {e}")))
+        }
+        (result, _) => Ok(result),
+    }
+}
+
+fn run_demo(args: &DemoArgs, mut demo_options: DemoOptions, cpu: bool, device: Option<usize>) -> ExitCode {
     let gpu = if cpu {
         None
     } else {
-        match radio_kernels::open(device) {
-            Ok(gpu) => Some(gpu),
-            Err(e) => {
-                println!("No usable GPU ({e}): running the chain on the CPU references at a smaller size.");
+        match open_gpu(device) {
+            Err(exit) => return exit,
+            Ok(Ok(gpu)) => Some(gpu),
+            Ok(Err(e)) => {
+                println!(
+                    "No usable GPU ({e}): running the chain on the CPU references (CPU defaults for the \
+                     sizes not given)."
+                );
+                match args.options(DemoOptions::cpu_default()) {
+                    Ok(options) => demo_options = options,
+                    Err(message) => return usage_error(&message),
+                }
                 None
             }
         }
     };
-    if gpu.is_none() && !sized {
-        demo_options = DemoOptions {
-            sources: demo_options.sources,
-            out: demo_options.out.clone(),
-            ..DemoOptions::cpu_default()
-        };
-    }
-    if let Some(s) = seconds {
-        demo_options.set_seconds(s);
-    }
-    if let Some(s) = seed {
-        demo_options.seed = s;
+    if let Err(why) = demo::check_out(&demo_options.out) {
+        return usage_error(&format!("--out: {}: {why}", demo_options.out.display()));
     }
     match &gpu {
         Some(g) => println!("radio-kernels demo on {} ({} SMs)", g.name(), g.sm_count()),
@@ -182,10 +368,14 @@ fn run_demo(
     }
 }
 
-fn selftest(device: usize, cases: usize, seed: u64) -> ExitCode {
+fn selftest(device: Option<usize>, cases: usize, seed: u64) -> ExitCode {
+    let opened = match open_gpu(device) {
+        Err(exit) => return exit,
+        Ok(opened) => opened,
+    };
     println!("radio-kernels {} self-check (seed {seed})", env!("CARGO_PKG_VERSION"));
     let mut ok = true;
-    match radio_kernels::open(device) {
+    match opened {
         Ok(gpu) => {
             let (major, minor) = gpu.compute_capability();
             println!("GPU {}: {} (sm_{major}{minor}, {} SMs)", gpu.ordinal(), gpu.name(), gpu.sm_count());
@@ -230,10 +420,11 @@ fn print_checks(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.passed)
 }
 
-fn bench(device: usize) -> ExitCode {
-    let gpu = match radio_kernels::open(device) {
-        Ok(gpu) => gpu,
-        Err(e) => {
+fn bench(device: Option<usize>) -> ExitCode {
+    let gpu = match open_gpu(device) {
+        Err(exit) => return exit,
+        Ok(Ok(gpu)) => gpu,
+        Ok(Err(e)) => {
             println!("radio-kernels bench needs a GPU: {e}");
             return ExitCode::FAILURE;
         }

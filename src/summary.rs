@@ -9,7 +9,9 @@ use crate::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
 use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler};
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
-use crate::{launch_1d, CudaFunction, DeviceBuffer, DriverContext, Gpu, PushKernelArg, Result};
+use crate::{
+    launch_1d, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg, Result,
+};
 use half::f16;
 use radio_kernels_gpu::ceilings_hopper::{
     OPS_PER_ITERATION as WGMMA_CEILING_OPS_PER_ITERATION, SHARED_BYTES as WGMMA_CEILING_SHARED,
@@ -23,11 +25,13 @@ const REPS: usize = 5;
 
 /// Fills `buffer` with random bytes on the device (kernel `bench_fill_random`): whole
 /// 32-bit words, so a trailing part of a word is left as it was.
-pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, seed: u32) -> Result<()> {
+pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, mut buffer: DeviceBufferMut<'_, T>, seed: u32) -> Result<()> {
+    gpu.check_owner(&buffer, "buffer to fill")?;
     let function = gpu.function("bench_fill_random")?;
     let words = (buffer.len() * std::mem::size_of::<T>() / 4) as u64;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(buffer.raw_mut()).arg(&words).arg(&seed);
+    // SAFETY: the allocation is only passed to the kernel, never replaced.
+    launch.arg(unsafe { buffer.raw_mut() }).arg(&words).arg(&seed);
     // SAFETY: matches `bench_fill_random(out, words, seed)`; the buffer holds at least
     // `4 * words` bytes.
     unsafe { launch.launch(launch_1d(gpu.sm_count() * 8, 256, 0)) }
@@ -37,6 +41,9 @@ pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, se
 
 /// Median over `reps` launches of the GPU time (ms) of `launch`, after one warm-up launch.
 pub fn median_ms(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<()>) -> Result<f64> {
+    if reps == 0 {
+        return Err(crate::Error::InvalidConfig("a median needs at least one launch (reps = 0)".into()));
+    }
     let timer = gpu.timer()?;
     launch()?;
     gpu.synchronize()?;
@@ -75,6 +82,16 @@ pub const CEILING_THREADS: u32 = 256;
 /// Independent accumulator chains per warp in the `ceiling_mma_*` kernels.
 pub const CEILING_CHAINS: u64 = 8;
 
+/// Only the ceiling kernels of one family (`prefix`), which share one signature, may be
+/// launched by name: any other kernel would read its arguments differently.
+fn check_ceiling_name(kernel: &str, prefix: &str) -> Result<()> {
+    if kernel.starts_with(prefix) {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidConfig(format!("`{kernel}` is not a `{prefix}*` ceiling kernel")))
+    }
+}
+
 /// Blocks of a ceiling launch: 16 per SM.
 pub fn ceiling_blocks(gpu: &Gpu) -> u32 {
     gpu.sm_count() * 16
@@ -83,6 +100,7 @@ pub fn ceiling_blocks(gpu: &Gpu) -> u32 {
 /// A ceiling kernel's output holds a word per thread of [`ceiling_blocks`] x
 /// [`CEILING_THREADS`].
 fn check_word_per_thread(gpu: &Gpu, out: &DeviceBuffer<u32>) -> Result<()> {
+    gpu.check_owner(out, "ceiling output")?;
     let threads = (ceiling_blocks(gpu) * CEILING_THREADS) as usize;
     if out.len() < threads {
         return Err(crate::Error::ShapeMismatch {
@@ -102,11 +120,13 @@ pub fn launch_mma(
     iterations: u32,
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
+    check_ceiling_name(kernel, "ceiling_mma_")?;
     let function = gpu.function(kernel)?;
     let blocks = ceiling_blocks(gpu);
     check_word_per_thread(gpu, out)?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(&iterations).arg(out.raw_mut());
+    // SAFETY: the allocation is passed to the kernel, never replaced.
+    launch.arg(&iterations).arg(unsafe { out.raw_mut() });
     // SAFETY: matches `ceiling_mma_*(iterations, out)`; `out` holds a word per thread.
     unsafe { launch.launch(launch_1d(blocks, CEILING_THREADS, 0)) }
         .during("launching an mma ceiling kernel")?;
@@ -122,10 +142,13 @@ pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u3
             actual: dst.len(),
         });
     }
+    gpu.check_owner(src, "ceiling copy source")?;
+    gpu.check_owner(dst, "ceiling copy destination")?;
     let function = gpu.function("ceiling_copy")?;
     let vectors = (src.len() / 4) as u64;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(src.raw()).arg(dst.raw_mut()).arg(&vectors);
+    // SAFETY: the allocation is passed to the kernel, never replaced.
+    launch.arg(src.raw()).arg(unsafe { dst.raw_mut() }).arg(&vectors);
     // SAFETY: matches `ceiling_copy(src, dst, n_vec)`; both buffers hold `4 * n_vec` words.
     unsafe { launch.launch(launch_1d(ceiling_blocks(gpu), CEILING_THREADS, 0)) }
         .during("launching the copy ceiling")?;
@@ -148,10 +171,12 @@ pub fn launch_l2_read(
             src.len()
         )));
     };
+    gpu.check_owner(src, "L2 read ceiling source")?;
     check_word_per_thread(gpu, out)?;
     let function = gpu.function("ceiling_l2_read")?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(src.raw()).arg(&vectors).arg(&passes).arg(out.raw_mut());
+    // SAFETY: the allocation is passed to the kernel, never replaced.
+    launch.arg(src.raw()).arg(&vectors).arg(&passes).arg(unsafe { out.raw_mut() });
     // SAFETY: matches `ceiling_l2_read(src, n_vec, passes, out)`; `src` holds `4 n_vec` words
     // and `out` a word per thread.
     unsafe { launch.launch(launch_1d(ceiling_blocks(gpu), CEILING_THREADS, 0)) }
@@ -169,6 +194,7 @@ pub const WGMMA_CEILINGS: [(&str, &str, u64); 2] = [
 /// A wgmma ceiling kernel of the sm_90a module (`None` where the GPU has none) and its grid:
 /// as many one-warpgroup blocks as fit on every SM at once.
 fn wgmma_ceiling_grid(gpu: &Gpu, kernel: &'static str) -> Result<Option<(CudaFunction, u32)>> {
+    check_ceiling_name(kernel, "ceiling_wgmma_")?;
     if !gpu.wgmma_enabled() {
         return Ok(None);
     }
@@ -200,7 +226,8 @@ fn launch_wgmma_ceiling(
         });
     }
     let mut launch = gpu.stream().launch_builder(function);
-    launch.arg(&iterations).arg(out.raw_mut());
+    // SAFETY: the allocation is passed to the kernel, never replaced.
+    launch.arg(&iterations).arg(unsafe { out.raw_mut() });
     // SAFETY: matches `ceiling_wgmma_*(iterations, out)`: one warpgroup per block, its shared
     // memory given, `out` holding a word per thread.
     unsafe { launch.launch(launch_1d(blocks, WGMMA_CEILING_THREADS, WGMMA_CEILING_SHARED)) }
@@ -267,7 +294,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     // Ceilings.
     let words = 1usize << 28; // 1 GiB
     let mut src = gpu.alloc::<u32>(words, 0)?;
-    fill_random(gpu, &mut src, 3)?;
+    fill_random(gpu, src.borrow_mut(), 3)?;
     let mut dst = gpu.alloc::<u32>(words, 0)?;
     let ms = median_ms(gpu, REPS, || launch_copy(gpu, &src, &mut dst))?;
     drop((src, dst));
@@ -310,7 +337,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     };
     let correlator = Correlator::new(gpu, config)?;
     let mut input = gpu.alloc::<u8>(config.input_bytes(), 0)?;
-    fill_random(gpu, &mut input, 5)?;
+    fill_random(gpu, input.borrow_mut(), 5)?;
     let mut out = gpu.alloc::<[i32; 2]>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || correlator.correlate(&input, &mut out))?;
     let tops = config.useful_ops() / ms / 1e9;
@@ -330,7 +357,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     let weights: Vec<[i8; 2]> = (0..config.weights_len()).map(|_| [rng.random(), rng.random()]).collect();
     let beamformer = BasebandBeamformer::new(gpu, config, &weights, &vec![12; config.shifts_len()])?;
     let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
-    fill_random(gpu, &mut e, 7)?;
+    fill_random(gpu, e.borrow_mut(), 7)?;
     let mut j = gpu.alloc::<u8>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || beamformer.beamform(&e, &mut j))?;
     let tops = config.useful_ops() / ms / 1e9;
@@ -356,16 +383,16 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     };
     let beamformer = DelayBeamformer::new(gpu, config.clone())?;
     let mut input = gpu.alloc::<[i8; 2]>(config.input_len(), 0)?;
-    fill_random(gpu, &mut input, 9)?;
+    fill_random(gpu, input.borrow_mut(), 9)?;
     let n = config.steering_len();
-    let w =
-        gpu.upload(&(0..n).map(|i| [0.01 * (i % 7) as f32, -0.004 * (i % 5) as f32]).collect::<Vec<_>>())?;
-    let d = gpu.upload(&(0..n).map(|i| (i % 11) as f32 * 0.3 - 1.5).collect::<Vec<f32>>())?;
+    let w: Vec<[f32; 2]> = (0..n).map(|i| [0.01 * (i % 7) as f32, -0.004 * (i % 5) as f32]).collect();
+    let d: Vec<f32> = (0..n).map(|i| (i % 11) as f32 * 0.3 - 1.5).collect();
+    let steering = beamformer.upload_steering(&w, &d)?; // checked once, as a pipeline does
     let mut state = beamformer.dither_state(7, 0, 0)?;
     let mut y = gpu.alloc::<[i8; 2]>(config.output_len(), 0)?;
     let mut saturated = gpu.alloc::<u32>(8, 0)?;
     let ms = median_ms(gpu, REPS, || {
-        beamformer.beamform(&input, &w, &d, Some(&mut state), &mut y, &mut saturated)
+        beamformer.beamform_steered(&input, &steering, Some(&mut state), &mut y, &mut saturated)
     })?;
     let gbs = config.bytes() as f64 / ms / 1e6;
     push(Row {
@@ -419,7 +446,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
         &vec![radio_kernels_gpu::packing::pack_f16x2(w, w); config.weights_len()],
     )?;
     let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
-    fill_random(gpu, &mut e, 11)?;
+    fill_random(gpu, e.borrow_mut(), 11)?;
     let mut intensity = gpu.alloc::<u16>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || frb.beamform(&e, &mut intensity))?;
     push(Row {

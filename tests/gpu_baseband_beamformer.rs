@@ -1,8 +1,9 @@
 //! GPU tests of the baseband beamformer: bit-exact against the CPU reference on fresh random
 //! inputs (E = -8 - 8i and A = -128 - 128i forced in) for the (D, B) pairs, every dish
 //! count's kernel at its smallest and largest block, shifts {0, 1, 7, 15, 31} and the active
-//! range, the extreme product at every shift, saturation, a plane-wave steering check, and
-//! input validation.
+//! range, the extreme product at every shift, saturation, a plane-wave steering check, input
+//! validation and device ownership; E and J past 2^32 bytes; and a property test over random
+//! valid shapes, shifts and extremes.
 mod common;
 
 use common::*;
@@ -365,4 +366,139 @@ fn structured_inputs_isolate_beam_time_and_dish_mappings() {
         }
     }
     assert!(failures.is_empty(), "mappings wrong: {failures:?}");
+}
+
+/// E past 2^32 bytes and J past 2^32 bytes: D = 64, B = 128, F = 1 and T = 2^25 + 2^20
+/// give 4.4 GB of E (times from 2^25 on lie past 2^32) and 8.9 GB of J (beam rows from
+/// (62, p = 0, tau = 4194304) on lie past 2^32). E repeats a random block whose length does
+/// not divide 2^32, so a wrapped read would see other samples; time windows on both sides of
+/// each boundary, and the first and last, are checked for every beam against the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn e_and_j_past_2_pow_32_bytes_are_exact() {
+    let _one_at_a_time = large_memory_guard();
+    let gpu = gpu();
+    let mut rng = rng();
+    let c = config(64, 128, 1, (1 << 25) + (1 << 20));
+    c.validate().unwrap();
+    assert!(c.e_len() > 1 << 32 && c.output_len() > 1 << 32);
+    if !enough_memory(&gpu, (c.e_len() + c.output_len()) as u64) {
+        return;
+    }
+    let block: Vec<u8> = (0..(16 << 20) + (16 << 10))
+        .map(|_| if rng.random_range(0..8) == 0 { 0x88 } else { rng.random() })
+        .collect();
+    assert!(!(1usize << 32).is_multiple_of(block.len()));
+    let small = config(c.dishes, c.beams, c.freqs, 128);
+    let Inputs { weights, shifts, .. } = random_inputs(&small, &mut rng);
+    let beamformer = BasebandBeamformer::new(&gpu, c, &weights, &shifts).unwrap();
+    let mut e = gpu.alloc::<u8>(c.e_len(), 0).unwrap();
+    fill_repeating(&gpu, &mut e, &block);
+    let mut j = gpu.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+    beamformer.beamform(&e, &mut j).unwrap();
+    gpu.synchronize().unwrap();
+    let window = 2048u32;
+    let j_boundary = ((1u64 << 32) - 124 * c.times as u64) as u32; // row 124 = (beam 62, p 0)
+    for start in [0, j_boundary - window / 2, (1 << 25) - window / 2, c.times - window] {
+        let sub = config(c.dishes, c.beams, c.freqs, window);
+        let first = c.e_index(start, 0, 0, 0);
+        let sub_e: Vec<u8> = (first..first + sub.e_len()).map(|x| block[x % block.len()]).collect();
+        let expected = beamform_reference(&sub, &sub_e, &weights, &shifts).unwrap();
+        for beam in 0..c.beams {
+            for p in 0..POLS {
+                let at = c.output_index(beam, 0, p, start);
+                let mut got = vec![0u8; window as usize];
+                let view = j.raw().slice(at..at + window as usize);
+                gpu.stream().memcpy_dtoh(&view, &mut got).unwrap();
+                gpu.synchronize().unwrap();
+                let want = &expected[sub.output_index(beam, 0, p, 0)..][..window as usize];
+                if let Some(tau) = (0..window as usize).find(|&n| got[n] != want[n]) {
+                    panic!(
+                        "J[beam {beam}][p {p}][tau {}] = {:?}, expected {:?}",
+                        start as usize + tau,
+                        unpack_ci4(got[tau]),
+                        unpack_ci4(want[tau])
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Buffers of another device are refused before any launch (needs two GPUs; skipped
+/// otherwise).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_device_are_refused() {
+    let gpu = gpu();
+    let Some(other) = second_gpu() else { return };
+    let c = config(64, 8, 1, 128);
+    let beamformer =
+        BasebandBeamformer::new(&gpu, c, &vec![[1, 0]; c.weights_len()], &vec![0; c.shifts_len()]).unwrap();
+    let (e, foreign_e) = (gpu.alloc::<u8>(c.e_len(), 0).unwrap(), other.alloc::<u8>(c.e_len(), 0).unwrap());
+    let mut j = gpu.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+    let mut foreign_j = other.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+    assert!(matches!(beamformer.beamform(&foreign_e, &mut j), Err(Error::WrongDevice { .. })));
+    assert!(matches!(beamformer.beamform(&e, &mut foreign_j), Err(Error::WrongDevice { .. })));
+    beamformer.beamform(&e, &mut j).unwrap();
+}
+
+/// Any valid small shape (D, B, F, T) with random data, shifts anywhere in 0..=31 or in the
+/// active range, and the extremes (E = -8 - 8i, A = -128 - 128i) forced in or everywhere:
+/// J (poisoned first) is bit-exact against the CPU reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn property_random_shapes_are_bit_exact() {
+    use proptest::prelude::*;
+    let gpu = gpu();
+    let shape = (1u32..=16, 1u32..=16, 1u32..=3, 1u32..=4)
+        .prop_map(|(groups, warps, freqs, chunks)| {
+            let dishes = 64 * groups;
+            let beams = 8 * warps.min(65536 / dishes / 8);
+            config(dishes, beams, freqs, 128 * chunks)
+        })
+        .prop_filter("small enough for the CPU reference", |c| {
+            c.weights_len() as u64 * c.times as u64 <= 8_000_000
+        });
+    // (config, fill: 0 random with 1/8 extremes, 1 all extreme, 2 half extreme,
+    //  shifts: 0 anywhere in 0..=31, 1 the active range, seed)
+    let strategy = (shape, 0u32..3, 0u32..2, any::<u64>());
+    gpu_proptest(16, strategy, |(c, fill, shift_mode, seed)| {
+        use rand::SeedableRng;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let e_value = |rng: &mut StdRng| match fill {
+            1 => 0x88,
+            2 if rng.random() => 0x88,
+            0 if rng.random_range(0..8) == 0 => 0x88,
+            _ => rng.random(),
+        };
+        let e: Vec<u8> = (0..c.e_len()).map(|_| e_value(&mut rng)).collect();
+        let weights: Vec<[i8; 2]> = (0..c.weights_len())
+            .map(|_| match fill {
+                1 => [-128, -128],
+                2 if rng.random() => [-128, -128],
+                0 if rng.random_range(0..8) == 0 => [-128, -128],
+                _ => [rng.random(), rng.random()],
+            })
+            .collect();
+        let active = ((600.0 * (c.dishes as f64).sqrt() / 4.0).log2()) as i32;
+        let shifts: Vec<i32> = (0..c.shifts_len())
+            .map(|_| {
+                if shift_mode == 0 {
+                    rng.random_range(0..=31)
+                } else {
+                    rng.random_range(active - 2..=active + 1)
+                }
+            })
+            .collect();
+        let expected = beamform_reference(&c, &e, &weights, &shifts).unwrap();
+        let beamformer = BasebandBeamformer::new(&gpu, c, &weights, &shifts).unwrap();
+        let device_e = gpu.upload(&e).unwrap();
+        let mut j = gpu.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+        beamformer.beamform(&device_e, &mut j).unwrap();
+        let got = j.download().unwrap();
+        let wrong = (0..got.len()).filter(|&n| got[n] != expected[n]).count();
+        prop_assert_eq!(wrong, 0, "{} of {} outputs wrong", wrong, got.len());
+        Ok(())
+    });
 }

@@ -1,16 +1,19 @@
 //! GPU tests of the correlator: bit-exact against the i64 CPU reference on fresh random
 //! inputs (with -128 / -8 forced in), for every format, memory order, polarisation count and
 //! a spread of station and channel counts; int64 accumulation, the streaming path, the int32
-//! bound at its edge, output properties, and input validation. On Hopper every check runs
-//! twice: with the sm_90a `wgmma` kernels (int8, aligned rows) and with the sm_80 kernels
-//! (`Gpu::set_wgmma_enabled(false)`, the path Ampere GPUs take).
+//! bound at its edge, output properties, input validation and device ownership; inputs and
+//! outputs past 2^32 bytes and output positions past 2^32 values; and a property test over
+//! random valid shapes. On Hopper every check runs twice: with the sm_90a `wgmma` kernels
+//! (int8, aligned rows) and with the sm_80 kernels (`Gpu::set_wgmma_enabled(false)`, the
+//! path Ampere GPUs take).
 mod common;
 
 use common::*;
 use radio_kernels::correlator::{correlate_reference, Correlator, CorrelatorConfig, Format, Order};
-use radio_kernels::{Error, Gpu};
+use radio_kernels::{DeviceBuffer, Error, Gpu};
 use rand::rngs::StdRng;
 use rand::Rng;
+use std::ops::Range;
 
 /// Random input with one value in eight forced to the most negative component (-128 or -8).
 fn random_input(config: &CorrelatorConfig, rng: &mut StdRng) -> Vec<u8> {
@@ -308,4 +311,277 @@ fn wgmma_kernel_is_chosen_and_exact() {
             CorrelatorConfig { stations, pols: 2, channels: 1, times: 64, format, order: Order::StationPol };
         assert!(!Correlator::new(&gpu, config).unwrap().uses_wgmma(), "{config:?}");
     }
+}
+
+/// Elements `range` of a device buffer (the boundary tests read windows, not whole outputs).
+fn download_range<T: bytemuck::Pod>(gpu: &Gpu, buffer: &DeviceBuffer<T>, range: Range<usize>) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    let mut out = vec![T::zeroed(); range.len()];
+    let view = buffer.raw().slice(range.start * size..range.end * size);
+    gpu.stream().memcpy_dtoh(&view, bytemuck::cast_slice_mut::<T, u8>(&mut out)).unwrap();
+    gpu.synchronize().unwrap();
+    out
+}
+
+/// The visibility at output position `index`, computed on the CPU from the samples alone:
+/// the reference for outputs past a boundary, without correlating everything before it.
+fn visibility_at(config: &CorrelatorConfig, input: &[u8], index: usize) -> [i64; 2] {
+    let p = config.pols as u64;
+    let index = index as u64;
+    let (pj, pi) = ((index % p) as u32, (index / p % p) as u32);
+    let rest = index / (p * p);
+    let (channel, b) = ((rest / config.baselines()) as u32, rest % config.baselines());
+    let mut i = ((8 * b + 1).isqrt() - 1) / 2;
+    while i * (i + 1) / 2 > b {
+        i -= 1;
+    }
+    while (i + 1) * (i + 2) / 2 <= b {
+        i += 1;
+    }
+    let (i, j) = (i as u32, (b - i * (i + 1) / 2) as u32);
+    assert_eq!(config.output_index(channel, i, j, pi, pj) as u64, index);
+    let mut v = [0i64; 2];
+    for t in 0..config.times {
+        let (a1, b1) = config.sample(input, t, channel, i, pi).unwrap();
+        let (a2, b2) = config.sample(input, t, channel, j, pj).unwrap();
+        v[0] += a1 * a2 + b1 * b2;
+        v[1] += b1 * a2 - a1 * b2;
+    }
+    v
+}
+
+/// Output positions past 2^32 values (and around 2^29, 2^30 and 2^31: the byte, 4-byte-word
+/// and signed wraps of 32-bit offsets): 32768 stations in two channels give 4295098368
+/// complex values (34 GB as int32, 69 GB as int64). The windows around each boundary and the
+/// last values are checked against the CPU, for int32 stores and int64 accumulation, on
+/// every kernel family.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn outputs_past_2_pow_32_values_are_exact() {
+    let _one_at_a_time = large_memory_guard();
+    let gpu = gpu();
+    let mut rng = rng();
+    let config = CorrelatorConfig {
+        stations: 32768,
+        pols: 2,
+        channels: 2,
+        times: 64,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    assert!(config.output_len() > 1 << 32);
+    if !enough_memory(&gpu, (config.output_len() * 8 + config.input_bytes()) as u64) {
+        return;
+    }
+    let input = random_input(&config, &mut rng);
+    let device_input = gpu.upload(&input).unwrap();
+    let mut windows: Vec<Range<usize>> =
+        [1usize << 29, 1 << 30, 1 << 31, 1 << 32].iter().map(|&b| b - 1024..b + 1024).collect();
+    windows.push(config.output_len() - 2048..config.output_len());
+    let expected: Vec<Vec<[i64; 2]>> =
+        windows.iter().map(|w| w.clone().map(|n| visibility_at(&config, &input, n)).collect()).collect();
+    for_each_path(&gpu, |wgmma| {
+        let correlator = Correlator::new(&gpu, config).unwrap();
+        {
+            let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+            correlator.correlate(&device_input, &mut output).unwrap();
+            for (window, want) in windows.iter().zip(&expected) {
+                let got = download_range(&gpu, &output, window.clone());
+                let got: Vec<[i64; 2]> = got.iter().map(|v| [v[0] as i64, v[1] as i64]).collect();
+                assert_eq!(&got, want, "int32, wgmma {wgmma}, values {window:?}");
+            }
+        }
+        // The int32 output is freed; a synchronisation returns it to the device.
+        gpu.synchronize().unwrap();
+        if enough_memory(&gpu, (config.output_len() * 16) as u64) {
+            let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+            correlator.accumulate(&device_input, &mut accumulator).unwrap();
+            for (window, want) in windows.iter().zip(&expected) {
+                let got = download_range(&gpu, &accumulator, window.clone());
+                assert_eq!(&got, want, "int64, wgmma {wgmma}, values {window:?}");
+            }
+        }
+    });
+}
+
+/// Input past 2^32 bytes and outputs past 2^32 bytes, on each input path: 65535 channels
+/// of 64 stations (int8, 16-byte rows: `cp.async` and `wgmma`; int4: register-staged) or 60
+/// stations (int8 rows of 120 bytes: element-wise loads) hold 4.8 to 5.4 GB of input, and
+/// 3.8 to 4.4 GB of int32 and 7.7 to 8.7 GB of int64 output. The input repeats a random
+/// block whose length does not divide 2^32, so a wrapped read would see other samples;
+/// channels on both sides of each output's 2^32-byte boundary, and the first and last, are
+/// checked against the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn inputs_and_outputs_past_2_pow_32_bytes_are_exact() {
+    let _one_at_a_time = large_memory_guard();
+    let gpu = gpu();
+    let mut rng = rng();
+    for (stations, times, format, order) in [
+        (64, 320, Format::Ci8, Order::StationPol),
+        (64, 576, Format::Ci4, Order::PolStation),
+        (60, 320, Format::Ci8, Order::PolStation),
+    ] {
+        let config = CorrelatorConfig { stations, pols: 2, channels: 65535, times, format, order };
+        assert!(config.input_bytes() > 1 << 32 && config.output_len() * 16 > 1 << 32);
+        if !enough_memory(&gpu, (config.input_bytes() + config.output_len() * 24) as u64) {
+            return;
+        }
+        let extreme = match format {
+            Format::Ci8 => 0x80,
+            Format::Ci4 => 0x88,
+        };
+        let block: Vec<u8> = (0..(16 << 20) + (16 << 10))
+            .map(|_| if rng.random_range(0..8) == 0 { extreme } else { rng.random() })
+            .collect();
+        assert!(!(1usize << 32).is_multiple_of(block.len()));
+        let mut device_input = gpu.alloc::<u8>(config.input_bytes(), 0).unwrap();
+        fill_repeating(&gpu, &mut device_input, &block);
+        let per_channel = config.output_len() / config.channels as usize;
+        let row_bytes = (stations * config.pols * format.bytes()) as usize;
+        // First channels whose int32 and int64 values start at or past 2^32 bytes.
+        let past = |value_bytes: usize| ((1usize << 32) / value_bytes).div_ceil(per_channel) as u32;
+        let mut channels = vec![0, 1, past(16) - 1, past(16), 65534];
+        if past(8) < config.channels {
+            channels.extend([past(8) - 1, past(8)]);
+        }
+        let one = CorrelatorConfig { channels: 1, ..config };
+        let expected: Vec<Vec<[i64; 2]>> = channels
+            .iter()
+            .map(|&c| {
+                let mut samples = Vec::with_capacity(one.input_bytes());
+                for t in 0..config.times {
+                    let at = config.input_offset(t, c, 0, 0);
+                    samples.extend((at..at + row_bytes).map(|x| block[x % block.len()]));
+                }
+                correlate_reference(&one, &samples).unwrap()
+            })
+            .collect();
+        for_each_path(&gpu, |_| {
+            let correlator = Correlator::new(&gpu, config).unwrap();
+            let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+            correlator.correlate(&device_input, &mut output).unwrap();
+            let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+            correlator.accumulate(&device_input, &mut accumulator).unwrap();
+            for (&c, want) in channels.iter().zip(&expected) {
+                let range = c as usize * per_channel..(c as usize + 1) * per_channel;
+                let got = download_range(&gpu, &output, range.clone());
+                let got: Vec<[i64; 2]> = got.iter().map(|v| [v[0] as i64, v[1] as i64]).collect();
+                assert_eq!(&got, want, "{config:?} int32, wgmma {}, channel {c}", correlator.uses_wgmma());
+                assert_eq!(
+                    &download_range(&gpu, &accumulator, range),
+                    want,
+                    "{config:?} int64, wgmma {}, channel {c}",
+                    correlator.uses_wgmma()
+                );
+            }
+        });
+        drop(device_input);
+        gpu.synchronize().unwrap();
+    }
+}
+
+/// Buffers of another device are refused before any launch (needs two GPUs; skipped
+/// otherwise).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_device_are_refused() {
+    let gpu = gpu();
+    let Some(other) = second_gpu() else { return };
+    let config = CorrelatorConfig {
+        stations: 8,
+        pols: 2,
+        channels: 1,
+        times: 64,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    let correlator = Correlator::new(&gpu, config).unwrap();
+    let (input, foreign_input) = (
+        gpu.alloc::<u8>(config.input_bytes(), 0).unwrap(),
+        other.alloc::<u8>(config.input_bytes(), 0).unwrap(),
+    );
+    let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+    let mut foreign_output = other.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+    let mut foreign_accumulator = other.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+    let wrong = |r: radio_kernels::Result<()>| matches!(r, Err(Error::WrongDevice { .. }));
+    assert!(wrong(correlator.correlate(&foreign_input, &mut output)));
+    assert!(wrong(correlator.correlate(&input, &mut foreign_output)));
+    assert!(wrong(correlator.accumulate(&input, &mut foreign_accumulator)));
+    correlator.correlate(&input, &mut output).unwrap();
+}
+
+/// Any valid small shape (stations, pols, channels, times with and without time slices,
+/// int8 and int4, both orders, `wgmma` on and off) with random data, -128 / -8 forced in or
+/// everywhere: the int32 output (poisoned first) and an int64 accumulation into a poisoned
+/// accumulator (adding to its bytes) are bit-exact against the CPU reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn property_random_shapes_are_bit_exact() {
+    use proptest::prelude::*;
+    let gpu = gpu();
+    let hopper = gpu.wgmma_enabled();
+    let shape = (
+        prop_oneof![1u32..=72, prop::sample::select(vec![4u32, 8, 32, 40, 64, 65, 128])],
+        1u32..=2,
+        1u32..=3,
+        prop_oneof![1u32..=3, 32u32..=34],
+        prop_oneof![Just(Format::Ci8), Just(Format::Ci4)],
+        prop_oneof![Just(Order::StationPol), Just(Order::PolStation)],
+    )
+        .prop_map(|(stations, pols, channels, stages, format, order)| CorrelatorConfig {
+            stations,
+            pols,
+            channels,
+            times: stages * 64,
+            format,
+            order,
+        })
+        .prop_filter("small enough for the CPU reference", |c| {
+            c.baselines() * (c.pols * c.pols * c.channels * c.times) as u64 <= 3_000_000
+        });
+    // (config, wgmma on, fill: 0 random with 1/8 extremes, 1 all extreme, 2 half extreme, seed)
+    let strategy = (shape, any::<bool>(), 0u32..3, any::<u64>());
+    gpu_proptest(16, strategy, |(config, wgmma, fill, seed)| {
+        use rand::SeedableRng;
+        let mut rng = StdRng::seed_from_u64(seed);
+        let extreme = match config.format {
+            Format::Ci8 => 0x80,
+            Format::Ci4 => 0x88,
+        };
+        let input: Vec<u8> = (0..config.input_bytes())
+            .map(|_| match fill {
+                1 => extreme,
+                2 if rng.random() => extreme,
+                0 if rng.random_range(0..8) == 0 => extreme,
+                _ => rng.random(),
+            })
+            .collect();
+        let expected = correlate_reference(&config, &input).unwrap();
+        gpu.set_wgmma_enabled(wgmma);
+        let correlator = Correlator::new(&gpu, config);
+        gpu.set_wgmma_enabled(hopper);
+        let correlator = correlator.unwrap();
+        prop_assert!(!correlator.uses_wgmma() || (wgmma && hopper));
+        let device_input = gpu.upload(&input).unwrap();
+        let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+        correlator.correlate(&device_input, &mut output).unwrap();
+        let got = output.download().unwrap();
+        let wrong = (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).count();
+        prop_assert_eq!(
+            wrong,
+            0,
+            "int32: {} of {} wrong (wgmma {})",
+            wrong,
+            got.len(),
+            correlator.uses_wgmma()
+        );
+        let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0xA5).unwrap();
+        correlator.accumulate(&device_input, &mut accumulator).unwrap();
+        let poison = i64::from_ne_bytes([0xA5; 8]);
+        let want: Vec<[i64; 2]> =
+            expected.iter().map(|v| [poison.wrapping_add(v[0]), poison.wrapping_add(v[1])]).collect();
+        prop_assert!(accumulator.download().unwrap() == want, "int64 accumulation differs");
+        Ok(())
+    });
 }

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use radio_kernels::delay_beamformer::{
     beamform_reference, curand_init, dither, engine_subsequence, reference_states, Beam, DelayBeamformer,
-    DelayBeamformerConfig, Reference, Xorwow, VARIANTS,
+    DelayBeamformerConfig, Plan, Reference, Xorwow, THREADS, VARIANTS,
 };
 use radio_kernels::{DeviceBuffer, Error, Gpu};
 use rand::rngs::StdRng;
@@ -98,13 +98,13 @@ struct Summary {
 }
 
 /// Every output within one LSB of the reference and equal to it unless the reference value
-/// lies within the error bound of a rounding boundary; saturation counts between the
-/// definite and the possible ones.
+/// lies within the error bound of a rounding boundary; saturation counts (when given: the
+/// launch covered exactly these outputs) between the definite and the possible ones.
 fn assert_matches(
     config: &DelayBeamformerConfig,
     reference: &Reference,
     got: &[[i8; 2]],
-    saturated: &[u32],
+    saturated: Option<&[u32]>,
 ) -> Summary {
     assert_eq!(got.len(), reference.output.len());
     let mut summary = Summary::default();
@@ -132,14 +132,16 @@ fn assert_matches(
         definite[o / per_beam] += sure as u32;
         possible[o / per_beam] += maybe as u32;
     }
-    for b in 0..config.beams.len() {
-        assert!(
-            definite[b] <= saturated[b] && saturated[b] <= possible[b],
-            "beam {b}: {} saturated, reference {}..={}",
-            saturated[b],
-            definite[b],
-            possible[b]
-        );
+    if let Some(saturated) = saturated {
+        for b in 0..config.beams.len() {
+            assert!(
+                definite[b] <= saturated[b] && saturated[b] <= possible[b],
+                "beam {b}: {} saturated, reference {}..={}",
+                saturated[b],
+                definite[b],
+                possible[b]
+            );
+        }
     }
     summary
 }
@@ -154,14 +156,14 @@ fn check_case(gpu: &Gpu, config: DelayBeamformerConfig, rng: &mut StdRng) {
     let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
     let seed = rng.random();
     let mut state = beamformer.dither_state(seed, engine_subsequence(rng.random_range(0..64)), 0).unwrap();
-    let mut states = reference_states(seed, state.first_subsequence, 0, plan.state_count() as usize);
+    let mut states = reference_states(seed, state.first_subsequence, 0, plan.state_count() as usize).unwrap();
     let mut total = Summary::default();
     for _ in 0..2 {
         let input = random_input(config.input_len(), rng);
         let device_input = gpu.upload(&input).unwrap();
         let (got, saturated) = launch(gpu, &beamformer, &device_input, &dw, &dd, Some(&mut state));
         let reference = beamform_reference(&config, &plan, &input, &w, &d, Some(&mut states)).unwrap();
-        let s = assert_matches(&config, &reference, &got, &saturated);
+        let s = assert_matches(&config, &reference, &got, Some(&saturated));
         total.components += s.components;
         total.exact_checked += s.exact_checked;
         total.ambiguous += s.ambiguous;
@@ -177,10 +179,10 @@ fn check_case(gpu: &Gpu, config: DelayBeamformerConfig, rng: &mut StdRng) {
         config.channels,
         config.times,
         config.beams.len(),
-        (plan.variant.slots, plan.variant.times_per_thread),
-        plan.batches,
-        plan.groups,
-        plan.tiles_per_group
+        (plan.variant().slots(), plan.variant().times_per_thread()),
+        plan.batches(),
+        plan.groups(),
+        plan.tiles_per_group()
     );
 }
 
@@ -232,7 +234,7 @@ fn every_variant_matches_the_reference() {
     let gpu = gpu();
     let mut rng = rng();
     for v in VARIANTS {
-        let config = random_config(37, v.pols, 3, 1000, 2 * v.slots + 3, &mut rng);
+        let config = random_config(37, v.pols(), 3, 1000, 2 * v.slots() + 3, &mut rng);
         check_case(&gpu, config, &mut rng);
     }
 }
@@ -260,14 +262,14 @@ fn dither_on_half_integers_follows_the_stream_bit_for_bit() {
     let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
     let seed = rng.random();
     let mut state = beamformer.dither_state(seed, 12345, 0).unwrap();
-    let mut states = reference_states(seed, 12345, 0, plan.state_count() as usize);
+    let mut states = reference_states(seed, 12345, 0, plan.state_count() as usize).unwrap();
     for _ in 0..2 {
         let input: Vec<[i8; 2]> = (0..config.input_len())
             .map(|_| [rng.random_range(-63i8..63) * 2 + 1, rng.random_range(-63i8..63) * 2 + 1])
             .collect();
         let (got, _) = launch(&gpu, &beamformer, &gpu.upload(&input).unwrap(), &dw, &dd, Some(&mut state));
         let reference = beamform_reference(&config, &plan, &input, &w, &d, Some(&mut states)).unwrap();
-        let s = assert_matches(&config, &reference, &got, &vec![0; config.beams.len()]);
+        let s = assert_matches(&config, &reference, &got, Some(&vec![0; config.beams.len()]));
         // Here the f32 beam value is exact, so only the f32 addition of a dither below about
         // 2^-17 (half an ulp at 64) can differ from the reference: every other output is
         // exact, whatever the general tolerance allowed.
@@ -306,7 +308,7 @@ fn dither_states_are_curand_init_of_consecutive_subsequences() {
         let got = state.states().unwrap();
         assert_eq!(got.len() as u64, beamformer.plan().state_count());
         assert!(
-            got == reference_states(seed, first, offset, got.len()),
+            got == reference_states(seed, first, offset, got.len()).unwrap(),
             "seed {seed} first {first} offset {offset}"
         );
         for i in [0, 1, got.len() / 2, got.len() - 1] {
@@ -337,7 +339,7 @@ fn dither_is_the_cpu_stream_zero_mean_and_symmetric_over_1e8_draws() {
     let count = state.count() as usize;
     let draws = 100_000_000usize.div_ceil(count) as u32;
     let (raw, values) = state.draw(&gpu, draws).unwrap();
-    let mut cpu = reference_states(seed, 0, 0, count);
+    let mut cpu = reference_states(seed, 0, 0, count).unwrap();
     for n in 0..draws as usize {
         for (i, g) in cpu.iter_mut().enumerate() {
             let r = g.next_u32();
@@ -587,8 +589,482 @@ fn bad_input_is_rejected_before_launch() {
         Err(Error::InvalidConfig(_))
     ));
     // Nothing above launched: the state is untouched, and a good call still works.
-    assert!(state.states().unwrap() == reference_states(1, 0, 0, state.count() as usize));
+    assert!(state.states().unwrap() == reference_states(1, 0, 0, state.count() as usize).unwrap());
     let before: Vec<Xorwow> = state.states().unwrap();
     beamformer.beamform(&input, &w, &d, Some(&mut state), &mut output, &mut saturated).unwrap();
     assert!(state.states().unwrap() != before);
+}
+
+/// Output bytes poisoned with [`POISON`] and counts never reset: nothing was launched.
+fn assert_untouched(output: &DeviceBuffer<[i8; 2]>, saturated: &DeviceBuffer<u32>) {
+    assert!(output.download().unwrap().iter().all(|&x| x == [POISON as i8; 2]), "the output was written");
+    let poison = u32::from_ne_bytes([POISON; 4]);
+    assert!(saturated.download().unwrap().iter().all(|&n| n == poison), "the counts were reset");
+}
+
+/// NaN, infinities and f32 overflow in the kernel's steering (beam scale `|Re w| + |Im w|`,
+/// phase `c d` at the last channel) are refused with `NonFinite` naming the argument and the
+/// first bad index, by `beamform`, `upload_steering` and the reference alike, before any
+/// launch; good steering then gives the same output through both launch paths.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn non_finite_steering_is_rejected_before_launch() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let config = DelayBeamformerConfig {
+        antennas: 5,
+        pols: 2,
+        channels: 3,
+        first_channel: 1000,
+        times: 64,
+        beams: vec![Beam { pol: 0, dither: true }, Beam { pol: 1, dither: false }],
+    };
+    let beamformer = beamformer_of(&gpu, &config);
+    let plan = beamformer.plan().clone();
+    let (w, d) = random_steering(&config, &mut rng);
+    let host_input = random_input(config.input_len(), &mut rng);
+    let input = gpu.upload(&host_input).unwrap();
+    let mut state = beamformer.dither_state(5, 0, 0).unwrap();
+    let start = state.states().unwrap();
+    let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut saturated = gpu.alloc::<u32>(2, POISON).unwrap();
+    let last = (config.first_channel + config.channels - 1) as f32;
+    const WEIGHTS: &str = "delay beamformer weights";
+    const DELAYS: &str = "delay beamformer delays";
+    // (weights, delays, the argument named, the index named)
+    type Case = (Vec<[f32; 2]>, Vec<f32>, &'static str, usize);
+    let mut cases: Vec<Case> = Vec::new();
+    for (index, bad) in [(7, [f32::NAN, 0.0]), (3, [0.0, f32::INFINITY]), (9, [f32::NEG_INFINITY, 1.0])] {
+        let mut w = w.clone();
+        w[index] = bad;
+        cases.push((w, d.clone(), WEIGHTS, index));
+    }
+    let mut huge = w.clone();
+    huge[4] = [3e38, -3e38]; // each finite, the beam scale is not
+    cases.push((
+        huge,
+        d.clone(),
+        "|Re w| + |Im w| (the kernel's beam scale, f32) of delay beamformer weights",
+        4,
+    ));
+    for (index, bad) in [(2, f32::NAN), (8, f32::INFINITY), (5, 1.5 * f32::MAX / last)] {
+        let mut d = d.clone();
+        d[index] = bad;
+        let what = if bad.is_finite() {
+            "last channel x delay (the kernel's phase, f32) of delay beamformer delays"
+        } else {
+            DELAYS
+        };
+        cases.push((w.clone(), d, what, index));
+    }
+    let non_finite = |r: Result<(), Error>, what: &str, index: usize| match r {
+        Err(Error::NonFinite { what: got, index: i }) => assert_eq!((got, i), (what, index)),
+        other => panic!("{what}[{index}]: {other:?}"),
+    };
+    for (bad_w, bad_d, what, index) in &cases {
+        let (dw, dd) = (gpu.upload(bad_w).unwrap(), gpu.upload(bad_d).unwrap());
+        non_finite(
+            beamformer.beamform(&input, &dw, &dd, Some(&mut state), &mut output, &mut saturated),
+            what,
+            *index,
+        );
+        non_finite(beamformer.upload_steering(bad_w, bad_d).map(|_| ()), what, *index);
+        let mut states = start.clone();
+        let reference = beamform_reference(&config, &plan, &host_input, bad_w, bad_d, Some(&mut states));
+        non_finite(reference.map(|_| ()), what, *index);
+    }
+    assert_untouched(&output, &saturated);
+    assert!(state.states().unwrap() == start, "a refused launch advanced the dither states");
+
+    // Steering checked for another configuration is refused by beamform_steered.
+    let other = beamformer_of(&gpu, &DelayBeamformerConfig { antennas: 6, ..config.clone() });
+    let (ow, od) = random_steering(other.config(), &mut rng);
+    let foreign = other.upload_steering(&ow, &od).unwrap();
+    let r = beamformer.beamform_steered(&input, &foreign, Some(&mut state), &mut output, &mut saturated);
+    assert!(matches!(r, Err(Error::InvalidConfig(_))), "{r:?}");
+    assert_untouched(&output, &saturated);
+
+    // Good steering: both paths, two identical dither states, one output.
+    let mut twin = beamformer.dither_state(5, 0, 0).unwrap();
+    let steering = beamformer.upload_steering(&w, &d).unwrap();
+    let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
+    let (got, counts) = launch(&gpu, &beamformer, &input, &dw, &dd, Some(&mut state));
+    let mut output2 = gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut saturated2 = gpu.alloc::<u32>(2, POISON).unwrap();
+    beamformer.beamform_steered(&input, &steering, Some(&mut twin), &mut output2, &mut saturated2).unwrap();
+    assert_eq!(output2.download().unwrap(), got);
+    assert_eq!(saturated2.download().unwrap(), counts);
+    let mut states = start.clone();
+    let reference = beamform_reference(&config, &plan, &host_input, &w, &d, Some(&mut states)).unwrap();
+    assert_matches(&config, &reference, &got, Some(&counts));
+    assert!(state.states().unwrap() == states && twin.states().unwrap() == states);
+}
+
+/// Buffers, dither states and steering of another GPU are refused with `WrongDevice` before
+/// any launch, even from an identically configured beamformer (needs two GPUs).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_and_dither_states_of_another_gpu_are_rejected() {
+    let Some(gpu1) = second_gpu() else { return };
+    let gpu0 = gpu();
+    let mut rng = rng();
+    let config = DelayBeamformerConfig {
+        antennas: 4,
+        pols: 2,
+        channels: 2,
+        first_channel: 0,
+        times: 64,
+        beams: vec![Beam { pol: 0, dither: true }, Beam { pol: 1, dither: false }],
+    };
+    let (here, there) = (beamformer_of(&gpu0, &config), beamformer_of(&gpu1, &config));
+    let host_input = random_input(config.input_len(), &mut rng);
+    let (w, d) = random_steering(&config, &mut rng);
+    let on = |gpu: &Gpu| {
+        (
+            gpu.upload(&host_input).unwrap(),
+            gpu.upload(&w).unwrap(),
+            gpu.upload(&d).unwrap(),
+            gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap(),
+            gpu.alloc::<u32>(2, POISON).unwrap(),
+        )
+    };
+    let (input, dw, dd, mut output, mut saturated) = on(&gpu0);
+    let (f_input, f_w, f_d, mut f_output, mut f_saturated) = on(&gpu1);
+    let mut state = here.dither_state(3, 0, 0).unwrap();
+    let mut foreign_state = there.dither_state(3, 0, 0).unwrap();
+    assert!(state.belongs_to(&gpu0) && !state.belongs_to(&gpu1) && foreign_state.belongs_to(&gpu1));
+    let (start, foreign_start) = (state.states().unwrap(), foreign_state.states().unwrap());
+    let wrong = |r: Result<(), Error>, what: &str| match r {
+        Err(Error::WrongDevice { what: got }) => assert_eq!(got, what),
+        other => panic!("{what}: {other:?}"),
+    };
+    let s = Some(&mut state);
+    wrong(here.beamform(&f_input, &dw, &dd, s, &mut output, &mut saturated), "delay beamformer input");
+    let s = Some(&mut state);
+    wrong(here.beamform(&input, &f_w, &dd, s, &mut output, &mut saturated), "delay beamformer weights");
+    let s = Some(&mut state);
+    wrong(here.beamform(&input, &dw, &f_d, s, &mut output, &mut saturated), "delay beamformer delays");
+    let s = Some(&mut state);
+    wrong(here.beamform(&input, &dw, &dd, s, &mut f_output, &mut saturated), "delay beamformer output");
+    let s = Some(&mut state);
+    wrong(
+        here.beamform(&input, &dw, &dd, s, &mut output, &mut f_saturated),
+        "delay beamformer saturation counts",
+    );
+    let f = Some(&mut foreign_state);
+    wrong(here.beamform(&input, &dw, &dd, f, &mut output, &mut saturated), "dither state");
+    let foreign_steering = there.upload_steering(&w, &d).unwrap();
+    let s = Some(&mut state);
+    wrong(
+        here.beamform_steered(&input, &foreign_steering, s, &mut output, &mut saturated),
+        "delay beamformer weights",
+    );
+    wrong(state.draw(&gpu1, 1).map(|_| ()), "dither state");
+    assert_untouched(&output, &saturated);
+    assert_untouched(&f_output, &f_saturated);
+    assert!(state.states().unwrap() == start);
+    assert!(foreign_state.states().unwrap() == foreign_start);
+    // Each on its own GPU works and agrees.
+    let a = launch(&gpu0, &here, &input, &dw, &dd, Some(&mut state));
+    let b = launch(&gpu1, &there, &f_input, &f_w, &f_d, Some(&mut foreign_state));
+    if here.plan() == there.plan() {
+        assert_eq!(a, b);
+    }
+}
+
+/// Two handles opened on one ordinal share the device's primary context: each accepts the
+/// other's buffers and dither states, and the results equal the reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_handles_on_one_gpu_accept_each_others_buffers_and_states() {
+    let (gpu_a, gpu_b) = (gpu(), radio_kernels::open(0).unwrap());
+    let mut rng = rng();
+    let config = random_config(9, 2, 3, 520, 11, &mut rng);
+    let config = DelayBeamformerConfig {
+        beams: config
+            .beams
+            .iter()
+            .enumerate()
+            .map(|(b, beam)| Beam { dither: b % 2 == 0, ..*beam })
+            .collect(),
+        ..config
+    };
+    let (a, b) = (beamformer_of(&gpu_a, &config), beamformer_of(&gpu_b, &config));
+    assert_eq!(a.plan(), b.plan());
+    let host_input = random_input(config.input_len(), &mut rng);
+    let (w, d) = random_steering(&config, &mut rng);
+    let input = gpu_b.upload(&host_input).unwrap();
+    let (dw, dd) = (gpu_b.upload(&w).unwrap(), gpu_b.upload(&d).unwrap());
+    let mut state = b.dither_state(11, 7, 0).unwrap();
+    assert!(state.belongs_to(&gpu_a) && gpu_a.owns(&input));
+    let mut output = gpu_b.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut saturated = gpu_b.alloc::<u32>(config.beams.len(), POISON).unwrap();
+    a.beamform(&input, &dw, &dd, Some(&mut state), &mut output, &mut saturated).unwrap();
+    let steering = b.upload_steering(&w, &d).unwrap();
+    let mut output2 = gpu_a.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut saturated2 = gpu_a.alloc::<u32>(config.beams.len(), POISON).unwrap();
+    let mut state2 = a.dither_state(11, 7, 0).unwrap();
+    a.beamform_steered(&input, &steering, Some(&mut state2), &mut output2, &mut saturated2).unwrap();
+    let (got, counts) = (output.download().unwrap(), saturated.download().unwrap());
+    assert_eq!(output2.download().unwrap(), got);
+    assert_eq!(saturated2.download().unwrap(), counts);
+    let mut states = reference_states(11, 7, 0, a.plan().state_count() as usize).unwrap();
+    let reference = beamform_reference(&config, a.plan(), &host_input, &w, &d, Some(&mut states)).unwrap();
+    assert_matches(&config, &reference, &got, Some(&counts));
+    assert!(state.states().unwrap() == states);
+    state.draw(&gpu_a, 1).unwrap();
+}
+
+/// Any valid small configuration (antennas, polarisations, channels, first channel up to
+/// the 2^24 limit, times, beams of random polarisations, dither none/all/random) with random
+/// input (one sample in sixteen a -128 component), all -128, or half -128, and random or
+/// extreme steering: the GPU within the existing tests' criteria of the CPU reference
+/// (exact away from rounding boundaries, one LSB near them, saturation counts between the
+/// definite and the possible), and the dither states bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn property_valid_configurations_match_the_reference() {
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+    let gpu = gpu();
+    let first = prop_oneof![Just(0u32), 0u32..30000, Just((1 << 24) - 4)];
+    // (antennas, pols, channels, first channel, times / 8, beams, dither mode, fill, steering, seed)
+    let strategy =
+        (1u32..=40, 1u32..=2, 1u32..=4, first, 1u32..=80, 1u32..=20, 0u32..3, 0u32..3, 0u32..2, any::<u64>());
+    gpu_proptest(
+        16,
+        strategy,
+        |(antennas, pols, channels, first_channel, t8, beams, dither, fill, steer, seed)| {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let config = DelayBeamformerConfig {
+                antennas,
+                pols,
+                channels,
+                first_channel,
+                times: 8 * t8,
+                beams: (0..beams)
+                    .map(|_| Beam {
+                        pol: rng.random_range(0..pols),
+                        dither: match dither {
+                            0 => false,
+                            1 => true,
+                            _ => rng.random(),
+                        },
+                    })
+                    .collect(),
+            };
+            prop_assert!(config.validate().is_ok());
+            let beamformer = DelayBeamformer::new(&gpu, config.clone()).unwrap();
+            let plan = beamformer.plan().clone();
+            let input: Vec<[i8; 2]> = match fill {
+                0 => random_input(config.input_len(), &mut rng),
+                1 => vec![[-128, -128]; config.input_len()],
+                _ => (0..config.input_len())
+                    .map(|_| [0, 1].map(|_| if rng.random() { -128 } else { rng.random() }))
+                    .collect(),
+            };
+            let (mut w, mut d) = random_steering(&config, &mut rng);
+            if steer == 1 {
+                // Extremes the checks accept: weights near the f32 limit for one beam (its
+                // outputs saturate, as +-inf after the kernel's scaling), zero weights, and
+                // delays with large phases.
+                let b0 = rng.random_range(0..beams as usize);
+                for a in 0..antennas as usize {
+                    let k = a * beams as usize + b0;
+                    w[k] = [1e38 * rng.random_range(-1.0f32..1.0), 1e38 * rng.random_range(-1.0f32..1.0)];
+                    let k2 = a * beams as usize + rng.random_range(0..beams as usize);
+                    if k2 != k {
+                        w[k2] = [0.0, 0.0];
+                    }
+                    d[k] = rng.random_range(-1e6f32..1e6);
+                }
+            }
+            let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
+            let seed = rng.random();
+            let mut state =
+                beamformer.dither_state(seed, engine_subsequence(rng.random_range(0..8)), 0).unwrap();
+            let mut states =
+                reference_states(seed, state.first_subsequence, 0, plan.state_count() as usize).unwrap();
+            let device_input = gpu.upload(&input).unwrap();
+            let (got, saturated) = launch(&gpu, &beamformer, &device_input, &dw, &dd, Some(&mut state));
+            let reference = beamform_reference(&config, &plan, &input, &w, &d, Some(&mut states)).unwrap();
+            let summary = assert_matches(&config, &reference, &got, Some(&saturated));
+            if config.dithered() {
+                prop_assert!(state.states().unwrap() == states, "dither states diverged");
+            }
+            println!("A={antennas} P={pols} C={channels}+{first_channel} T={} B={beams} fill {fill} steer {steer}: {summary:?}", config.times);
+            Ok(())
+        },
+    );
+}
+
+/// Input and output offsets past 2^32 bytes: 2 antennas x 2 polarisations x 2^30 + 2^19
+/// times (8.6 GB of input, antenna 1 wholly past 2^32 bytes, antenna 0 crossing it) into two
+/// beams (4.3 GB of output, beam 1 crossing 2^32 bytes). Random input in three windows of
+/// times (across the output boundary, across the input boundary, the last times), zero
+/// elsewhere: the windows equal the CPU reference computed for them alone, and every other
+/// output is exactly zero (the poison is gone).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn offsets_past_4_gib_of_input_and_output_are_exact() {
+    let _one_at_a_time = large_memory_guard();
+    let gpu = gpu();
+    let times = (1u32 << 30) + (1 << 19);
+    let config = DelayBeamformerConfig {
+        antennas: 2,
+        pols: 2,
+        channels: 1,
+        first_channel: 77,
+        times,
+        beams: vec![Beam { pol: 0, dither: false }, Beam { pol: 1, dither: false }],
+    };
+    let (input_bytes, output_bytes) = (2 * config.input_len() as u64, 2 * config.output_len() as u64);
+    assert!(input_bytes > 1 << 32 && output_bytes > 1 << 32);
+    if !enough_memory(&gpu, input_bytes + output_bytes) {
+        return;
+    }
+    let mut rng = rng();
+    const W: u32 = 4096;
+    // Beam 1's outputs cross byte 2^32 at time 2^31 - times; antenna 0's input at 2^30.
+    let windows = [(1u32 << 31) - times - W / 2, (1 << 30) - W / 2, times - W];
+    assert!(windows.iter().all(|&t0| t0 + W <= times));
+    assert!((2 * config.output_index(1, 0, windows[0]) as u64) < 1 << 32);
+    assert!((2 * config.output_index(1, 0, windows[0] + W - 1) as u64) >= 1 << 32);
+    assert!((2 * config.input_index(0, 0, windows[1], 0) as u64) < 1 << 32);
+    assert!((2 * config.input_index(0, 0, windows[1] + W - 1, 1) as u64) >= 1 << 32);
+    let mut input = vec![[0i8; 2]; config.input_len()];
+    let sub = DelayBeamformerConfig { times: 3 * W, ..config.clone() };
+    let mut sub_input = vec![[0i8; 2]; sub.input_len()];
+    for (n, &t0) in windows.iter().enumerate() {
+        for a in 0..2 {
+            for t in 0..W {
+                for p in 0..2 {
+                    let x =
+                        [rng.random::<i8>(), if rng.random_range(0..16) == 0 { -128 } else { rng.random() }];
+                    input[config.input_index(a, 0, t0 + t, p)] = x;
+                    sub_input[sub.input_index(a, 0, n as u32 * W + t, p)] = x;
+                }
+            }
+        }
+    }
+    let beamformer = beamformer_of(&gpu, &config);
+    let (w, d) = random_steering(&config, &mut rng);
+    let device_input = gpu.upload(&input).unwrap();
+    drop(input);
+    let (got, saturated) =
+        launch(&gpu, &beamformer, &device_input, &gpu.upload(&w).unwrap(), &gpu.upload(&d).unwrap(), None);
+    drop(device_input);
+    let mut got_sub = vec![[0i8; 2]; sub.output_len()];
+    for b in 0..2 {
+        for (n, &t0) in windows.iter().enumerate() {
+            for t in 0..W {
+                got_sub[sub.output_index(b, 0, n as u32 * W + t)] = got[config.output_index(b, 0, t0 + t)];
+            }
+        }
+    }
+    let plan = Plan::new(&sub, 1).unwrap();
+    let reference = beamform_reference(&sub, &plan, &sub_input, &w, &d, None).unwrap();
+    // The zero input elsewhere saturates nothing: the launch's counts are the windows'.
+    let summary = assert_matches(&sub, &reference, &got_sub, Some(&saturated));
+    // Everything outside the windows is zero, read 16 bytes at a time.
+    let mut outside = 0usize;
+    for b in 0..2u32 {
+        let mut from = config.output_index(b, 0, 0);
+        let mut ranges = Vec::new();
+        for &t0 in &windows {
+            ranges.push(from..config.output_index(b, 0, t0));
+            from = config.output_index(b, 0, t0 + W);
+        }
+        ranges.push(from..config.output_index(b, 0, times - 1) + 1);
+        for range in ranges {
+            let bytes: &[u8] = bytemuck::cast_slice(&got[range]);
+            // SAFETY: every bit pattern is a valid u128.
+            let (head, middle, tail) = unsafe { bytes.align_to::<u128>() };
+            assert!(head.iter().chain(tail).all(|&x| x == 0));
+            assert!(middle.iter().all(|&x| x == 0), "a nonzero output outside the windows (beam {b})");
+            outside += bytes.len() / 2;
+        }
+    }
+    assert_eq!(outside + 2 * 3 * W as usize, config.output_len());
+    println!("{} outputs past 2^32 bytes checked: {summary:?}; {outside} zero outputs elsewhere", 2 * 3 * W);
+}
+
+/// Dither states past 2^32 bytes: 65535 channels x 22 beam batches x 128 threads = 184.5 M
+/// states (4.4 GB); the last channels' states start past byte 2^32. Their outputs equal the
+/// reference replaying `curand_init` states of the same subsequences, and their states
+/// after the launch equal the reference's bit for bit.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dither_states_past_4_gib_follow_their_subsequences() {
+    let _one_at_a_time = large_memory_guard();
+    let gpu = gpu();
+    let config = DelayBeamformerConfig {
+        antennas: 3,
+        pols: 1,
+        channels: 65535,
+        first_channel: 0,
+        times: 8,
+        beams: (0..176).map(|_| Beam { pol: 0, dither: true }).collect(),
+    };
+    let beamformer = beamformer_of(&gpu, &config);
+    let plan = beamformer.plan().clone();
+    assert_eq!((plan.batches(), plan.groups(), plan.tiles_per_group()), (22, 1, 1));
+    let state_bytes = plan.state_count() * 24;
+    assert!(state_bytes > 1 << 32);
+    if !enough_memory(&gpu, state_bytes + 2 * config.output_len() as u64) {
+        return;
+    }
+    let mut rng = rng();
+    let input = random_input(config.input_len(), &mut rng);
+    let (w, d) = random_steering(&config, &mut rng);
+    let seed = rng.random();
+    let first_subsequence = engine_subsequence(3);
+    let mut state = beamformer.dither_state(seed, first_subsequence, 0).unwrap();
+    // Poisoned with -128, which the quantiser never produces: every output must be written.
+    let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), 0x80).unwrap();
+    let mut saturated = gpu.alloc::<u32>(176, POISON).unwrap();
+    let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
+    let device_input = gpu.upload(&input).unwrap();
+    beamformer.beamform(&device_input, &dw, &dd, Some(&mut state), &mut output, &mut saturated).unwrap();
+    let got = output.download().unwrap();
+    assert!(got.iter().all(|x| !x.contains(&-128)), "an output was not written");
+    // The last 8 channels: sub-launch with the same plan shape, states offset by channel.
+    let (skip, k) = (65527u32, 8u32);
+    let per_channel = 22 * THREADS as u64;
+    assert!(skip as u64 * per_channel * 24 > 1 << 32, "the checked states lie past byte 2^32");
+    let sub = DelayBeamformerConfig { channels: k, first_channel: skip, ..config.clone() };
+    let sub_plan = Plan::new(&sub, 1).unwrap();
+    assert_eq!((sub_plan.batches(), sub_plan.groups()), (22, 1));
+    let mut sub_input = vec![[0i8; 2]; sub.input_len()];
+    for a in 0..3 {
+        for c in 0..k {
+            for t in 0..8 {
+                sub_input[sub.input_index(a, c, t, 0)] = input[config.input_index(a, skip + c, t, 0)];
+            }
+        }
+    }
+    let mut states = reference_states(
+        seed,
+        first_subsequence + skip as u64 * per_channel,
+        0,
+        sub_plan.state_count() as usize,
+    )
+    .unwrap();
+    let reference = beamform_reference(&sub, &sub_plan, &sub_input, &w, &d, Some(&mut states)).unwrap();
+    let mut got_sub = vec![[0i8; 2]; sub.output_len()];
+    for b in 0..176 {
+        for c in 0..k {
+            for t in 0..8 {
+                got_sub[sub.output_index(b, c, t)] = got[config.output_index(b, skip + c, t)];
+            }
+        }
+    }
+    let summary = assert_matches(&sub, &reference, &got_sub, None);
+    let after = state.states().unwrap();
+    assert_eq!(after.len() as u64, plan.state_count());
+    assert!(
+        after[(skip as u64 * per_channel) as usize..] == states[..],
+        "the states past 2^32 bytes diverged"
+    );
+    println!("{} states ({state_bytes} bytes); the last {k} channels: {summary:?}", plan.state_count());
 }

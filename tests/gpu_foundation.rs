@@ -255,3 +255,82 @@ fn wgmma_f16_through_swizzled_shared_memory_matches_cpu() {
 fn wgmma_s8_through_swizzled_shared_memory_is_exact() {
     assert_wgmma(true);
 }
+
+/// Buffers carry their CUDA context: a launcher given a buffer of another GPU returns
+/// `WrongDevice` before launching (on a machine with one GPU the test says so and passes).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_gpu_are_rejected() {
+    use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format, Order};
+    use radio_kernels::summary::launch_copy;
+    use radio_kernels::Error;
+    let Some(gpu1) = second_gpu() else { return };
+    let gpu0 = gpu();
+    let config = CorrelatorConfig {
+        stations: 8,
+        pols: 2,
+        channels: 2,
+        times: 64,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    let correlator = Correlator::new(&gpu0, config).unwrap();
+    let mut rng = rng();
+    let input: Vec<u8> = (0..config.input_bytes()).map(|_| rand::Rng::random(&mut rng)).collect();
+    let (here, there) = (gpu0.upload(&input).unwrap(), gpu1.upload(&input).unwrap());
+    let mut out_here = gpu0.alloc::<[i32; 2]>(config.output_len(), 0xa5).unwrap();
+    let mut out_there = gpu1.alloc::<[i32; 2]>(config.output_len(), 0xa5).unwrap();
+    assert!(gpu0.owns(&here) && !gpu0.owns(&there) && gpu1.owns(&there));
+    let err = correlator.correlate(&there, &mut out_here).unwrap_err();
+    assert!(matches!(err, Error::WrongDevice { .. }), "{err}");
+    let err = correlator.correlate(&here, &mut out_there).unwrap_err();
+    assert!(matches!(err, Error::WrongDevice { .. }), "{err}");
+    // Nothing was written on either device.
+    assert!(out_there.download().unwrap().iter().flatten().all(|&v| v == 0xa5a5_a5a5_u32 as i32));
+    assert!(out_here.download().unwrap().iter().flatten().all(|&v| v == 0xa5a5_a5a5_u32 as i32));
+    let words = gpu1.upload(&[1u32, 2, 3, 4]).unwrap();
+    let mut copy = gpu0.alloc::<u32>(4, 0).unwrap();
+    assert!(matches!(launch_copy(&gpu0, &words, &mut copy), Err(Error::WrongDevice { .. })));
+    correlator.correlate(&here, &mut out_here).unwrap();
+    let want = radio_kernels::correlator::correlate_reference(&config, &input).unwrap();
+    let got = out_here.download().unwrap();
+    assert!(got.iter().zip(&want).all(|(g, w)| g[0] as i64 == w[0] && g[1] as i64 == w[1]));
+}
+
+/// Two handles on one device share its primary context, so their buffers are interchangeable.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_handles_on_one_device_share_buffers() {
+    use radio_kernels::summary::launch_copy;
+    let (a, b) = (gpu(), gpu());
+    let words: Vec<u32> = (0..64).map(|i| i * 2654435761u32).collect();
+    let src = b.upload(&words).unwrap();
+    let mut dst = a.alloc::<u32>(64, 0xff).unwrap();
+    assert!(a.owns(&src) && b.owns(&dst));
+    launch_copy(&a, &src, &mut dst).unwrap();
+    assert_eq!(dst.download().unwrap(), words);
+}
+
+/// A lent `DeviceBufferMut` uploads, poisons and feeds kernels, and the ceiling launchers
+/// launch only their own kernels by name.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn lent_buffers_and_named_ceiling_launches_are_checked() {
+    use radio_kernels::summary::{ceiling_blocks, fill_random, launch_mma, wgmma_ceiling, CEILING_THREADS};
+    use radio_kernels::Error;
+    let gpu = gpu();
+    let mut buffer = gpu.alloc::<u32>(1024, 0).unwrap();
+    buffer.borrow_mut().poison(0x5a).unwrap();
+    assert!(buffer.download().unwrap().iter().all(|&w| w == 0x5a5a_5a5a));
+    fill_random(&gpu, buffer.borrow_mut(), 9).unwrap();
+    let words = buffer.download().unwrap();
+    assert!(words.iter().filter(|&&w| w == 0x5a5a_5a5a).count() < 4, "fill_random wrote every word");
+    let wrong = buffer.borrow_mut().upload(&[1, 2, 3]).unwrap_err();
+    assert!(matches!(wrong, Error::ShapeMismatch { .. }), "{wrong}");
+    let mut out = gpu.alloc::<u32>((ceiling_blocks(&gpu) * CEILING_THREADS) as usize, 0).unwrap();
+    let err = launch_mma(&gpu, "ceiling_copy", 1, &mut out).unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    launch_mma(&gpu, "ceiling_mma_m16n8k32_s8", 1, &mut out).unwrap();
+    let err = wgmma_ceiling(&gpu, "ceiling_copy", 1, 1).unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+}

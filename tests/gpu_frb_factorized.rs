@@ -132,9 +132,18 @@ fn bad_input_is_rejected_before_launch() {
     let theta = vec![0.0f32; config.theta_len()];
     let theta_prime = vec![0.0f32; config.theta_prime_len()];
     assert!(matches!(resampler.set_grid(&theta_prime, &theta_prime), Err(Error::ShapeMismatch { .. })));
-    let mut inf = theta.clone();
-    inf[0] = f32::INFINITY;
-    assert!(matches!(resampler.set_grid(&inf, &theta_prime), Err(Error::InvalidConfig(_))));
+    for bad in [f32::INFINITY, f32::NEG_INFINITY, f32::NAN] {
+        let mut values = theta.clone();
+        values[3] = bad;
+        let r = resampler.set_grid(&values, &theta_prime);
+        assert!(matches!(r, Err(Error::NonFinite { what: "theta", index: 3 })), "{bad}: {r:?}");
+        let mut values = theta_prime.clone();
+        values[10] = bad;
+        let r = resampler.set_grid(&theta, &values);
+        assert!(matches!(r, Err(Error::NonFinite { what: "theta'", index: 10 })), "{bad}: {r:?}");
+    }
+    // Refused grids leave no grid set.
+    assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
     resampler.set_grid(&theta, &theta_prime).unwrap();
     let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
     assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
@@ -142,4 +151,69 @@ fn bad_input_is_rejected_before_launch() {
     assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
     resampler.resample(&i, &mut j).unwrap();
     gpu.synchronize().unwrap();
+}
+
+/// Buffers of another GPU are `WrongDevice` (on a machine with one GPU the test says so).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_device_are_refused() {
+    let gpu = gpu();
+    let Some(other) = second_gpu() else { return };
+    let config = FactorizedConfig { channels: 1, times: 4, m: 8, n: 8, g: 3, g_prime: 2 };
+    let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
+    resampler.set_grid(&[0.5; 3], &[1.5; 2]).unwrap();
+    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let foreign_i = other.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+    let mut foreign_j = other.alloc::<u16>(config.output_len(), 0).unwrap();
+    assert!(matches!(resampler.resample(&foreign_i, &mut j), Err(Error::WrongDevice { .. })));
+    assert!(matches!(resampler.resample(&i, &mut foreign_j), Err(Error::WrongDevice { .. })));
+    resampler.resample(&i, &mut j).unwrap();
+}
+
+/// Any valid small factorized job: every grid, 1 or 2 channels, 1 to 70 samples, beam grids
+/// from 1 x 1 to 128 x 128 (ragged), positions random, at half-integers or far out, I random
+/// or at the f16 extremes: within `BOUND` of the f64 reference ([`check`]), nothing unwritten.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn property_random_jobs_match_the_reference() {
+    use proptest::prelude::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    let gpu = gpu();
+    let axis = prop_oneof![Just(1u32), Just(128u32), 1u32..=128];
+    let strategy =
+        ((0..FRB_CASES.len(), 1u32..=2, 1u32..=70, axis.clone(), axis), any::<bool>(), 0u8..3, any::<u64>());
+    gpu_proptest(14, strategy, |((k, channels, times, g, g_prime), extreme_i, positions, seed)| {
+        let case = FRB_CASES[k];
+        let config = FactorizedConfig { channels, times, m: case.m, n: case.n, g, g_prime };
+        let mut rng = StdRng::seed_from_u64(seed);
+        let i: Vec<u16> = (0..config.intensity_len())
+            .map(|_| {
+                let v = if extreme_i {
+                    [0.0, 6e-8, 1000.0, 0.5][rng.random_range(0..4)]
+                } else {
+                    rng.random_range(0.0..100.0)
+                };
+                f16::from_f64(v).to_bits()
+            })
+            .collect();
+        let position = |rng: &mut StdRng| -> f32 {
+            match positions {
+                0 => rng.random_range(-40.0..40.0),
+                1 => (rng.random_range(-80i32..80) as f32) / 2.0,
+                _ => [4096.0, -4096.0, 0.0, 1e6, -3.25e5][rng.random_range(0..5)],
+            }
+        };
+        let theta: Vec<f32> = (0..config.theta_len()).map(|_| position(&mut rng)).collect();
+        let theta_prime: Vec<f32> = (0..config.theta_prime_len()).map(|_| position(&mut rng)).collect();
+        let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
+        let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
+        let want = factorized_reference(&config, &i, &theta, &theta_prime).unwrap();
+        prop_assert!(got.iter().all(|&v| v != u16::from_ne_bytes([POISON; 2])), "{config:?}: unwritten J");
+        if want.iter().any(|&w| w != 0.0) {
+            check(&got, &want, &config);
+        }
+        Ok(())
+    });
 }

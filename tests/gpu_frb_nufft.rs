@@ -102,3 +102,21 @@ fn bad_inputs_are_rejected() {
     let other = NufftPlan::new(8, 12, 2, &t, &t, NufftParams { sigma: 2.0, width: 5 }).unwrap();
     assert!(matches!(GpuNufft::new(&gpu, &other), Err(Error::InvalidConfig(_))));
 }
+
+/// Buffers of another GPU are `WrongDevice` (on a machine with one GPU the test says so).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_device_are_refused() {
+    let gpu = gpu();
+    let Some(other) = second_gpu() else { return };
+    let plan = NufftPlan::new(8, 8, 1, &[0.5, 3.25], &[1.0, -2.5], NUFFT_DEFAULT).unwrap();
+    let nufft = GpuNufft::new(&gpu, &plan).unwrap();
+    let times = 3;
+    let i = gpu.alloc::<u16>(times * 256, 0).unwrap();
+    let foreign_i = other.alloc::<u16>(times * 256, 0).unwrap();
+    let mut j = gpu.alloc::<u16>(times * 2, 0).unwrap();
+    let mut foreign_j = other.alloc::<u16>(times * 2, 0).unwrap();
+    assert!(matches!(nufft.resample(times as u32, &foreign_i, &mut j), Err(Error::WrongDevice { .. })));
+    assert!(matches!(nufft.resample(times as u32, &i, &mut foreign_j), Err(Error::WrongDevice { .. })));
+    nufft.resample(times as u32, &i, &mut j).unwrap();
+}

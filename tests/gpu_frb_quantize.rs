@@ -124,3 +124,82 @@ fn counts_are_reset_and_bad_buffers_rejected() {
         Err(Error::InvalidConfig(_))
     ));
 }
+
+/// Non-finite scale and offset are quantised and counted as clipped, as the reference does
+/// (the module's documented rule): NaN, +-inf and f32 extremes in scale and offset, next to
+/// J's own NaN and infinities, bit-exact bytes and counts.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn non_finite_scale_and_offset_count_as_clipped() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 0.0, -0.0, 1.0];
+    for format in [Format::U8, Format::U4] {
+        let config = QuantizeConfig { channels: 2, times: 130, beams: 64, format };
+        let j = random_j(&mut rng, config.input_len(), config.format.max() as f32);
+        let scale: Vec<f32> = (0..config.params_len()).map(|i| specials[i % 8]).collect();
+        let offset: Vec<f32> = (0..config.params_len()).map(|i| specials[(i / 8) % 8]).collect();
+        let want = quantize_reference(&config, &j, &scale, &offset).unwrap();
+        let q = Quantizer::new(&gpu, config).unwrap();
+        let (jd, sd, od) =
+            (gpu.upload(&j).unwrap(), gpu.upload(&scale).unwrap(), gpu.upload(&offset).unwrap());
+        let mut out = gpu.alloc::<u8>(config.output_len(), 0xa5).unwrap();
+        let mut sat = gpu.alloc::<u32>(config.params_len(), 0x5a).unwrap();
+        q.quantize(&jd, &sd, &od, &mut out, &mut sat).unwrap();
+        assert_eq!(out.download().unwrap(), want.output, "{config:?}: bytes");
+        assert_eq!(sat.download().unwrap(), want.saturated, "{config:?}: clip counts");
+        // A non-finite scale or offset clips every sample of its row.
+        for (at, (&s, &o)) in scale.iter().zip(&offset).enumerate() {
+            if !s.is_finite() || !o.is_finite() {
+                assert_eq!(want.saturated[at], config.times, "{config:?} row {at}: scale {s}, offset {o}");
+            }
+        }
+    }
+}
+
+/// Buffers of another GPU are `WrongDevice` (on a machine with one GPU the test says so).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_device_are_refused() {
+    let gpu = gpu();
+    let Some(other) = second_gpu() else { return };
+    let config = QuantizeConfig { channels: 1, times: 16, beams: 8, format: Format::U8 };
+    let q = Quantizer::new(&gpu, config).unwrap();
+    let j = gpu.alloc::<u16>(config.input_len(), 0).unwrap();
+    let p = gpu.upload(&vec![1.0f32; config.params_len()]).unwrap();
+    let foreign_p = other.upload(&vec![1.0f32; config.params_len()]).unwrap();
+    let mut out = gpu.alloc::<u8>(config.output_len(), 0).unwrap();
+    let mut sat = gpu.alloc::<u32>(config.params_len(), 0).unwrap();
+    let mut foreign_sat = other.alloc::<u32>(config.params_len(), 0).unwrap();
+    let wrong = |r: radio_kernels::Result<()>| matches!(r, Err(Error::WrongDevice { .. }));
+    assert!(wrong(q.quantize(&j, &foreign_p, &p, &mut out, &mut sat)));
+    assert!(wrong(q.quantize(&j, &p, &foreign_p, &mut out, &mut sat)));
+    assert!(wrong(q.quantize(&j, &p, &p, &mut out, &mut foreign_sat)));
+    q.quantize(&j, &p, &p, &mut out, &mut sat).unwrap();
+}
+
+/// Any valid small job: both formats, 1 to 3 channels, 1 to 300 samples (ragged tiles, odd
+/// counts for U4's nibbles), 1 to 200 beams (the vector and scalar load paths), random J with
+/// clips, ties, zeros and non-finite values ([`random_j`]), random finite scales and offsets:
+/// bytes and clip counts bit-exact ([`check`]).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn property_random_jobs_are_bit_exact() {
+    use proptest::prelude::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    let gpu = gpu();
+    let format = prop_oneof![Just(Format::U8), Just(Format::U4)];
+    let strategy = (
+        format,
+        1u32..=3,
+        prop_oneof![Just(1u32), 1u32..=300],
+        prop_oneof![Just(8u32), 1u32..=200],
+        any::<u64>(),
+    );
+    gpu_proptest(16, strategy, |(format, channels, times, beams, seed)| {
+        let mut rng = StdRng::seed_from_u64(seed);
+        check(&gpu, QuantizeConfig { channels, times, beams, format }, &mut rng);
+        Ok(())
+    });
+}

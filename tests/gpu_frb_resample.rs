@@ -411,3 +411,163 @@ fn wgmma_j_is_the_sm80_j_to_f32_rounding() {
         }
     }
 }
+
+/// Non-finite beam positions are `NonFinite` naming the argument and the first bad index,
+/// positions past `MAX_ABS_POSITION` `InvalidConfig` (found by the W and U kernels' checks,
+/// before any GEMM), for both resamplers; after a refused call `resample` refuses to run
+/// until good positions are set, which give the same J as before.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn non_finite_positions_are_rejected_before_the_gemm() {
+    use radio_kernels::frb_beamformer::resample::MAX_ABS_POSITION;
+    let gpu = gpu();
+    let mut rng = rng();
+    for wgmma in paths(&gpu) {
+        gpu.set_wgmma_enabled(wgmma);
+        let config = ResampleConfig { channels: 2, times: 9, m: 8, n: 12, beams: 5 };
+        let i = random_intensity(&mut rng, config.intensity_len());
+        let theta: Vec<f32> = (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
+        let good = gpu.upload(&theta).unwrap();
+        let i_gpu = gpu.upload(&i).unwrap();
+        let mut resampler = Resampler::new(&gpu, config).unwrap();
+        let mut fused = FusedResampler::new(&gpu, config).unwrap();
+        let mut j = gpu.alloc::<u16>(config.output_len(), POISON).unwrap();
+        resampler.set_beams(&good, &good).unwrap();
+        resampler.resample(&i_gpu, &mut j).unwrap();
+        let before = j.download().unwrap();
+        let want = resample_reference(&config, &i, &theta, &theta).unwrap();
+        assert!(relative_l2(&before, &want) < BOUND);
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut values = theta.clone();
+            values[7] = bad;
+            values[8] = bad;
+            let bad_gpu = gpu.upload(&values).unwrap();
+            for (what, (t, tp)) in [("theta", (&bad_gpu, &good)), ("theta'", (&good, &bad_gpu))] {
+                let r = resampler.set_beams(t, tp);
+                assert!(
+                    matches!(r, Err(Error::NonFinite { what: w, index: 7 }) if w == what),
+                    "{bad} {what}: {r:?}"
+                );
+                let r = fused.set_beams(t, tp);
+                assert!(
+                    matches!(r, Err(Error::NonFinite { what: w, index: 7 }) if w == what),
+                    "{bad} {what}: {r:?}"
+                );
+                assert!(matches!(resampler.resample(&i_gpu, &mut j), Err(Error::InvalidConfig(_))));
+                assert!(matches!(fused.resample(&i_gpu, &mut j), Err(Error::InvalidConfig(_))));
+            }
+        }
+        let mut far = theta.clone();
+        far[3] = MAX_ABS_POSITION.next_up();
+        let far = gpu.upload(&far).unwrap();
+        assert!(matches!(resampler.set_beams(&far, &good), Err(Error::InvalidConfig(_))));
+        assert!(matches!(fused.set_beams(&good, &far), Err(Error::InvalidConfig(_))));
+        // The largest accepted positions pass.
+        let edge = gpu.upload(&vec![-MAX_ABS_POSITION; config.positions_len()]).unwrap();
+        resampler.set_beams(&edge, &good).unwrap();
+        fused.set_beams(&good, &edge).unwrap();
+        // Good positions again: the same J.
+        resampler.set_beams(&good, &good).unwrap();
+        fused.set_beams(&good, &good).unwrap();
+        for label in ["W path", "fused"] {
+            j.poison(POISON).unwrap();
+            if label == "W path" {
+                resampler.resample(&i_gpu, &mut j).unwrap();
+            } else {
+                fused.resample(&i_gpu, &mut j).unwrap();
+            }
+            assert_eq!(j.download().unwrap(), before, "wgmma {wgmma} {label}: J after good positions");
+        }
+    }
+}
+
+/// Buffers of another GPU are `WrongDevice` (on a machine with one GPU the test says so).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_of_another_device_are_refused() {
+    let gpu = gpu();
+    let Some(other) = second_gpu() else { return };
+    let config = ResampleConfig { channels: 1, times: 4, m: 8, n: 8, beams: 3 };
+    let wrong = |r: radio_kernels::Result<()>| matches!(r, Err(Error::WrongDevice { .. }));
+    let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
+    let foreign_theta = other.alloc::<f32>(config.positions_len(), 0).unwrap();
+    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let foreign_i = other.alloc::<u16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+    let mut foreign_j = other.alloc::<u16>(config.output_len(), 0).unwrap();
+    let mut resampler = Resampler::new(&gpu, config).unwrap();
+    let mut fused = FusedResampler::new(&gpu, config).unwrap();
+    assert!(wrong(resampler.set_beams(&foreign_theta, &theta)));
+    assert!(wrong(fused.set_beams(&theta, &foreign_theta)));
+    resampler.set_beams(&theta, &theta).unwrap();
+    fused.set_beams(&theta, &theta).unwrap();
+    assert!(wrong(resampler.resample(&foreign_i, &mut j)));
+    assert!(wrong(resampler.resample(&i, &mut foreign_j)));
+    assert!(wrong(fused.resample(&foreign_i, &mut j)));
+    assert!(wrong(fused.resample(&i, &mut foreign_j)));
+    resampler.resample(&i, &mut j).unwrap();
+    fused.resample(&i, &mut j).unwrap();
+}
+
+/// Any valid small resampling job: every grid, 1 to 3 channels, ragged times and beams
+/// (1 included, and up to two tiles), positions random, at exact half-integers or far out
+/// (up to 1023.25 grid units), I random or at the f16 extremes (0, subnormal,
+/// up to 1000): the W path and the fused path (the GPU's default kernels) within `BOUND`
+/// of the f64 reference, the fused J equal to the W path's bit for bit, nothing unwritten.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn property_random_jobs_match_the_reference() {
+    use proptest::prelude::*;
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    let gpu = gpu();
+    gpu.set_wgmma_enabled(true);
+    let shape = (
+        0..FRB_CASES.len(),
+        1u32..=3,
+        prop_oneof![Just(1u32), 1u32..=400],
+        prop_oneof![Just(1u32), 1u32..=300],
+    );
+    let strategy = (shape, any::<bool>(), 0u8..3, any::<u64>());
+    gpu_proptest(14, strategy, |((k, channels, times, beams), extreme_i, positions, seed)| {
+        let case = FRB_CASES[k];
+        let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
+        let mut rng = StdRng::seed_from_u64(seed);
+        let i: Vec<u16> = (0..config.intensity_len())
+            .map(|_| {
+                if extreme_i {
+                    let v = [0.0, 6e-8, 1000.0, 65504.0 / 8192.0, 0.5][rng.random_range(0..5)];
+                    f16::from_f64(v).to_bits()
+                } else {
+                    f16::from_f64(rng.random_range(0.0..100.0)).to_bits()
+                }
+            })
+            .collect();
+        let position = |rng: &mut StdRng| -> f32 {
+            match positions {
+                0 => rng.random_range(-40.0..40.0),
+                1 => (rng.random_range(-80i32..80) as f32) / 2.0,
+                // Far positions (U is M- and N-periodic): exact in f32, whose phase error
+                // grows with |theta| (at MAX_ABS_POSITION it reaches the bound's size).
+                _ => [512.0, -512.0, 0.0, 511.5, -1023.25][rng.random_range(0..5)],
+            }
+        };
+        let theta: Vec<f32> = (0..config.positions_len()).map(|_| position(&mut rng)).collect();
+        let theta_prime: Vec<f32> = (0..config.positions_len()).map(|_| position(&mut rng)).collect();
+        let mut w_path = Resampler::new(&gpu, config).unwrap();
+        let mut fused = FusedResampler::new(&gpu, config).unwrap();
+        let w_j = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
+        let f_j = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
+        let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+        let poison = u16::from_ne_bytes([POISON; 2]);
+        prop_assert!(w_j.iter().chain(&f_j).all(|&v| v != poison), "{config:?}: unwritten J");
+        prop_assert_eq!(&f_j, &w_j, "{:?}: the fused J differs from the W path's", config);
+        let norm: f64 = want.iter().map(|x| x * x).sum();
+        if norm > 0.0 {
+            let error = relative_l2(&w_j, &want);
+            println!("{config:?} extreme I {extreme_i} positions {positions}: relative L2 {error:.2e}");
+            prop_assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
+        }
+        Ok(())
+    });
+}

@@ -59,7 +59,8 @@ impl Hgemm {
         let stream = gpu.stream();
         let (w, _w_record) = weights.raw().device_ptr(stream);
         let (i, _i_record) = intensity.raw().device_ptr(stream);
-        let (j, _j_record) = out.raw_mut().device_ptr_mut(stream);
+        // SAFETY: the allocation is only read for its address, never replaced.
+        let (j, _j_record) = unsafe { out.raw_mut() }.device_ptr_mut(stream);
         // alpha = 1 and beta = 0 in the compute type (f16 bits for F16).
         let (one32, zero32) = (1.0f32, 0.0f32);
         let (one16, zero16) = (0x3c00u16, 0u16);

@@ -3,7 +3,7 @@
 
 pub mod cublas;
 
-use radio_kernels::{DeviceBuffer, Gpu};
+use radio_kernels::{DeviceBufferMut, Gpu};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -19,17 +19,31 @@ pub fn open_gpu(bench: &str) -> Option<Gpu> {
 }
 
 /// Fills `buffer` with random bytes on the device ([`radio_kernels::summary::fill_random`]).
-pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: &mut DeviceBuffer<T>, seed: u32) {
+pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, buffer: DeviceBufferMut<'_, T>, seed: u32) {
     radio_kernels::summary::fill_random(gpu, buffer, seed).expect("fill launch");
 }
 
 /// The criterion settings of the kernel benchmarks (10 samples, 0.2 s warm-up, 2 s of
-/// measurement; the command line may override them).
+/// measurement, no plots; the command line may override them).
 pub fn kernel_criterion() -> criterion::Criterion {
+    criterion_with(Duration::from_millis(200), Duration::from_secs(2))
+}
+
+/// The settings every benchmark binary builds its criterion from: 10 samples, the given
+/// warm-up and measurement times, and no plots, then the command line's overrides.
+///
+/// Plots are off because criterion draws them with `plotters`, whose text in this workspace
+/// goes through `ab_glyph` (the demo's figures enable that feature) and finds no registered
+/// font in a bench binary: the first plot fails with `FontUnavailable` and criterion panics,
+/// whether or not the machine has system fonts. The numbers (stdout and `target/criterion`'s
+/// JSON) do not need them; `--plotting-backend gnuplot` turns plots back on where gnuplot is
+/// installed.
+pub fn criterion_with(warm_up: Duration, measurement: Duration) -> criterion::Criterion {
     criterion::Criterion::default()
         .sample_size(10)
-        .warm_up_time(Duration::from_millis(200))
-        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(warm_up)
+        .measurement_time(measurement)
+        .without_plots()
         .configure_from_args()
 }
 

@@ -6,6 +6,12 @@
 //! bit-exact for every input (E = -8 and A = -128 included). Formats: E and J complex int4+4
 //! (one byte, re in the low nibble, `packing::pack_ci4`), A complex int8+8 (`[i8; 2]` = [re,
 //! im]), s `i32` in 0..=31.
+//!
+//! Sizes: E and J pass 2^32 bytes within the valid range (e.g. F = 65535, T = 2^22), so the
+//! kernels index them with 64-bit offsets; the work-item index is 32-bit, which `validate()`
+//! enforces (`F * 2 * T / 128 < 2^32`). The size and index helpers are exact (u128
+//! arithmetic) for every valid configuration and saturate, never wrap or panic, on invalid
+//! ones.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
@@ -64,7 +70,23 @@ impl BeamformerConfig {
             ));
         }
         if self.items() > u32::MAX as u64 {
-            return bad(format!("freqs * 2 * times / 128 = {} work items exceeds 2^32 - 1", self.items()));
+            return bad(format!(
+                "freqs * 2 * times / 128 = {} work items exceeds 2^32 - 1, the kernel's 32-bit item index",
+                self.items()
+            ));
+        }
+        // Every field is in range here, so every size fits in u64 (the kernels index E, A and
+        // J with 64-bit offsets); on hosts with a narrower usize they may not.
+        for (what, factors, element_bytes) in [
+            ("E", [self.times, self.freqs, POLS, self.dishes], 1u128),
+            ("J", [self.beams, self.freqs, POLS, self.times], 1),
+            ("A", [self.freqs, POLS, self.beams, self.dishes], 2),
+            ("s", [self.freqs, POLS, self.beams, 1], 4),
+        ] {
+            let bytes = factors.iter().map(|&f| f as u128).product::<u128>() * element_bytes;
+            if usize::try_from(bytes).is_err() {
+                return bad(format!("{what} would hold {bytes} bytes, more than this host can address"));
+            }
         }
         Ok(())
     }
@@ -73,37 +95,41 @@ impl BeamformerConfig {
     pub fn items(&self) -> u64 {
         self.freqs as u64 * POLS as u64 * (self.times / CHUNK) as u64
     }
-    /// E size in bytes (ci4 `[tau][f][p][d]`).
+    /// E size in bytes (ci4 `[tau][f][p][d]`). This and the other size helpers are exact
+    /// whenever the size fits in `usize` (every configuration `validate()` accepts) and
+    /// saturate at `usize::MAX` otherwise.
     pub fn e_len(&self) -> usize {
-        self.times as usize * self.freqs as usize * POLS as usize * self.dishes as usize
+        saturating_product(&[self.times, self.freqs, POLS, self.dishes])
     }
     /// A size in complex values (ci8 `[f][p][beta][d]`).
     pub fn weights_len(&self) -> usize {
-        self.freqs as usize * POLS as usize * self.beams as usize * self.dishes as usize
+        saturating_product(&[self.freqs, POLS, self.beams, self.dishes])
     }
     /// Number of shifts (`[f][p][beta]`).
     pub fn shifts_len(&self) -> usize {
-        self.freqs as usize * POLS as usize * self.beams as usize
+        saturating_product(&[self.freqs, POLS, self.beams])
     }
     /// J size in bytes (ci4 `[beta][f][p][tau]`).
     pub fn output_len(&self) -> usize {
-        self.beams as usize * self.freqs as usize * POLS as usize * self.times as usize
+        saturating_product(&[self.beams, self.freqs, POLS, self.times])
     }
+    /// Position of `E[tau][f][p][d]`. This and the other index helpers compute exactly in
+    /// u128: meaningful for in-range arguments of a valid configuration, they saturate at
+    /// `usize::MAX` where the position does not fit in `usize`.
     pub fn e_index(&self, tau: u32, f: u32, p: u32, d: u32) -> usize {
-        (((tau as usize * self.freqs as usize + f as usize) * POLS as usize + p as usize)
-            * self.dishes as usize)
-            + d as usize
+        saturating_index(&[(tau, 1), (f, self.freqs), (p, POLS), (d, self.dishes)])
     }
+    /// Position of `A[f][p][beta][d]`.
     pub fn weight_index(&self, f: u32, p: u32, beam: u32, d: u32) -> usize {
-        self.shift_index(f, p, beam) * self.dishes as usize + d as usize
+        saturating_index(&[(f, 1), (p, POLS), (beam, self.beams), (d, self.dishes)])
     }
+    /// Position of `s[f][p][beta]`.
     pub fn shift_index(&self, f: u32, p: u32, beam: u32) -> usize {
-        (f as usize * POLS as usize + p as usize) * self.beams as usize + beam as usize
+        saturating_index(&[(f, 1), (p, POLS), (beam, self.beams)])
     }
+    /// Position of `J[beta][f][p][tau]`.
     pub fn output_index(&self, beam: u32, f: u32, p: u32, tau: u32) -> usize {
-        ((beam as usize * self.freqs as usize + f as usize) * POLS as usize + p as usize)
-            * self.times as usize
-            + tau as usize
+        saturating_index(&[(beam, 1), (f, self.freqs), (p, POLS), (tau, self.times)])
     }
     /// Useful operations of one launch: 8 per complex multiply-accumulate, `8 P F B D T`.
     pub fn useful_ops(&self) -> f64 {
@@ -122,8 +148,10 @@ impl BeamformerConfig {
         }
     }
 
-    /// Checks the weight and shift arrays: lengths, and every shift in 0..=31.
+    /// Checks the configuration, then the weight and shift arrays: lengths, and every shift in
+    /// 0..=31.
     pub fn check_weights(&self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
+        self.validate()?;
         self.check_len("beamformer weights (complex values)", self.weights_len(), weights.len())?;
         self.check_len("beamformer shifts", self.shifts_len(), shifts.len())?;
         if let Some((at, s)) = shifts.iter().enumerate().find(|(_, s)| !(0..=31).contains(*s)) {
@@ -137,6 +165,22 @@ impl BeamformerConfig {
         }
         Ok(())
     }
+}
+
+/// The product of `factors`, exact in u128, saturated at `usize::MAX`.
+fn saturating_product(factors: &[u32]) -> usize {
+    let product = factors.iter().map(|&f| f as u128).product::<u128>(); // < 2^128: four u32
+    usize::try_from(product).unwrap_or(usize::MAX)
+}
+
+/// The row-major position `((i0 n1 + i1) n2 + i2) ...` of indices `(i, n)` (the first `n`
+/// unused), exact in u128 while it fits, saturated at `usize::MAX`.
+fn saturating_index(indices: &[(u32, u32)]) -> usize {
+    indices
+        .iter()
+        .try_fold(0u128, |at, &(i, n)| at.checked_mul(n as u128)?.checked_add(i as u128))
+        .and_then(|at| usize::try_from(at).ok())
+        .unwrap_or(usize::MAX)
 }
 
 /// The exact CPU reference: the formula of the module comment with i64 sums.
@@ -155,8 +199,10 @@ pub fn beamform_reference(
     for tau in 0..c.times {
         for f in 0..c.freqs {
             for p in 0..POLS {
-                for (d, x) in row.iter_mut().enumerate() {
-                    let (re, im) = unpack_ci4(e[c.e_index(tau, f, p, d as u32)]);
+                // E[tau][f][p][..] is `dishes` consecutive bytes.
+                let samples = &e[c.e_index(tau, f, p, 0)..][..c.dishes as usize];
+                for (x, &byte) in row.iter_mut().zip(samples) {
+                    let (re, im) = unpack_ci4(byte);
                     *x = (re as i64, im as i64);
                 }
                 for beam in 0..c.beams {
@@ -251,6 +297,17 @@ impl<'g> BasebandBeamformer<'g> {
                 )));
             }
             let blocks = (per_sm as u64 * gpu.sm_count() as u64).min(config.items()) as u32;
+            // A block counts its stages (`items per block * CHUNK / stage_rows`, plus the
+            // ring's look-ahead) in u32.
+            let block_stages =
+                config.items().div_ceil(blocks as u64) * (CHUNK / stage_rows) as u64 + layout::STAGES as u64;
+            if block_stages > u32::MAX as u64 {
+                return Err(Error::InvalidConfig(format!(
+                    "{} work items on {blocks} blocks give {block_stages} stages per block, past the \
+                     kernel's 32-bit stage count",
+                    config.items()
+                )));
+            }
             launches.push(Launch { kernel, first_beam, beams, blocks, shared_bytes, stage_rows });
         }
         let weights = gpu.upload(weights)?;
@@ -272,6 +329,8 @@ impl<'g> BasebandBeamformer<'g> {
 
     /// One launch on the GPU's stream: J (`output_len()` bytes) from E (`e_len()` bytes).
     pub fn beamform(&self, e: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u8>) -> Result<()> {
+        self.gpu.check_owner(e, "beamformer E")?;
+        self.gpu.check_owner(output, "beamformer output J")?;
         let c = &self.config;
         c.check_len("beamformer E (bytes)", c.e_len(), e.len())?;
         c.check_len("beamformer output J (bytes)", c.output_len(), output.len())?;
@@ -281,7 +340,7 @@ impl<'g> BasebandBeamformer<'g> {
             let weights = self.weights.raw().slice(first * c.dishes as usize * 2..);
             let shifts = self.shifts.raw().slice(first * 4..);
             let j_offset = first * fps as usize * c.times as usize;
-            let mut j = output.raw_mut().slice_mut(j_offset..);
+            let mut j = output.arg_mut().slice_mut(j_offset..);
             let mut launch = self.gpu.stream().launch_builder(&part.kernel);
             launch
                 .arg(e.raw())

@@ -4,6 +4,11 @@
 //! Output layout: complex `[channel][b(i,j)][pi][pj]` with `b(i,j) = i(i+1)/2 + j`, i >= j,
 //! each value `sum_t x_i,pi conj(x_j,pj)` as (re, im): `[i32; 2]` per launch, `[i64; 2]` when
 //! accumulated.
+//!
+//! Sizes: the largest valid configuration (65535 stations, 65535 channels) has about 5.6e14
+//! output values and 1.4e17 input bytes, so the kernels index input and output with 64-bit
+//! offsets throughout; the size helpers here are exact (u128 arithmetic) for every valid
+//! configuration and saturate, never wrap or panic, on invalid ones.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
@@ -58,51 +63,126 @@ impl CorrelatorConfig {
                 self.format.max_magnitude()
             ));
         }
+        // Every field is in range here, so both sizes fit in u64; on hosts with a narrower
+        // usize they may not. The kernels index with 64-bit offsets throughout.
+        if self.checked_input_bytes().is_none() {
+            return bad(format!(
+                "the input would hold {} bytes, more than this host can address",
+                self.times as u128
+                    * self.channels as u128
+                    * self.stations as u128
+                    * self.pols as u128
+                    * self.format.bytes() as u128
+            ));
+        }
+        let accumulator_bytes = self.checked_output_len().and_then(|n| n.checked_mul(16));
+        if accumulator_bytes.is_none() {
+            return bad(format!(
+                "the int64 output would hold {} complex values (16 bytes each), more than this host can address",
+                self.channels as u128 * self.baselines() as u128 * (self.pols as u128).pow(2)
+            ));
+        }
         Ok(())
     }
 
+    /// Baselines `N (N + 1) / 2` (autos included), exact in u64 for every `stations` (0 for
+    /// none).
     pub fn baselines(&self) -> u64 {
-        layout::baseline_index(self.stations - 1, self.stations - 1) + 1
+        let n = self.stations as u64;
+        // n (n + 1) < 2^64 for every u32 n.
+        n * (n + 1) / 2
     }
-    /// Input size in bytes: `times * channels * stations * pols` elements.
+    /// Input size in bytes: `times * channels * stations * pols` elements, exact whenever it
+    /// fits in `usize` (every configuration `validate()` accepts); saturates at `usize::MAX`
+    /// otherwise.
     pub fn input_bytes(&self) -> usize {
-        self.times as usize
-            * self.channels as usize
-            * self.stations as usize
-            * self.pols as usize
-            * self.format.bytes() as usize
+        self.checked_input_bytes().unwrap_or(usize::MAX)
     }
-    /// Output size in complex values.
+    /// Output size in complex values: `channels * baselines * pols^2`, exact whenever it fits
+    /// in `usize` (every configuration `validate()` accepts); saturates at `usize::MAX`
+    /// otherwise.
     pub fn output_len(&self) -> usize {
-        self.channels as usize * self.baselines() as usize * (self.pols * self.pols) as usize
+        self.checked_output_len().unwrap_or(usize::MAX)
     }
-    /// Position of V[channel][b(i, j)][pi][pj] (i >= j) in the output.
+    fn checked_input_bytes(&self) -> Option<usize> {
+        exact_product(&[
+            self.times as u128,
+            self.channels as u128,
+            self.stations as u128,
+            self.pols as u128,
+            self.format.bytes() as u128,
+        ])
+    }
+    fn checked_output_len(&self) -> Option<usize> {
+        exact_product(&[
+            self.channels as u128,
+            self.baselines() as u128,
+            self.pols as u128,
+            self.pols as u128,
+        ])
+    }
+    /// Position of V[channel][b(i, j)][pi][pj] (i >= j) in the output, computed exactly in
+    /// u128: meaningful for in-range arguments of a valid configuration; saturates at
+    /// `usize::MAX` where the position does not fit in `usize`.
     pub fn output_index(&self, channel: u32, i: u32, j: u32, pi: u32, pj: u32) -> usize {
-        layout::visibility_index(channel, self.baselines(), self.pols, i, j, pi, pj) as usize
+        let (p, baseline) = (self.pols as u128, layout::baseline_index(i, j) as u128);
+        (channel as u128 * self.baselines() as u128 + baseline)
+            .checked_mul(p)
+            .and_then(|x| (x + pi as u128).checked_mul(p))
+            .and_then(|x| x.checked_add(pj as u128))
+            .and_then(|x| usize::try_from(x).ok())
+            .unwrap_or(usize::MAX)
     }
     /// Useful operations of one launch: 8 per complex multiply-accumulate over the lower
     /// triangle including autos, `8 N (N + 1) / 2 P^2 C T`.
     pub fn useful_ops(&self) -> f64 {
         8.0 * self.baselines() as f64
-            * (self.pols * self.pols) as f64
+            * (self.pols as f64 * self.pols as f64)
             * self.channels as f64
             * self.times as f64
     }
-    /// Byte offset of element (t, channel, station, pol) in the input.
+    /// Byte offset of element (t, channel, station, pol) in the input, computed exactly in
+    /// u128: meaningful for in-range arguments of a valid configuration; saturates at
+    /// `usize::MAX` where the offset does not fit in `usize`.
     pub fn input_offset(&self, t: u32, channel: u32, station: u32, pol: u32) -> usize {
-        let row = t as u64 * self.channels as u64 + channel as u64;
+        let row = t as u128 * self.channels as u128 + channel as u128;
+        let (stations, pols) = (self.stations as u128, self.pols as u128);
         let element = match self.order {
             Order::StationPol => {
-                (row * self.stations as u64 + station as u64) * self.pols as u64 + pol as u64
+                (row * stations + station as u128).checked_mul(pols).map(|x| x + pol as u128)
             }
             Order::PolStation => {
-                (row * self.pols as u64 + pol as u64) * self.stations as u64 + station as u64
+                (row * pols + pol as u128).checked_mul(stations).map(|x| x + station as u128)
             }
         };
-        (element * self.format.bytes() as u64) as usize
+        element
+            .and_then(|x| x.checked_mul(self.format.bytes() as u128))
+            .and_then(|x| usize::try_from(x).ok())
+            .unwrap_or(usize::MAX)
     }
-    /// Decodes input element (t, channel, station, pol) as (re, im).
-    pub fn sample(&self, input: &[u8], t: u32, channel: u32, station: u32, pol: u32) -> (i64, i64) {
+    /// Decodes input element (t, channel, station, pol) as (re, im). `input` must hold
+    /// `input_bytes()` bytes of a valid configuration and each index must be in range;
+    /// otherwise `ShapeMismatch` or `InvalidConfig` names what is wrong.
+    pub fn sample(&self, input: &[u8], t: u32, channel: u32, station: u32, pol: u32) -> Result<(i64, i64)> {
+        self.validate()?;
+        self.check_input_len(input.len())?;
+        for (what, value, limit) in [
+            ("t", t, self.times),
+            ("channel", channel, self.channels),
+            ("station", station, self.stations),
+            ("pol", pol, self.pols),
+        ] {
+            if value >= limit {
+                return Err(Error::InvalidConfig(format!(
+                    "sample index {what} = {value} is past the configuration's {limit}"
+                )));
+            }
+        }
+        Ok(self.decode(input, t, channel, station, pol))
+    }
+    /// [`CorrelatorConfig::sample`] for a validated configuration, an input of
+    /// `input_bytes()` bytes and in-range indices.
+    fn decode(&self, input: &[u8], t: u32, channel: u32, station: u32, pol: u32) -> (i64, i64) {
         let at = self.input_offset(t, channel, station, pol);
         match self.format {
             Format::Ci8 => (input[at] as i8 as i64, input[at + 1] as i8 as i64),
@@ -124,6 +204,12 @@ impl CorrelatorConfig {
     }
 }
 
+/// The product of `factors` if it fits in `usize`.
+fn exact_product(factors: &[u128]) -> Option<usize> {
+    let product = factors.iter().try_fold(1u128, |acc, &f| acc.checked_mul(f))?;
+    usize::try_from(product).ok()
+}
+
 /// The exact CPU reference: `V[c][b(i,j)][pi][pj] = sum_t x_i,pi conj(x_j,pj)` in i64.
 pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Vec<[i64; 2]>> {
     config.validate()?;
@@ -135,16 +221,20 @@ pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Ve
         for t in 0..config.times {
             for i in 0..n {
                 for pi in 0..p {
-                    x[(i * p + pi) as usize] = config.sample(input, t, c, i, pi);
+                    x[(i * p + pi) as usize] = config.decode(input, t, c, i, pi);
                 }
             }
+            // Baselines b(i, j) in increasing order: channel c's values are consecutive
+            // blocks of p^2 from `output_index(c, 0, 0, 0, 0)`.
+            let mut at = config.output_index(c, 0, 0, 0, 0);
             for i in 0..n {
                 for j in 0..=i {
                     for pi in 0..p {
                         let (a1, b1) = x[(i * p + pi) as usize];
                         for pj in 0..p {
                             let (a2, b2) = x[(j * p + pj) as usize];
-                            let v = &mut out[config.output_index(c, i, j, pi, pj)];
+                            let v = &mut out[at];
+                            at += 1;
                             v[0] += a1 * a2 + b1 * b2;
                             v[1] += b1 * a2 - a1 * b2;
                         }
@@ -158,8 +248,19 @@ pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Ve
 
 /// Time slices for a launch: enough blocks that the last, partly filled wave of `slots`
 /// concurrent blocks costs little, with slices of at least 16 stages. Returns (slices,
-/// stages per slice).
-pub fn time_slices(blocks: u64, slots: u64, stages: u32) -> (u32, u32) {
+/// stages per slice), which cover `stages` exactly once with no empty slice: `(slices - 1) *
+/// per_slice < stages <= slices * per_slice`, at most 16 slices. `stages` and `slots` must be
+/// positive (`InvalidConfig` otherwise); with no blocks there is nothing to balance and the
+/// answer is one slice.
+pub fn time_slices(blocks: u64, slots: u64, stages: u32) -> Result<(u32, u32)> {
+    if stages == 0 || slots == 0 {
+        return Err(Error::InvalidConfig(format!(
+            "time slices need at least one stage and one block slot, got {stages} stages and {slots} slots"
+        )));
+    }
+    if blocks == 0 {
+        return Ok((1, stages));
+    }
     let mut best = (1, stages, f64::MAX);
     for slices in 1..=16u32 {
         let per_slice = stages.div_ceil(slices);
@@ -167,14 +268,14 @@ pub fn time_slices(blocks: u64, slots: u64, stages: u32) -> (u32, u32) {
             break;
         }
         let slices = stages.div_ceil(per_slice); // no empty slice
-        let waves = (blocks * slices as u64) as f64 / slots.max(1) as f64;
+        let waves = blocks as f64 * slices as f64 / slots as f64;
         // Idle fraction of the last wave, plus a small cost per extra slice (prologue, atomics).
         let cost = (waves.ceil() - waves) / waves.ceil() + 0.01 * (slices - 1) as f64;
         if cost < best.2 - 1e-9 {
             best = (slices, per_slice, cost);
         }
     }
-    (best.0, best.1)
+    Ok((best.0, best.1))
 }
 
 /// A correlator for one configuration on one GPU.
@@ -286,7 +387,7 @@ impl<'g> Correlator<'g> {
             .during("querying the correlator's occupancy")?;
         let blocks = config.channels as u64 * Correlator::blocks_per_channel(&config, wgmma) as u64;
         let slots = per_sm.max(1) as u64 * gpu.sm_count() as u64;
-        let (slices, slice_stages) = time_slices(blocks, slots, config.times / TIME_TILE);
+        let (slices, slice_stages) = time_slices(blocks, slots, config.times / TIME_TILE)?;
         Ok(Correlator { gpu, config, kernel, aligned, wgmma, threads, smem, slices, slice_stages })
     }
 
@@ -320,6 +421,8 @@ impl<'g> Correlator<'g> {
         accumulate: bool,
         stream: &crate::Stream,
     ) -> Result<()> {
+        self.gpu.check_owner(input, "correlator input")?;
+        self.gpu.check_owner(output, "correlator output")?;
         self.config.check_input_len(input.len())?;
         if output.len() != self.config.output_len() {
             return Err(Error::ShapeMismatch {
@@ -344,7 +447,7 @@ impl<'g> Correlator<'g> {
         let mut launch = stream.launch_builder(&self.kernel);
         launch
             .arg(input.raw())
-            .arg(output.raw_mut())
+            .arg(output.arg_mut())
             .arg(&c.stations)
             .arg(&c.pols)
             .arg(&c.channels)
@@ -399,13 +502,19 @@ impl<'g> Correlator<'g> {
         let gpu = self.gpu;
         let bytes = self.config.input_bytes();
         let context = gpu.context();
-        // SAFETY: a pinned buffer is handed out (`buffer`) for writing before each upload;
-        // its initial contents are never uploaded unwritten by `integrate`, and a caller
-        // who submits without writing uploads stale but initialised bytes.
-        let pinned = [
+        let mut pinned = [
+            // SAFETY: the allocation is zeroed below, before any reference to it exists.
             unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
+            // SAFETY: as above.
             unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
         ];
+        for buffer in &mut pinned {
+            let start = buffer.as_mut_ptr().during("mapping pinned memory")?;
+            // SAFETY: `start` addresses the `bytes` bytes just allocated, which nothing else
+            // uses yet; zeroing them makes every later `&mut [u8]` over them (`buffer()`)
+            // refer to initialised memory.
+            unsafe { std::ptr::write_bytes(start, 0, bytes) };
+        }
         Ok(Integration {
             correlator: self,
             copy_stream: gpu.new_stream()?,
@@ -431,8 +540,8 @@ pub struct Integration<'c, 'g> {
 }
 
 impl Integration<'_, '_> {
-    /// The pinned buffer for the next chunk (`input_bytes()` long). Waits until the upload
-    /// that last read it has finished.
+    /// The pinned buffer for the next chunk (`input_bytes()` long): zeros at first, then the
+    /// chunk last submitted from it. Waits until the upload that last read it has finished.
     pub fn buffer(&mut self) -> Result<&mut [u8]> {
         self.pinned[self.submitted % 2].as_mut_slice().during("mapping pinned memory")
     }
@@ -444,7 +553,7 @@ impl Integration<'_, '_> {
         // cudarc's event tracking orders this copy after the kernel that last read
         // device[slot], and the kernel after this copy.
         self.copy_stream
-            .memcpy_htod(&self.pinned[slot], &mut self.device[slot].raw_mut().slice_mut(0..bytes))
+            .memcpy_htod(&self.pinned[slot], &mut self.device[slot].arg_mut().slice_mut(0..bytes))
             .during("copying a chunk to the device")?;
         self.correlator.launch(
             &self.device[slot],
@@ -484,13 +593,13 @@ mod tests {
     fn time_slices_cover_every_stage_once_and_fill_waves() {
         for blocks in [3u64, 136, 2176, 3072, 2080 * 4] {
             for stages in [1u32, 2, 16, 100, 1023] {
-                let (slices, per_slice) = time_slices(blocks, 396, stages);
+                let (slices, per_slice) = time_slices(blocks, 396, stages).unwrap();
                 assert!(slices >= 1 && per_slice >= 1);
                 assert!((slices - 1) * per_slice < stages && slices * per_slice >= stages);
             }
         }
         // 2176 blocks on 396 slots is 5.5 waves; slicing must not be worse than that.
-        let (slices, _) = time_slices(2176, 396, 1023);
+        let (slices, _) = time_slices(2176, 396, 1023).unwrap();
         let waves = 2176.0 * slices as f64 / 396.0;
         assert!((waves.ceil() - waves) / waves.ceil() <= (6.0 - 2176.0 / 396.0) / 6.0);
     }

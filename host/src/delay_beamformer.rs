@@ -6,6 +6,26 @@
 //! with x complex int8 `[antenna][channel][time][pol]`, w complex f32 and d f32
 //! `[antenna][beam]`, y complex int8 `[beam][channel][time]`, Q = round half to even and
 //! saturate to [-127, 127], and per-beam counts of saturated samples.
+//!
+//! Sizes: [`DelayBeamformerConfig::validate`] bounds every field (antennas, channels and
+//! beams at most 65535, channels x times at most `u32::MAX` for the u32 saturation counters),
+//! so the input holds at most 2^50 bytes and the output 2^49; the kernel forms those offsets
+//! in 64 bits, and the size helpers are exact for every accepted configuration (and saturate,
+//! never wrap or panic, for the others). [`Plan`] adds the launch's limits: at most
+//! [`MAX_GROUPS`] time groups (grid y), and below 2^32 dither states when a beam is dithered.
+//!
+//! Non-finite values: `w` and `d` are checked before every launch ([`check_steering`]), as
+//! are the inputs and results of [`steering`]: NaN or infinity is
+//! [`Error::NonFinite`] (naming the argument and the first bad index), and so is a weight
+//! whose `|Re w| + |Im w|` (the kernel's beam scale) or a delay whose `c d` at the last
+//! channel (the kernel's phase) overflows f32. The beam sums are then finite, or +-inf after
+//! the kernel's final scaling for weights near `f32::MAX`; the quantiser counts non-finite
+//! values as clipped (+-inf to +-127, NaN to 0), in the kernel and in [`beamform_reference`].
+//!
+//! Ownership: every buffer given to a launch, and the [`DitherState`] and [`DeviceSteering`]
+//! buffers, must belong to the beamformer's GPU ([`Gpu::check_owner`]), else
+//! [`Error::WrongDevice`]. Device buffers need no alignment check: they are driver
+//! allocations (see [`DeviceBuffer`]).
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::CudaFunction;
@@ -14,6 +34,14 @@ pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, VA
 use radio_kernels_gpu::xorwow::{self, Jump, STATE_WORDS};
 pub use radio_kernels_gpu::xorwow::{dither, Xorwow};
 use std::sync::OnceLock;
+
+/// Most time groups of one launch: the grid's y dimension.
+pub const MAX_GROUPS: u32 = 65535;
+
+/// `value` as usize, or `usize::MAX` when it does not fit.
+fn saturate(value: u128) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
 
 /// One single-polarisation beam.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,14 +64,16 @@ pub struct DelayBeamformerConfig {
     /// Absolute index of local channel 0 (the `c` of the phase slope); `first_channel +
     /// channels` at most 2^24, so every channel index is exact in f32.
     pub first_channel: u32,
-    /// Time samples (spectra) per channel: a positive multiple of [`TIME_GRANULE`] (8).
+    /// Time samples (spectra) per channel: a positive multiple of [`TIME_GRANULE`] (8), with
+    /// `channels * times` at most `u32::MAX` (the per-beam saturation counters are u32).
     pub times: u32,
     /// 1 ..= 65535 beams.
     pub beams: Vec<Beam>,
 }
 
 impl DelayBeamformerConfig {
-    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`. An
+    /// accepted configuration has every size helper exact (input below 2^50 bytes).
     pub fn validate(&self) -> Result<()> {
         let bad = |message: String| Err(Error::InvalidConfig(message));
         if self.antennas == 0 || self.antennas > 65535 {
@@ -76,114 +106,157 @@ impl DelayBeamformerConfig {
         if let Some((b, beam)) = self.beams.iter().enumerate().find(|(_, beam)| beam.pol >= self.pols) {
             return bad(format!("beam {b} reads polarisation {} of {}", beam.pol, self.pols));
         }
+        // Below 2^50 bytes here; only a 32-bit host can fall short.
+        for (what, bytes) in [("input", 2 * self.input_len_exact()), ("output", 2 * self.output_len_exact())]
+        {
+            if bytes > isize::MAX as u128 {
+                return bad(format!("the {what} would hold {bytes} bytes, more than this host can address"));
+            }
+        }
         Ok(())
     }
 
     pub fn dithered(&self) -> bool {
         self.beams.iter().any(|b| b.dither)
     }
-    /// Input length in complex samples: `antennas * channels * times * pols`.
+    fn input_len_exact(&self) -> u128 {
+        self.antennas as u128 * self.channels as u128 * self.times as u128 * self.pols as u128
+    }
+    fn output_len_exact(&self) -> u128 {
+        self.beams.len() as u128 * self.channels as u128 * self.times as u128
+    }
+    /// Input length in complex samples: `antennas * channels * times * pols`. Exact for a
+    /// configuration `validate()` accepts; saturates at `usize::MAX` for others.
     pub fn input_len(&self) -> usize {
-        self.antennas as usize * self.channels as usize * self.times as usize * self.pols as usize
+        saturate(self.input_len_exact())
     }
-    /// Position of x[antenna][channel][time][pol] in the input.
+    /// Position of `x[antenna][channel][time][pol]` in the input (exact for indices inside a
+    /// valid configuration; saturates at `usize::MAX`).
     pub fn input_index(&self, antenna: u32, channel: u32, time: u32, pol: u32) -> usize {
-        (((antenna as usize * self.channels as usize + channel as usize) * self.times as usize
-            + time as usize)
-            * self.pols as usize)
-            + pol as usize
+        let (c, t, p) = (self.channels as u128, self.times as u128, self.pols as u128);
+        saturate(((antenna as u128 * c + channel as u128) * t + time as u128) * p + pol as u128)
     }
-    /// Weights and delays: `antennas * beams` values, `[antenna][beam]`.
+    /// Weights and delays: `antennas * beams` values, `[antenna][beam]` (exact for a valid
+    /// configuration; saturates at `usize::MAX`).
     pub fn steering_len(&self) -> usize {
-        self.antennas as usize * self.beams.len()
+        saturate(self.antennas as u128 * self.beams.len() as u128)
     }
-    /// Output length in complex samples: `beams * channels * times`.
+    /// Output length in complex samples: `beams * channels * times` (exact for a valid
+    /// configuration; saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
-        self.beams.len() * self.channels as usize * self.times as usize
+        saturate(self.output_len_exact())
     }
-    /// Position of y[beam][channel][time] in the output.
+    /// Position of `y[beam][channel][time]` in the output (exact for indices inside a valid
+    /// configuration; saturates at `usize::MAX`).
     pub fn output_index(&self, beam: u32, channel: u32, time: u32) -> usize {
-        (beam as usize * self.channels as usize + channel as usize) * self.times as usize + time as usize
+        saturate((beam as u128 * self.channels as u128 + channel as u128) * self.times as u128 + time as u128)
     }
-    /// Bytes one launch must move: the input read once and the output written once.
+    /// Bytes one launch must move: the input read once and the output written once (exact
+    /// for a valid configuration; saturates at `u64::MAX`).
     pub fn bytes(&self) -> u64 {
-        2 * (self.input_len() + self.output_len()) as u64
+        let bytes =
+            self.input_len_exact().checked_add(self.output_len_exact()).and_then(|n| n.checked_mul(2));
+        bytes.and_then(|b| u64::try_from(b).ok()).unwrap_or(u64::MAX)
+    }
+    /// The largest absolute channel index, `first_channel + channels - 1` (0 for no channels).
+    fn last_channel(&self) -> u32 {
+        (self.first_channel as u64 + self.channels as u64).saturating_sub(1).min(u32::MAX as u64) as u32
     }
 }
 
 /// How a configuration is mapped onto blocks: the kernel variant, the beam batches (which
 /// beam each slot of each batch computes), and the time groups. It also fixes which dither
-/// state (and so which curand subsequence) produces each dither value.
+/// state (and so which curand subsequence) produces each dither value. Made only by
+/// [`Plan::new`] or [`Plan::with_tiles_per_group`], so it always describes a valid launch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
-    pub variant: Variant,
-    /// Beam batches (grid x).
-    pub batches: u32,
-    /// `[batch][slot]`: beam | `DITHER_FLAG`, or `EMPTY_SLOT`.
-    pub slot_table: Vec<u32>,
-    /// Time tiles of `variant.time_tile()` samples covering the launch.
-    pub tiles: u32,
-    /// Tiles per block (consecutive), and the number of such groups (grid y).
-    pub tiles_per_group: u32,
-    pub groups: u32,
-    /// Antennas per coefficient batch (a multiple of the stage's antennas).
-    pub coefficient_antennas: u32,
-    pub channels: u32,
+    variant: Variant,
+    batches: u32,
+    slot_table: Vec<u32>,
+    tiles: u32,
+    tiles_per_group: u32,
+    groups: u32,
+    coefficient_antennas: u32,
+    channels: u32,
 }
 
 impl Plan {
-    /// Chooses the plan for `config` on a GPU that runs `concurrent_blocks` blocks at once.
+    /// Chooses the plan for `config` on a GPU that runs `concurrent_blocks` (at least 1)
+    /// blocks at once.
     ///
     /// Variant: the one of [`VARIANTS`] for the polarisations. Beams of each polarisation
     /// fill that polarisation's slots batch by batch, in beam order. Time groups: the run of
     /// tiles per block that minimises the idle share of the last wave of blocks plus the
     /// traffic of loading and storing the dither states (when dithered) and the block's
-    /// coefficient work, relative to the data.
+    /// coefficient work, relative to the data; at most [`MAX_GROUPS`] groups.
     pub fn new(config: &DelayBeamformerConfig, concurrent_blocks: u32) -> Result<Plan> {
         config.validate()?;
-        let by_pol: Vec<Vec<u32>> = (0..config.pols)
-            .map(|p| (0..config.beams.len() as u32).filter(|&b| config.beams[b as usize].pol == p).collect())
-            .collect();
-        let most = by_pol.iter().map(Vec::len).max().unwrap_or(0) as u32;
-        let variant = VARIANTS
-            .into_iter()
-            .find(|v| v.pols == config.pols)
-            .expect("a variant for each polarisation count");
-        let per_pol = variant.slots_per_pol();
-        let batches = most.div_ceil(per_pol);
-        let mut slot_table = vec![layout::EMPTY_SLOT; (batches * variant.slots) as usize];
-        for (p, beams) in by_pol.iter().enumerate() {
-            for (i, &b) in beams.iter().enumerate() {
-                let (batch, k) = (i as u32 / per_pol, i as u32 % per_pol);
-                let flag = if config.beams[b as usize].dither { layout::DITHER_FLAG } else { 0 };
-                slot_table[(batch * variant.slots + p as u32 * per_pol + k) as usize] = b | flag;
-            }
+        if concurrent_blocks == 0 {
+            return Err(Error::InvalidConfig(
+                "concurrent_blocks (blocks the GPU runs at once) must be at least 1, got 0".into(),
+            ));
         }
+        let variant = variant_for(config)?;
+        let batches = beams_per_pol(config).iter().map(Vec::len).max().unwrap_or(0) as u32;
+        let batches = batches.div_ceil(variant.slots_per_pol());
         let tiles = config.times.div_ceil(variant.time_tile());
-        let coefficient_antennas = config
-            .antennas
-            .next_multiple_of(variant.stage_antennas())
-            .min(variant.max_coefficient_antennas());
         let columns = config.channels as u64 * batches as u64;
         let block_bytes = config.antennas as f64 * variant.row_bytes() as f64
-            + (variant.slots * variant.time_tile() * 2) as f64;
+            + (variant.slots() * variant.time_tile() * 2) as f64;
         let state_bytes =
             if config.dithered() { 2.0 * (THREADS as usize * 4 * STATE_WORDS) as f64 } else { 0.0 };
         // Each block computes its coefficients once: counted as 64 bytes of streaming per
         // (antenna, slot) (on the H200, one tile per block ran 15% slower than seven).
-        let setup_bytes = (config.antennas * variant.slots * 64) as f64;
+        let setup_bytes = config.antennas as f64 * variant.slots() as f64 * 64.0;
+        let fewest = tiles.div_ceil(MAX_GROUPS);
         let mut best = (tiles, f64::MAX);
-        for per_group in 1..=tiles {
+        for per_group in fewest..=tiles {
             let blocks = columns * tiles.div_ceil(per_group) as u64;
-            let waves = blocks as f64 / concurrent_blocks.max(1) as f64;
+            let waves = blocks as f64 / concurrent_blocks as f64;
             let idle = (waves.ceil() - waves) / waves.ceil();
             let cost = idle + (state_bytes + setup_bytes) / (per_group as f64 * block_bytes);
             if cost < best.1 - 1e-9 {
                 best = (per_group, cost);
             }
         }
-        let tiles_per_group = best.0;
+        Plan::with_tiles_per_group(config, best.0)
+    }
+
+    /// The plan of `config` with `tiles_per_group` time tiles per block: `InvalidConfig`
+    /// unless it is 1 ..= the tiles of the launch and leaves at most [`MAX_GROUPS`] groups,
+    /// and, when a beam is dithered, fewer than 2^32 dither states.
+    pub fn with_tiles_per_group(config: &DelayBeamformerConfig, tiles_per_group: u32) -> Result<Plan> {
+        config.validate()?;
+        let variant = variant_for(config)?;
+        let tiles = config.times.div_ceil(variant.time_tile());
+        if tiles_per_group == 0 || tiles_per_group > tiles {
+            return Err(Error::InvalidConfig(format!(
+                "tiles_per_group must be 1..={tiles} (the launch's tiles of {} times), got {tiles_per_group}",
+                variant.time_tile()
+            )));
+        }
         let groups = tiles.div_ceil(tiles_per_group);
+        if groups > MAX_GROUPS {
+            return Err(Error::InvalidConfig(format!(
+                "{groups} time groups exceed the grid's {MAX_GROUPS} (grid y): take at least {} tiles per group",
+                tiles.div_ceil(MAX_GROUPS)
+            )));
+        }
+        let per_pol = variant.slots_per_pol();
+        let by_pol = beams_per_pol(config);
+        let batches = (by_pol.iter().map(Vec::len).max().unwrap_or(0) as u32).div_ceil(per_pol);
+        let mut slot_table = vec![layout::EMPTY_SLOT; batches as usize * variant.slots() as usize];
+        for (p, beams) in by_pol.iter().enumerate() {
+            for (i, &b) in beams.iter().enumerate() {
+                let (batch, k) = (i as u32 / per_pol, i as u32 % per_pol);
+                let flag = if config.beams[b as usize].dither { layout::DITHER_FLAG } else { 0 };
+                slot_table[(batch * variant.slots() + p as u32 * per_pol + k) as usize] = b | flag;
+            }
+        }
+        let coefficient_antennas = config
+            .antennas
+            .next_multiple_of(variant.stage_antennas())
+            .min(variant.max_coefficient_antennas());
         let plan = Plan {
             variant,
             batches,
@@ -194,16 +267,63 @@ impl Plan {
             coefficient_antennas,
             channels: config.channels,
         };
-        if plan.state_count() > u32::MAX as u64 {
+        if config.dithered() && plan.state_count() > u32::MAX as u64 {
             return Err(Error::InvalidConfig(format!(
-                "{} dither states exceed 2^32; launch fewer channels or times",
-                plan.state_count()
+                "{} dither states (one per thread of {} channels x {groups} time groups x {batches} beam \
+                 batches) exceed 2^32; launch fewer channels or times",
+                plan.state_count(),
+                config.channels
             )));
         }
         Ok(plan)
     }
 
-    /// Dither states of a launch: one per thread of every block.
+    /// Ok when this is a plan of `config` (made by [`Plan::new`] for `config` on some GPU);
+    /// `InvalidConfig` when it was made for another configuration.
+    pub fn check(&self, config: &DelayBeamformerConfig) -> Result<()> {
+        config.validate()?;
+        match Plan::with_tiles_per_group(config, self.tiles_per_group) {
+            Ok(plan) if plan == *self => Ok(()),
+            _ => Err(Error::InvalidConfig(
+                "the plan was made for another configuration (beams, polarisations, channels or times differ)"
+                    .into(),
+            )),
+        }
+    }
+
+    /// The kernel variant.
+    pub fn variant(&self) -> Variant {
+        self.variant
+    }
+    /// Beam batches (grid x).
+    pub fn batches(&self) -> u32 {
+        self.batches
+    }
+    /// `[batch][slot]`: beam | `DITHER_FLAG`, or `EMPTY_SLOT`.
+    pub fn slot_table(&self) -> &[u32] {
+        &self.slot_table
+    }
+    /// Time tiles of `variant.time_tile()` samples covering the launch.
+    pub fn tiles(&self) -> u32 {
+        self.tiles
+    }
+    /// Consecutive tiles per block.
+    pub fn tiles_per_group(&self) -> u32 {
+        self.tiles_per_group
+    }
+    /// Time groups (grid y), at most [`MAX_GROUPS`].
+    pub fn groups(&self) -> u32 {
+        self.groups
+    }
+    /// Antennas per coefficient batch (a multiple of the stage's antennas).
+    pub fn coefficient_antennas(&self) -> u32 {
+        self.coefficient_antennas
+    }
+    /// Channels (grid z).
+    pub fn channels(&self) -> u32 {
+        self.channels
+    }
+    /// Dither states of a launch: one per thread of every block (below 2^52, exact).
     pub fn state_count(&self) -> u64 {
         self.channels as u64 * self.groups as u64 * self.batches as u64 * THREADS as u64
     }
@@ -213,8 +333,57 @@ impl Plan {
     }
 }
 
+/// The variant for `config.pols` (a validated configuration always has one).
+fn variant_for(config: &DelayBeamformerConfig) -> Result<Variant> {
+    VARIANTS
+        .into_iter()
+        .find(|v| v.pols() == config.pols)
+        .ok_or_else(|| Error::InvalidConfig(format!("no kernel variant for {} polarisations", config.pols)))
+}
+
+/// The beams of each polarisation, in beam order.
+fn beams_per_pol(config: &DelayBeamformerConfig) -> Vec<Vec<u32>> {
+    (0..config.pols)
+        .map(|p| (0..config.beams.len() as u32).filter(|&b| config.beams[b as usize].pol == p).collect())
+        .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Steering
+
+/// Checks `weights` (w) and `delays` (d), `[antenna][beam]`, for a launch of `config`, as
+/// every launch does: lengths (`ShapeMismatch`), then [`Error::NonFinite`] at the first
+/// (flat) index whose w or d is NaN or infinite, whose `|Re w| + |Im w|` overflows f32 (the
+/// kernel's beam scale), or whose phase `c d` overflows f32 at the last channel `c` (the
+/// kernel's `half_turns`; `|d|` below about `2 * 10^31` always passes).
+pub fn check_steering(config: &DelayBeamformerConfig, weights: &[[f32; 2]], delays: &[f32]) -> Result<()> {
+    config.validate()?;
+    let n = config.steering_len();
+    for (what, len) in
+        [("delay beamformer weights", weights.len()), ("delay beamformer delays", delays.len())]
+    {
+        if len != n {
+            return Err(Error::ShapeMismatch { what, expected: n, actual: len });
+        }
+    }
+    let first = |what: &'static str, bad: Option<usize>| match bad {
+        Some(index) => Err(Error::NonFinite { what, index }),
+        None => Ok(()),
+    };
+    first("delay beamformer weights", weights.iter().position(|w| !w[0].is_finite() || !w[1].is_finite()))?;
+    first(
+        "|Re w| + |Im w| (the kernel's beam scale, f32) of delay beamformer weights",
+        weights.iter().position(|w| !(w[0].abs() + w[1].abs()).is_finite()),
+    )?;
+    first("delay beamformer delays", delays.iter().position(|d| !d.is_finite()))?;
+    // Exact: the last channel is below 2^24. f32 products are monotonic in |c|, so the last
+    // channel's is the largest of the launch.
+    let last = config.last_channel() as f32;
+    first(
+        "last channel x delay (the kernel's phase, f32) of delay beamformer delays",
+        delays.iter().position(|&d| !(last * d).is_finite()),
+    )
+}
 
 /// Builds the kernel's `w` and `d` (`[antenna][beam]`) from the external parameters of seed
 /// 003: a complex `weight[a][b]`, a quantisation `gain[b]`, a `delay[a][b]` in seconds and a
@@ -224,6 +393,11 @@ impl Plan {
 /// absolute channel c is `phase + 2 pi c channel_width delay`: it undoes a delay of `delay`
 /// (a signal arriving later by tau has phase `-2 pi f tau`), with `phase` the fringe phase at
 /// the frequency of channel 0 (the reference the channel index counts from).
+///
+/// Errors: `ShapeMismatch` for a wrong length; [`Error::NonFinite`] for a NaN or infinite
+/// input (`channel width` with index 0), for a result that overflows f32 (`steering result
+/// w` / `steering result d`), and for results [`check_steering`] rejects. So an `Ok` result
+/// is finite and launches as it is.
 pub fn steering(
     config: &DelayBeamformerConfig,
     weight: &[[f64; 2]],
@@ -250,10 +424,15 @@ pub fn steering(
             actual: gain.len(),
         });
     }
-    let finite = weight.iter().flatten().chain(gain).chain(delay).chain(phase).all(|v| v.is_finite());
-    if !finite || !channel_width.is_finite() {
-        return Err(Error::InvalidConfig("steering parameters must be finite".into()));
-    }
+    let first = |what: &'static str, bad: Option<usize>| match bad {
+        Some(index) => Err(Error::NonFinite { what, index }),
+        None => Ok(()),
+    };
+    first("steering weights", weight.iter().position(|w| !w[0].is_finite() || !w[1].is_finite()))?;
+    first("beam gains", gain.iter().position(|g| !g.is_finite()))?;
+    first("steering delays", delay.iter().position(|d| !d.is_finite()))?;
+    first("steering phases", phase.iter().position(|p| !p.is_finite()))?;
+    first("channel width", (!channel_width.is_finite()).then_some(0))?;
     let beams = config.beams.len();
     let mut w = Vec::with_capacity(n);
     let mut d = Vec::with_capacity(n);
@@ -264,11 +443,21 @@ pub fn steering(
         w.push([(g * (re * c - im * s)) as f32, (g * (re * s + im * c)) as f32]);
         d.push((2.0 * channel_width * delay[i]) as f32);
     }
+    first(
+        "steering result w = weight x gain x exp(j phase) (f32)",
+        w.iter().position(|w: &[f32; 2]| !w[0].is_finite() || !w[1].is_finite()),
+    )?;
+    first(
+        "steering result d = 2 x channel width x delay (f32)",
+        d.iter().position(|d: &f32| !d.is_finite()),
+    )?;
+    check_steering(config, &w, &d)?;
     Ok((w, d))
 }
 
 /// The coefficient the kernel approximates, in f64: `w exp(j pi channel d)`, the product
-/// `channel * d` taken exactly (40 bits) and reduced modulo 2 before the sine.
+/// `channel * d` taken exactly (40 bits) and reduced modulo 2 before the sine. Never panics;
+/// non-finite `w` or `d` (which [`check_steering`] rejects) give NaN.
 pub fn coefficient_reference(w: [f32; 2], d: f32, channel: u32) -> [f64; 2] {
     let r = (channel as f64 * d as f64).rem_euclid(2.0);
     let (s, c) = (std::f64::consts::PI * r).sin_cos();
@@ -329,23 +518,32 @@ pub fn curand_init(seed: u64, subsequence: u64, offset: u64) -> Xorwow {
 
 /// `curand_init(seed, first_subsequence + i, offset)` for i in 0..count, each from the one
 /// before by a single jump of one subsequence (a different route from [`curand_init`]'s
-/// binary decomposition, which the tests compare).
-pub fn reference_states(seed: u64, first_subsequence: u64, offset: u64, count: usize) -> Vec<Xorwow> {
+/// binary decomposition, which the tests compare). `InvalidConfig` when the last
+/// subsequence passes 2^64 - 1 or the states do not fit in memory.
+pub fn reference_states(seed: u64, first_subsequence: u64, offset: u64, count: usize) -> Result<Vec<Xorwow>> {
+    if count > 0 && first_subsequence.checked_add(count as u64 - 1).is_none() {
+        return Err(Error::InvalidConfig(format!(
+            "first subsequence {first_subsequence} + {count} states passes curand's last subsequence (2^64 - 1)"
+        )));
+    }
+    let mut states = Vec::new();
+    states
+        .try_reserve_exact(count)
+        .map_err(|_| Error::InvalidConfig(format!("{count} reference dither states do not fit in memory")))?;
     let one = &jumps().sequence[0];
     let mut g = curand_init(seed, first_subsequence, offset);
-    let mut states = Vec::with_capacity(count);
     for _ in 0..count {
         states.push(g);
         g.v = xorwow::apply(one, g.v);
     }
-    states
+    Ok(states)
 }
 
 /// Subsequences reserved per engine: engine `e` should start at `e * SUBSEQUENCES_PER_ENGINE`
 /// so no two engines (or two threads) of a system share a curand subsequence.
 pub const SUBSEQUENCES_PER_ENGINE: u64 = 1 << 32;
 
-/// First subsequence of engine `engine`.
+/// First subsequence of engine `engine` (exact: below 2^64).
 pub fn engine_subsequence(engine: u32) -> u64 {
     engine as u64 * SUBSEQUENCES_PER_ENGINE
 }
@@ -367,27 +565,65 @@ impl DitherState {
     /// Downloads the current states.
     pub fn states(&self) -> Result<Vec<Xorwow>> {
         let words = self.buffer.download()?;
-        Ok(words.chunks_exact(STATE_WORDS).map(|w| Xorwow::from_words(w.try_into().unwrap())).collect())
+        Ok(words
+            .chunks_exact(STATE_WORDS)
+            .map(|w| Xorwow::from_words(std::array::from_fn(|k| w[k])))
+            .collect())
+    }
+    /// Whether these states live on `gpu` (the CUDA context of their buffer).
+    pub fn belongs_to(&self, gpu: &Gpu) -> bool {
+        gpu.owns(&self.buffer)
     }
     /// Test hook: `draws` draws from every state on the GPU (advancing them), returned as raw
-    /// outputs and dither values, `[draw][state]`.
+    /// outputs and dither values, `[draw][state]`. `WrongDevice` unless the states live on
+    /// `gpu`.
     pub fn draw(&mut self, gpu: &Gpu, draws: u32) -> Result<(Vec<u32>, Vec<f32>)> {
-        let len = draws as usize * self.count as usize;
+        gpu.check_owner(&self.buffer, "dither state")?;
+        let len = (draws as usize).checked_mul(self.count as usize).ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "{draws} draws from {} states overflow the address space",
+                self.count
+            ))
+        })?;
         let mut raw = gpu.alloc::<u32>(len, 0xA5)?;
         let mut values = gpu.alloc::<f32>(len, 0xA5)?;
         let kernel = gpu.function("delay_beamformer_dither_draws")?;
         let mut launch = gpu.stream().launch_builder(&kernel);
         launch
-            .arg(self.buffer.raw_mut())
+            .arg(self.buffer.arg_mut())
             .arg(&self.count)
             .arg(&draws)
-            .arg(raw.raw_mut())
-            .arg(values.raw_mut());
+            .arg(raw.arg_mut())
+            .arg(values.arg_mut());
         // SAFETY: matches `delay_beamformer_dither_draws(states, count, draws, raw, values)`;
-        // the states hold `count` states and both outputs `draws * count` values.
+        // the states hold `count` states and both outputs `draws * count` values (64-bit
+        // offsets in the kernel), all on `gpu`.
         unsafe { launch.launch(launch_1d(self.count.div_ceil(256), 256, 0)) }
             .during("drawing dither values")?;
         Ok((raw.download()?, values.download()?))
+    }
+}
+
+/// Weights and delays on the GPU, checked once by [`DelayBeamformer::upload_steering`]
+/// ([`check_steering`]), for repeated launches with [`DelayBeamformer::beamform_steered`]
+/// (which then need no download to check them).
+pub struct DeviceSteering {
+    weights: DeviceBuffer<[f32; 2]>,
+    delays: DeviceBuffer<f32>,
+    antennas: u32,
+    beams: usize,
+    /// The last absolute channel the delays were checked for.
+    last_channel: u32,
+}
+
+impl DeviceSteering {
+    /// The weights w, `[antenna][beam]`.
+    pub fn weights(&self) -> &DeviceBuffer<[f32; 2]> {
+        &self.weights
+    }
+    /// The delays d, `[antenna][beam]`.
+    pub fn delays(&self) -> &DeviceBuffer<f32> {
+        &self.delays
     }
 }
 
@@ -415,7 +651,14 @@ impl<'g> DelayBeamformer<'g> {
         let per_sm = kernel
             .occupancy_max_active_blocks_per_multiprocessor(THREADS, probe.shared_bytes() as usize, None)
             .during("querying the delay beamformer's occupancy")?;
-        let plan = Plan::new(&config, per_sm.max(1) * gpu.sm_count())?;
+        if per_sm == 0 {
+            return Err(Error::InvalidConfig(format!(
+                "the delay beamformer's blocks ({} bytes of shared memory) do not fit on {}",
+                probe.shared_bytes(),
+                gpu.name()
+            )));
+        }
+        let plan = Plan::new(&config, per_sm.saturating_mul(gpu.sm_count()))?;
         let slot_table = gpu.upload(&plan.slot_table)?;
         Ok(DelayBeamformer { gpu, config, plan, kernel, slot_table })
     }
@@ -431,30 +674,56 @@ impl<'g> DelayBeamformer<'g> {
     /// first_subsequence + i, offset)` (computed on the GPU from host-built jump matrices).
     pub fn dither_state(&self, seed: u64, first_subsequence: u64, offset: u64) -> Result<DitherState> {
         let count = self.plan.state_count();
-        if first_subsequence.checked_add(count).is_none() {
+        if count > u32::MAX as u64 {
             return Err(Error::InvalidConfig(format!(
-                "first subsequence {first_subsequence} + {count} states overflows 64 bits"
+                "{count} dither states exceed 2^32; launch fewer channels or times"
             )));
         }
-        let count = count as u32; // Plan::new keeps it below 2^32
+        if first_subsequence.checked_add(count - 1).is_none() {
+            return Err(Error::InvalidConfig(format!(
+                "first subsequence {first_subsequence} + {count} states passes curand's last subsequence (2^64 - 1)"
+            )));
+        }
+        let count = count as u32; // checked above
         let base = self.gpu.upload(&curand_init(seed, first_subsequence, offset).to_words())?;
         let matrices: Vec<u32> = jumps().sequence[..32].iter().flatten().flatten().copied().collect();
         let matrices = self.gpu.upload(&matrices)?;
         let mut buffer = self.gpu.alloc::<u32>(count as usize * STATE_WORDS, 0xA5)?;
         let kernel = self.gpu.function("delay_beamformer_dither_init")?;
         let mut launch = self.gpu.stream().launch_builder(&kernel);
-        launch.arg(buffer.raw_mut()).arg(&count).arg(base.raw()).arg(matrices.raw());
+        launch.arg(buffer.arg_mut()).arg(&count).arg(base.raw()).arg(matrices.raw());
         // SAFETY: matches `delay_beamformer_dither_init(states, count, base, jumps)`: `count`
-        // states of STATE_WORDS words, one base state, 32 jump matrices of 160 x 5 words.
+        // states of STATE_WORDS words, one base state, 32 jump matrices of 160 x 5 words,
+        // all allocated on this GPU just above.
         unsafe { launch.launch(launch_1d(count.div_ceil(256), 256, 0)) }
             .during("initialising dither states")?;
         self.gpu.synchronize()?; // the uploads must outlive the kernel that reads them
         Ok(DitherState { buffer, count, plan: self.plan.clone(), seed, first_subsequence })
     }
 
+    /// Checks `weights` and `delays` ([`check_steering`]) and uploads them for
+    /// [`beamform_steered`](Self::beamform_steered).
+    pub fn upload_steering(&self, weights: &[[f32; 2]], delays: &[f32]) -> Result<DeviceSteering> {
+        check_steering(&self.config, weights, delays)?;
+        Ok(DeviceSteering {
+            weights: self.gpu.upload(weights)?,
+            delays: self.gpu.upload(delays)?,
+            antennas: self.config.antennas,
+            beams: self.config.beams.len(),
+            last_channel: self.config.last_channel(),
+        })
+    }
+
     /// One launch: `output` (complex int8 `[beam][channel][time]`) and the per-beam counts of
     /// saturated samples of this launch. `dither` is required when any beam is dithered and
     /// must come from this beamformer's [`dither_state`](Self::dither_state); it advances.
+    ///
+    /// Every buffer must belong to this beamformer's GPU (`WrongDevice`) and have its
+    /// configuration's length (`ShapeMismatch`). `weights` and `delays` are downloaded and
+    /// checked ([`check_steering`]: `NonFinite` for NaN, infinity or f32 overflow in the
+    /// kernel's steering), which waits for the GPU; for repeated launches with the same
+    /// steering, [`upload_steering`](Self::upload_steering) checks once and
+    /// [`beamform_steered`](Self::beamform_steered) launches without waiting.
     pub fn beamform(
         &self,
         input: &DeviceBuffer<[i8; 2]>,
@@ -464,7 +733,69 @@ impl<'g> DelayBeamformer<'g> {
         output: &mut DeviceBuffer<[i8; 2]>,
         saturated: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
+        self.check_arguments(input, weights, delays, dither.as_deref(), output, saturated)?;
+        check_steering(&self.config, &weights.download()?, &delays.download()?)?;
+        self.launch(input, weights, delays, dither, output, saturated)
+    }
+
+    /// [`beamform`](Self::beamform) with steering checked by
+    /// [`upload_steering`](Self::upload_steering) (of a beamformer with the same antennas,
+    /// beams and a last channel at least this one's, on this GPU).
+    pub fn beamform_steered(
+        &self,
+        input: &DeviceBuffer<[i8; 2]>,
+        steering: &DeviceSteering,
+        dither: Option<&mut DitherState>,
+        output: &mut DeviceBuffer<[i8; 2]>,
+        saturated: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
         let c = &self.config;
+        if steering.antennas != c.antennas
+            || steering.beams != c.beams.len()
+            || steering.last_channel < c.last_channel()
+        {
+            return Err(Error::InvalidConfig(format!(
+                "the steering was checked for {} antennas x {} beams up to channel {}, this launch has {} x {} up \
+                 to channel {}",
+                steering.antennas,
+                steering.beams,
+                steering.last_channel,
+                c.antennas,
+                c.beams.len(),
+                c.last_channel()
+            )));
+        }
+        self.check_arguments(
+            input,
+            &steering.weights,
+            &steering.delays,
+            dither.as_deref(),
+            output,
+            saturated,
+        )?;
+        self.launch(input, &steering.weights, &steering.delays, dither, output, saturated)
+    }
+
+    /// Ownership (`WrongDevice`), lengths (`ShapeMismatch`) and the dither state
+    /// (`WrongDevice`, or `InvalidConfig` when missing or made for another plan).
+    fn check_arguments(
+        &self,
+        input: &DeviceBuffer<[i8; 2]>,
+        weights: &DeviceBuffer<[f32; 2]>,
+        delays: &DeviceBuffer<f32>,
+        dither: Option<&DitherState>,
+        output: &DeviceBuffer<[i8; 2]>,
+        saturated: &DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let c = &self.config;
+        self.gpu.check_owner(input, "delay beamformer input")?;
+        self.gpu.check_owner(weights, "delay beamformer weights")?;
+        self.gpu.check_owner(delays, "delay beamformer delays")?;
+        self.gpu.check_owner(output, "delay beamformer output")?;
+        self.gpu.check_owner(saturated, "delay beamformer saturation counts")?;
+        if let Some(state) = dither {
+            self.gpu.check_owner(&state.buffer, "dither state")?;
+        }
         let shapes = [
             ("delay beamformer input (complex samples)", c.input_len(), input.len()),
             ("delay beamformer weights", c.steering_len(), weights.len()),
@@ -477,23 +808,28 @@ impl<'g> DelayBeamformer<'g> {
                 return Err(Error::ShapeMismatch { what, expected, actual });
             }
         }
-        check_aligned(input, 16, "delay beamformer input")?;
-        check_aligned(output, 8, "delay beamformer output")?;
-        let states = match dither {
-            Some(state) if c.dithered() => {
-                if state.plan != self.plan {
-                    return Err(Error::InvalidConfig(
-                        "the dither state was made for another beamformer (plan differs)".into(),
-                    ));
-                }
-                Some(state)
-            }
-            Some(_) => None, // no beam is dithered: the states stay as they are
-            None if c.dithered() => {
-                return Err(Error::InvalidConfig("dithered beams need a DitherState".into()));
-            }
-            None => None,
-        };
+        match dither {
+            Some(state) if c.dithered() && state.plan != self.plan => Err(Error::InvalidConfig(
+                "the dither state was made for another beamformer (plan differs)".into(),
+            )),
+            None if c.dithered() => Err(Error::InvalidConfig("dithered beams need a DitherState".into())),
+            _ => Ok(()),
+        }
+    }
+
+    /// The launch, after [`check_arguments`](Self::check_arguments) and the steering checks.
+    fn launch(
+        &self,
+        input: &DeviceBuffer<[i8; 2]>,
+        weights: &DeviceBuffer<[f32; 2]>,
+        delays: &DeviceBuffer<f32>,
+        dither: Option<&mut DitherState>,
+        output: &mut DeviceBuffer<[i8; 2]>,
+        saturated: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        let c = &self.config;
+        // No beam dithered: the states stay as they are.
+        let states = dither.filter(|_| c.dithered());
         saturated.poison(0)?;
         let p = &self.plan;
         let null = 0u64;
@@ -504,10 +840,10 @@ impl<'g> DelayBeamformer<'g> {
             .arg(weights.raw())
             .arg(delays.raw())
             .arg(self.slot_table.raw())
-            .arg(output.raw_mut())
-            .arg(saturated.raw_mut());
+            .arg(output.arg_mut())
+            .arg(saturated.arg_mut());
         match states {
-            Some(state) => launch.arg(state.buffer.raw_mut()),
+            Some(state) => launch.arg(state.buffer.arg_mut()),
             None => launch.arg(&null),
         };
         launch
@@ -522,23 +858,13 @@ impl<'g> DelayBeamformer<'g> {
         config.grid_dim.1 = p.groups;
         config.grid_dim.2 = c.channels;
         // SAFETY: arguments match `delay_beamformer_p*_s*` (kernels-gpu delay_beamformer.rs):
-        // every buffer length was checked above against the validated configuration, the slot
-        // table and the dither states belong to this plan, and the states pointer is null
-        // only when no slot carries DITHER_FLAG.
+        // every buffer belongs to this GPU and its length was checked against the validated
+        // configuration, whose offsets the kernel forms in 64 bits (module comment there);
+        // w and d passed `check_steering`; the slot table and the dither states belong to
+        // this plan, and the states pointer is null only when no slot carries DITHER_FLAG.
         unsafe { launch.launch(config) }.during("launching the delay beamformer")?;
         Ok(())
     }
-}
-
-fn check_aligned<T: bytemuck::Pod>(
-    buffer: &DeviceBuffer<T>,
-    alignment: u64,
-    what: &'static str,
-) -> Result<()> {
-    if !buffer.device_address().is_multiple_of(alignment) {
-        return Err(Error::Misaligned { what, alignment: alignment as usize });
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -548,11 +874,11 @@ fn check_aligned<T: bytemuck::Pod>(
 #[derive(Clone, Debug)]
 pub struct Reference {
     /// The value before quantisation, `[beam][channel][time]`: the f64 beam sum plus the
-    /// dither (exactly the kernel's f32 dither values).
+    /// dither (exactly the kernel's f32 dither values). Finite: the steering is checked.
     pub values: Vec<[f64; 2]>,
     /// `sum_a |W| (|Re x| + |Im x|)` per output: the scale of f32 rounding errors.
     pub magnitude: Vec<f64>,
-    /// Round half to even, saturate to [-127, 127].
+    /// Round half to even, saturate to [-127, 127] (non-finite values count as clipped).
     pub output: Vec<[i8; 2]>,
     /// Samples with either component saturated, per beam.
     pub saturated: Vec<u32>,
@@ -562,6 +888,11 @@ pub struct Reference {
 /// ([`coefficient_reference`]), plus the dither of `states` replayed in the kernel's order
 /// (module comment of `radio_kernels_gpu::delay_beamformer`), which advances `states` as a
 /// launch advances the GPU's. Channels are summed on all CPU cores.
+///
+/// Checks as the launcher does, before any work: `plan` must be a plan of `config`
+/// ([`Plan::check`]), `input` of `config.input_len()` samples, `weights` and `delays` must
+/// pass [`check_steering`], and `states` (required when a beam is dithered) must number
+/// `plan.state_count()`.
 pub fn beamform_reference(
     config: &DelayBeamformerConfig,
     plan: &Plan,
@@ -570,17 +901,31 @@ pub fn beamform_reference(
     delays: &[f32],
     states: Option<&mut [Xorwow]>,
 ) -> Result<Reference> {
-    config.validate()?;
-    let checks = [
-        ("reference input", config.input_len(), input.len()),
-        ("reference weights", config.steering_len(), weights.len()),
-        ("reference delays", config.steering_len(), delays.len()),
-    ];
-    for (what, expected, actual) in checks {
-        if expected != actual {
-            return Err(Error::ShapeMismatch { what, expected, actual });
-        }
+    plan.check(config)?;
+    if input.len() != config.input_len() {
+        return Err(Error::ShapeMismatch {
+            what: "reference input",
+            expected: config.input_len(),
+            actual: input.len(),
+        });
     }
+    check_steering(config, weights, delays)?;
+    let states = match states {
+        Some(states) if config.dithered() => {
+            if states.len() as u64 != plan.state_count() {
+                return Err(Error::ShapeMismatch {
+                    what: "reference dither states",
+                    expected: plan.state_count() as usize,
+                    actual: states.len(),
+                });
+            }
+            Some(states)
+        }
+        None if config.dithered() => {
+            return Err(Error::InvalidConfig("dithered beams need reference dither states".into()))
+        }
+        _ => None,
+    };
     let (a_n, b_n, t_n) = (config.antennas as usize, config.beams.len(), config.times as usize);
     let mut values = vec![[0.0f64; 2]; config.output_len()];
     let mut magnitude = vec![0.0f64; config.output_len()];
@@ -623,7 +968,10 @@ pub fn beamform_reference(
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("reference worker")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
     });
     for (c, v, m) in sums.into_iter().flatten() {
         for b in 0..b_n {
@@ -634,15 +982,7 @@ pub fn beamform_reference(
     }
 
     // Dither, replayed per state in the kernel's order.
-    if config.dithered() {
-        let states = states.ok_or_else(|| Error::InvalidConfig("dithered beams need states".into()))?;
-        if states.len() as u64 != plan.state_count() {
-            return Err(Error::ShapeMismatch {
-                what: "reference dither states",
-                expected: plan.state_count() as usize,
-                actual: states.len(),
-            });
-        }
+    if let Some(states) = states {
         let v = plan.variant;
         for c in 0..config.channels {
             for g in 0..plan.groups {
@@ -656,13 +996,13 @@ pub fn beamform_reference(
                             if t0 >= config.times {
                                 continue;
                             }
-                            for slot in 0..v.slots {
-                                let entry = plan.slot_table[(batch * v.slots + slot) as usize];
+                            for slot in 0..v.slots() {
+                                let entry = plan.slot_table[(batch * v.slots() + slot) as usize];
                                 if entry == layout::EMPTY_SLOT || entry & layout::DITHER_FLAG == 0 {
                                     continue;
                                 }
                                 let beam = entry & layout::BEAM_MASK;
-                                for j in 0..v.times_per_thread {
+                                for j in 0..v.times_per_thread() {
                                     let o = config.output_index(beam, c, t0 + j);
                                     values[o][0] += dither(rng.next_u32()) as f64;
                                     values[o][1] += dither(rng.next_u32()) as f64;
@@ -679,9 +1019,10 @@ pub fn beamform_reference(
     let mut output = Vec::with_capacity(values.len());
     for (o, value) in values.iter().enumerate() {
         let q = value.map(f64::round_ties_even);
-        if q.iter().any(|r| r.abs() > 127.0) {
+        if q.iter().any(|r| r.abs() > 127.0 || r.is_nan()) {
             saturated[o / (config.channels as usize * t_n)] += 1;
         }
+        // `as` saturates and maps NaN to 0, as the kernel's conversion does.
         output.push(q.map(|r| r.clamp(-127.0, 127.0) as i8));
     }
     Ok(Reference { values, magnitude, output, saturated })
@@ -768,7 +1109,7 @@ mod tests {
             }
             let plan = Plan::new(&c, 396).unwrap();
             let v = plan.variant;
-            assert_eq!(v.pols, pols);
+            assert_eq!(v.pols(), pols);
             let mut seen = vec![0; beam_count as usize];
             for (n, &entry) in plan.slot_table.iter().enumerate() {
                 if entry == layout::EMPTY_SLOT {
@@ -776,11 +1117,11 @@ mod tests {
                 }
                 let b = (entry & layout::BEAM_MASK) as usize;
                 seen[b] += 1;
-                assert_eq!(v.slot_pol(n as u32 % v.slots), c.beams[b].pol);
+                assert_eq!(v.slot_pol(n as u32 % v.slots()), c.beams[b].pol);
                 assert_eq!(entry & layout::DITHER_FLAG != 0, c.beams[b].dither);
             }
             assert!(seen.iter().all(|&n| n == 1), "{pols} {beam_count}");
-            assert_eq!(plan.slot_table.len() as u32, plan.batches * v.slots);
+            assert_eq!(plan.slot_table.len() as u32, plan.batches * v.slots());
             assert!(plan.groups * plan.tiles_per_group >= plan.tiles);
             assert!((plan.groups - 1) * plan.tiles_per_group < plan.tiles);
             assert!(plan.coefficient_antennas.is_multiple_of(v.stage_antennas()));
@@ -788,9 +1129,9 @@ mod tests {
         }
         // MeerKAT: 8 single-pol beams from dual-pol input take one batch of the 8-slot kernel.
         let meerkat = Plan::new(&config(64, 2, 512, 4096, &[0, 1, 0, 1, 0, 1, 0, 1]), 396).unwrap();
-        assert_eq!((meerkat.variant.slots, meerkat.batches), (8, 1));
+        assert_eq!((meerkat.variant.slots(), meerkat.batches), (8, 1));
         let many = Plan::new(&config(64, 2, 512, 4096, &[0, 1].repeat(128)), 396).unwrap();
-        assert_eq!((many.variant.slots, many.batches), (8, 32));
+        assert_eq!((many.variant.slots(), many.batches), (8, 32));
     }
 
     #[test]
@@ -808,7 +1149,7 @@ mod tests {
     fn subsequence_jumps_compose() {
         let seed = 0x5eed;
         // Sequential single jumps against the binary decomposition.
-        let states = reference_states(seed, 1_000_000_007, 5, 40);
+        let states = reference_states(seed, 1_000_000_007, 5, 40).unwrap();
         for (i, s) in states.iter().enumerate() {
             assert_eq!(*s, curand_init(seed, 1_000_000_007 + i as u64, 5));
         }
@@ -896,7 +1237,7 @@ xorwow 18446744073709551615 18446744073709551615 18446744073709551615 4194869768
         ));
         assert!(matches!(
             steering(&c, &weight, &[1.0, f64::NAN], &[0.0; 4], &[0.0; 4], 1.0),
-            Err(Error::InvalidConfig(_))
+            Err(Error::NonFinite { what: "beam gains", index: 1 })
         ));
     }
 
@@ -939,7 +1280,7 @@ xorwow 18446744073709551615 18446744073709551615 18446744073709551615 4194869768
         let input = vec![[1i8, -1]; c.input_len()];
         let w = vec![[0.25f32, 0.0]; c.steering_len()];
         let d = vec![0.0f32; c.steering_len()];
-        let start = reference_states(11, 0, 0, plan.state_count() as usize);
+        let start = reference_states(11, 0, 0, plan.state_count() as usize).unwrap();
         let mut states = start.clone();
         let r = beamform_reference(&c, &plan, &input, &w, &d, Some(&mut states)).unwrap();
         // 2 dithered beams x 2 channels x 200 samples x 2 components.

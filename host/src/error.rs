@@ -3,7 +3,7 @@ use cudarc::driver::DriverError;
 use std::fmt;
 
 /// Everything a host call can fail with. Launchers validate their inputs before touching the
-/// GPU and report problems as `InvalidConfig`, `ShapeMismatch` or `Misaligned`.
+/// GPU and report problems as `InvalidConfig`, `ShapeMismatch`, `NonFinite` or `WrongDevice`.
 #[derive(Debug)]
 pub enum Error {
     /// No CUDA driver library (libcuda) on this machine.
@@ -20,8 +20,14 @@ pub enum Error {
     InvalidConfig(String),
     /// A buffer or array has the wrong number of elements.
     ShapeMismatch { what: &'static str, expected: usize, actual: usize },
-    /// A buffer's address or length is not a multiple of the required alignment.
-    Misaligned { what: &'static str, alignment: usize },
+    /// A float input holds NaN or an infinity: `what[index]` (the argument, and the index of
+    /// its first non-finite value).
+    NonFinite { what: &'static str, index: usize },
+    /// A buffer or object belongs to another GPU (CUDA context) than the one it is used with.
+    WrongDevice { what: &'static str },
+    /// A streaming engine refuses further use: an earlier device error struck part-way
+    /// through a step, so its kept state may be inconsistent. `reset()` starts a new stream.
+    StreamBroken { engine: &'static str, cause: String },
     /// A CUDA library the call needs (e.g. `cufft`) cannot be loaded on this machine.
     MissingLibrary(&'static str),
     /// A CUDA library call failed with status `code`; `during` says which step.
@@ -49,8 +55,15 @@ impl fmt::Display for Error {
             Error::ShapeMismatch { what, expected, actual } => {
                 write!(f, "{what} has {actual} elements, expected {expected}")
             }
-            Error::Misaligned { what, alignment } => {
-                write!(f, "{what} must be aligned to {alignment} bytes")
+            Error::NonFinite { what, index } => {
+                write!(f, "{what}[{index}] is not finite (NaN or infinite)")
+            }
+            Error::StreamBroken { engine, cause } => write!(
+                f,
+                "the {engine}'s stream broke on a device error ({cause}); reset() it to start a new stream"
+            ),
+            Error::WrongDevice { what } => {
+                write!(f, "{what} belongs to another GPU (CUDA context) than the one it is used with")
             }
             Error::MissingLibrary(library) => write!(
                 f,

@@ -41,24 +41,26 @@ pub fn check_fft_size(n: u32) -> Result<()> {
     }
 }
 
-/// `G1_cv = exp(pi i c v / 4)` (eq. 28).
+/// `G1_cv = exp(pi i c v / 4)` (eq. 28; the product `c v` in 64 bits, so no argument
+/// overflows).
 pub fn gamma1(c: u32, v: u32) -> C64 {
-    cis(PI * (c * v) as f64 / 4.0)
+    cis(PI * (c as u64 * v as u64) as f64 / 4.0)
 }
 
-/// `G2_dv = exp(pi i d v / N)`, zero for `d >= N/4` (eq. 29).
+/// `G2_dv = exp(pi i d v / N)`, zero for `d >= N/4` (eq. 29; the product `d v` in 64 bits).
 pub fn gamma2(n: u32, d: u32, v: u32) -> C64 {
     if d < n / 4 {
-        cis(PI * (d * v) as f64 / n as f64)
+        cis(PI * (d as u64 * v as u64) as f64 / n as f64)
     } else {
         (0.0, 0.0)
     }
 }
 
-/// `G3_du = exp(8 pi i d u / N)`, zero for `d` or `u >= N/4` (eq. 30).
+/// `G3_du = exp(8 pi i d u / N)`, zero for `d` or `u >= N/4` (eq. 30; the product `d u` in
+/// 64 bits).
 pub fn gamma3(n: u32, d: u32, u: u32) -> C64 {
     if d < n / 4 && u < n / 4 {
-        cis(8.0 * PI * (d * u) as f64 / n as f64)
+        cis(8.0 * PI * (d as u64 * u as u64) as f64 / n as f64)
     } else {
         (0.0, 0.0)
     }
@@ -81,8 +83,9 @@ pub fn gamma1_matrix() -> Vec<f64> {
 }
 
 /// The third MMA's dense A matrix (16 x 16, row-major) with the spectator Kronecker deltas,
-/// eqs. 32, 34-36 and 43.
-pub fn gamma3_matrix(n: u32) -> Vec<f64> {
+/// eqs. 32, 34-36 and 43; `InvalidConfig` for N outside [`FFT_SIZES`].
+pub fn gamma3_matrix(n: u32) -> Result<Vec<f64>> {
+    check_fft_size(n)?;
     let mut a = vec![0.0; 16 * 16];
     for i in 0..16 {
         for j in 0..16 {
@@ -91,12 +94,26 @@ pub fn gamma3_matrix(n: u32) -> Vec<f64> {
             }
         }
     }
-    a
+    Ok(a)
+}
+
+/// Checks a matrix argument's length and a sparse selector (`f < 4`: the lanes with
+/// `t0 t1 = f` of a quad).
+fn check_sparse_args(what: &'static str, values: &[f64], expected: usize, f: u32) -> Result<()> {
+    if values.len() != expected {
+        return Err(Error::ShapeMismatch { what, expected, actual: values.len() });
+    }
+    if f >= 4 {
+        return Err(Error::InvalidConfig(format!("sparse selector f must be 0..=3, got {f}")));
+    }
+    Ok(())
 }
 
 /// The compressed sparse operand (16 x 8, column `2 j' + J`, eq. 164) of a dense A that
-/// contains `delta(i_f, j_1)` (eq. 169: `Asp[i][j'][J] = A[i][4 j' + 2 i_f + J]`).
-pub fn compress_sparse(dense: &[f64], f: u32) -> Vec<f64> {
+/// contains `delta(i_f, j_1)` (eq. 169: `Asp[i][j'][J] = A[i][4 j' + 2 i_f + J]`). `dense`
+/// is 16 x 16 (row-major) and `f < 4`, else a typed error.
+pub fn compress_sparse(dense: &[f64], f: u32) -> Result<Vec<f64>> {
+    check_sparse_args("dense A (16 x 16)", dense, 16 * 16, f)?;
     let mut asp = vec![0.0; 16 * 8];
     for i in 0..16u32 {
         for c in 0..8u32 {
@@ -104,13 +121,14 @@ pub fn compress_sparse(dense: &[f64], f: u32) -> Vec<f64> {
             asp[(i * 8 + c) as usize] = dense[(i * 16 + j) as usize];
         }
     }
-    asp
+    Ok(asp)
 }
 
 /// What `mma.sp` with selector `f` multiplies by: the dense A that eq. 163 rebuilds from
 /// the compressed operand and the metadata registers of eq. 173 read as eq. 167 says (from
-/// lanes with `t0 t1 = f`).
-pub fn decompress_universal(asp: &[f64], f: u32) -> Vec<f64> {
+/// lanes with `t0 t1 = f`). `asp` is 16 x 8 (row-major) and `f < 4`, else a typed error.
+pub fn decompress_universal(asp: &[f64], f: u32) -> Result<Vec<f64>> {
+    check_sparse_args("compressed sparse A (16 x 8)", asp, 16 * 8, f)?;
     let mut dense = vec![0.0; 16 * 16];
     for i in 0..16u32 {
         for group in 0..4u32 {
@@ -121,7 +139,7 @@ pub fn decompress_universal(asp: &[f64], f: u32) -> Vec<f64> {
             }
         }
     }
-    dense
+    Ok(dense)
 }
 
 /// The Gamma register image in f64: `[lane][GAMMA_WORDS][2]` (two f16 slots per word).
@@ -147,9 +165,9 @@ pub fn gamma_image_f64(n: u32) -> Result<Vec<f64>> {
         }
     }
     // G3, eq. 45 (dense) or eqs. 46-47 (sparse, the selector of eq. 168).
-    let dense = gamma3_matrix(n);
+    let dense = gamma3_matrix(n)?;
     let (fragment, values) = match sparse_selector(n) {
-        Some(f) => (&M16N8K16_SPARSE_F16_A, to_slots(&M16N8K16_SPARSE_F16_A, &compress_sparse(&dense, f))),
+        Some(f) => (&M16N8K16_SPARSE_F16_A, to_slots(&M16N8K16_SPARSE_F16_A, &compress_sparse(&dense, f)?)),
         None => (&M16N8K16_F16_A, to_slots(&M16N8K16_F16_A, &dense)),
     };
     let per_lane = (fragment.registers() * 2) as usize;
@@ -198,11 +216,14 @@ pub fn default_fft_method(n: u32) -> FftMethod {
     }
 }
 
-/// FFTs one warp of the test and benchmark kernels computes per group.
-pub fn ffts_per_group(n: u32, method: FftMethod) -> u32 {
+/// FFTs one warp of the test and benchmark kernels computes per group; `InvalidConfig` for
+/// N outside [`FFT_SIZES`] or a method N does not have.
+pub fn ffts_per_group(n: u32, method: FftMethod) -> Result<u32> {
+    check_fft_size(n)?;
     match method {
-        FftMethod::ThreeFactor => ffts_per_warp(n),
-        FftMethod::Direct => DIRECT_FFTS_PER_WARP,
+        FftMethod::ThreeFactor => Ok(ffts_per_warp(n)),
+        FftMethod::Direct if has_direct_dft(n) => Ok(DIRECT_FFTS_PER_WARP),
+        FftMethod::Direct => Err(Error::InvalidConfig(format!("no direct DFT for N = {n} (only 20)"))),
     }
 }
 
@@ -278,8 +299,16 @@ pub fn eo_image() -> Vec<u32> {
 
 /// The even/odd DFT of eight columns on the CPU in f64, through the image and the A and B
 /// tables: `x[g][n]` (n < 24) placed by [`eo_b_pair`] into the planar B registers, `Y[g][q]`
-/// (q < 48) read from the C table as `E + O` (q < 24) and `E - O`.
-pub fn emulate_eo_dft(image: &[f64], x: &[[C64; 24]; 8]) -> Vec<[C64; 48]> {
+/// (q < 48) read from the C table as `E + O` (q < 24) and `E - O`. `image` holds
+/// [`EO_WORDS`] x 64 values (as [`eo_image_f64`]), else `ShapeMismatch`.
+pub fn emulate_eo_dft(image: &[f64], x: &[[C64; 24]; 8]) -> Result<Vec<[C64; 48]>> {
+    if image.len() != EO_WORDS * 64 {
+        return Err(Error::ShapeMismatch {
+            what: "even/odd DFT image",
+            expected: EO_WORDS * 64,
+            actual: image.len(),
+        });
+    }
     let a = |word: u32, lane: u32, e: u32| image[((word * 32 + lane) * 2 + e) as usize];
     let mut y = vec![[(0.0, 0.0); 48]; 8];
     for tile in 0..3u32 {
@@ -316,19 +345,30 @@ pub fn emulate_eo_dft(image: &[f64], x: &[[C64; 24]; 8]) -> Vec<[C64; 48]> {
             }
         }
     }
-    y
+    Ok(y)
 }
 
 /// The direct DFT on the CPU through the image and the m16n8k16 / m16n8k8 tables, in f64:
 /// `x` holds 8 arrays of N values (`[s][n]`), placed by [`direct_x_location`]; the result
 /// `[s][2N]` is read through [`direct_y_location`].
 pub fn emulate_direct_dft(n: u32, image: &[f64], x: &[C64]) -> Result<Vec<C64>> {
+    check_fft_size(n)?;
+    if !has_direct_dft(n) {
+        return Err(Error::InvalidConfig(format!("no direct DFT for N = {n} (only 20)")));
+    }
     let spectators = DIRECT_FFTS_PER_WARP as usize;
-    if x.len() != spectators * n as usize || image.len() != direct_words(n) as usize * 64 {
+    if x.len() != spectators * n as usize {
         return Err(Error::ShapeMismatch {
             what: "emulated direct DFT input",
             expected: spectators * n as usize,
             actual: x.len(),
+        });
+    }
+    if image.len() != direct_words(n) as usize * 64 {
+        return Err(Error::ShapeMismatch {
+            what: "direct DFT image",
+            expected: direct_words(n) as usize * 64,
+            actual: image.len(),
         });
     }
     // regs[lane][register][element] of the B operand (N / 4 registers) and the result.
@@ -463,9 +503,18 @@ fn round_f16(x: f64) -> f64 {
 /// `[s][2N]`. With `gammas` from [`gamma_image_f64`] and `f16_stages = false` this is exact
 /// f64 arithmetic; with the f16 image (as f64) and `f16_stages = true` every stage rounds to
 /// f16 where the kernel does (MMA outputs, the HMUL2 and HFMA2 of eq. 29), which models the
-/// kernel's error except for the MMA's internal accumulation order.
+/// kernel's error except for the MMA's internal accumulation order. A Gamma image of other
+/// than `32 GAMMA_WORDS 2` values or an input of other than `ffts_per_warp(N) N` values is
+/// `ShapeMismatch`.
 pub fn emulate_warp_fft(n: u32, gammas: &[f64], x: &[C64], f16_stages: bool) -> Result<Vec<C64>> {
     check_fft_size(n)?;
+    if gammas.len() != 32 * GAMMA_WORDS * 2 {
+        return Err(Error::ShapeMismatch {
+            what: "Gamma image (f64, [lane][GAMMA_WORDS][2])",
+            expected: 32 * GAMMA_WORDS * 2,
+            actual: gammas.len(),
+        });
+    }
     let spectators = ffts_per_warp(n) as usize;
     if x.len() != spectators * n as usize {
         return Err(Error::ShapeMismatch {
@@ -505,7 +554,7 @@ pub fn emulate_warp_fft(n: u32, gammas: &[f64], x: &[C64], f16_stages: bool) -> 
     let a3 = match sparse_selector(n) {
         Some(f) => {
             let asp: Vec<f64> = (0..128).map(|k| word(k / 4, G3_WORD + (k / 2) % 2, k % 2)).collect();
-            decompress_universal(&from_slots(&M16N8K16_SPARSE_F16_A, &asp), f)
+            decompress_universal(&from_slots(&M16N8K16_SPARSE_F16_A, &asp), f)?
         }
         None => {
             let g3: Vec<f64> = (0..256).map(|k| word(k / 8, G3_WORD + (k / 2) % 4, k % 2)).collect();
@@ -593,8 +642,9 @@ pub fn check_fft_buffers(n: u32, batch: usize, x_len: usize, y_len: usize) -> Re
     Ok(())
 }
 
-/// Largest batch of one [`ShortFft::run`] launch (2^26 arrays; the grid stays far below
-/// its limits and indices in 32 bits).
+/// Largest batch of one [`ShortFft::run`] launch: 2^26 arrays, the most the batch kernels'
+/// 32-bit word offsets address (at N = 32 the output's last word is `2^26 64 - 1 = 2^32 - 1`);
+/// the grid stays far below its limits.
 pub const MAX_FFT_BATCH: usize = 1 << 26;
 /// Threads per block of the FFT kernels.
 pub const FFT_THREADS: u32 = 256;
@@ -645,19 +695,24 @@ impl<'g> ShortFft<'g> {
         self.method
     }
 
-    /// FFTs per warp group: [`ffts_per_group`].
+    /// FFTs per warp group: [`ffts_per_group`] of this FFT's (valid) N and method.
     pub fn ffts_per_group(&self) -> u32 {
-        ffts_per_group(self.n, self.method)
+        match self.method {
+            FftMethod::ThreeFactor => ffts_per_warp(self.n),
+            FftMethod::Direct => DIRECT_FFTS_PER_WARP,
+        }
     }
 
     /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
     pub fn run(&self, x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, batch: usize) -> Result<()> {
         check_fft_buffers(self.n, batch, x.len(), y.len())?;
+        self.gpu.check_owner(x, "short FFT input")?;
+        self.gpu.check_owner(y, "short FFT output")?;
         let per_block = (FFT_THREADS / 32 * self.ffts_per_group()) as usize;
         let blocks = batch.div_ceil(per_block) as u32;
         let batch = batch as u32;
         let mut launch = self.gpu.stream().launch_builder(&self.batch_kernel);
-        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.raw_mut()).arg(&batch);
+        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.arg_mut()).arg(&batch);
         // SAFETY: matches `frb_short_fft_n*(gammas, x, y, batch)`; the lengths were checked and
         // the kernel touches only the first `batch` arrays.
         unsafe { launch.launch(launch_1d(blocks, FFT_THREADS, 0)) }
@@ -692,8 +747,10 @@ impl<'g> ShortFft<'g> {
         if y.len() != threads {
             return Err(Error::ShapeMismatch { what: "loop FFT output", expected: threads, actual: y.len() });
         }
+        self.gpu.check_owner(x, "loop FFT input")?;
+        self.gpu.check_owner(y, "loop FFT output")?;
         let mut launch = self.gpu.stream().launch_builder(&self.loop_kernel);
-        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.raw_mut()).arg(&iterations).arg(&salt);
+        launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.arg_mut()).arg(&iterations).arg(&salt);
         // SAFETY: matches `frb_short_fft_loop_n*(gammas, x, y, iterations, salt)`; x holds 4
         // words and y one per thread.
         unsafe { launch.launch(launch_1d(blocks, FFT_THREADS, 0)) }
@@ -701,9 +758,15 @@ impl<'g> ShortFft<'g> {
         Ok(())
     }
 
-    /// FFTs run by one [`ShortFft::run_loop`] launch.
+    /// FFTs run by one [`ShortFft::run_loop`] launch (exact for the arguments `run_loop`
+    /// accepts, `blocks <= 2^20`; saturates at `u64::MAX` past 2^64).
     pub fn loop_ffts(&self, blocks: u32, iterations: u32) -> u64 {
-        blocks as u64 * (FFT_THREADS / 32) as u64 * 4 * iterations as u64 * self.ffts_per_group() as u64
+        let ffts = blocks as u128
+            * (FFT_THREADS / 32) as u128
+            * 4
+            * iterations as u128
+            * self.ffts_per_group() as u128;
+        u64::try_from(ffts).unwrap_or(u64::MAX)
     }
 }
 
@@ -729,6 +792,14 @@ impl<'g> ShortFft<'g> {
 // The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
 // layouts and bank-conflict checks are in place) are not written yet.
 //
+// Sizes. E (`T F 2D` bytes) and I (`F Tbar 4MN` values) pass 2^32 in ordinary launches (full
+// CHORD with F = 16: T = 262176 gives 4.3 GB of E; T = 120000 at T_ds = 1 gives 4.4 G values
+// of I), so the kernels form E's and I's element offsets in 64 bits from 32-bit row indices
+// (`(tau, f)` and `(f, tbar)` rows); `FrbConfig::validate` keeps those indices below 2^32
+// (`T F < 2^32`, [`FRB_MAX_ROWS`]: an E of at least 512 GB) and T at most 2^31
+// ([`FRB_MAX_TIMES`]: the kernels' sample counters), and the split keeps the grid within its
+// 2^31 - 1 blocks ([`FRB_MAX_BLOCKS`]).
+//
 // f16 range (sec. 4.14). W E is rounded to f16, the FFT stages hold f16 (`|G| <= N max|W E|`,
 // `|Et| <= D max|W E|`), and I is summed (for T_ds <= 96 entirely, else per phase) and stored
 // as f16 (at most 65504; partial sums are at most the total). So I is
@@ -743,6 +814,40 @@ impl<'g> ShortFft<'g> {
 /// Polarisations of the FRB beamformer.
 pub const FRB_POLS: u32 = 2;
 
+/// Largest T per launch of the first FRB kernel, 2^31: the kernels count time samples in
+/// 32 bits and step a phase of up to 8 samples past the last one. E and I may exceed 2^32
+/// bytes and values (the kernels' row offsets are 64-bit), but their rows are counted in 32
+/// bits: `validate` also requires `T F < 2^32` ([`FRB_MAX_ROWS`]), which only an E of at
+/// least 512 GB would break.
+pub const FRB_MAX_TIMES: u32 = 1 << 31;
+
+/// Largest number of `(tau, f)` rows of E, `T F` (`2^32 - 1`: the kernels' 32-bit row
+/// indices; I has fewer rows, `F T / T_ds`).
+pub const FRB_MAX_ROWS: u64 = u32::MAX as u64;
+
+/// Largest number of blocks of one first-kernel launch (the grid's x dimension, `2^31 - 1`).
+pub const FRB_MAX_BLOCKS: u64 = (1 << 31) - 1;
+
+/// `x` as usize, or `usize::MAX` where it does not fit (sizes of configurations `validate`
+/// rejects).
+fn saturate(x: u128) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
+}
+
+/// The row-major index `((a0 n1 + a1) n2 + a2) ...` of `terms = [(a0, _), (a1, n1), ...]`
+/// in saturating u128 arithmetic (exact wherever it fits, which covers every valid
+/// configuration), as usize (saturated).
+fn row_major(terms: &[(u32, u32)]) -> usize {
+    let index =
+        terms.iter().fold(0u128, |acc, &(a, n)| acc.saturating_mul(n as u128).saturating_add(a as u128));
+    saturate(index)
+}
+
+/// The first f16 word whose real or imaginary half is not finite (all exponent bits set).
+fn first_non_finite_c16(words: &[u32]) -> Option<usize> {
+    words.iter().position(|&w| w & 0x7c00 == 0x7c00 || (w >> 16) & 0x7c00 == 0x7c00)
+}
+
 /// One launch of the first FRB kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbConfig {
@@ -752,7 +857,8 @@ pub struct FrbConfig {
     pub n: u32,
     /// Frequency channels F (one thread block each), 1..=65535.
     pub freqs: u32,
-    /// Time samples T per launch: a positive multiple of the case's outer block and of T_ds.
+    /// Time samples T per launch: a positive multiple of the case's outer block and of T_ds,
+    /// at most [`FRB_MAX_TIMES`].
     pub times: u32,
     /// Time downsampling factor T_ds (any positive integer).
     pub t_ds: u32,
@@ -796,39 +902,83 @@ impl FrbConfig {
                 self.times, self.t_ds
             ));
         }
+        if self.times > FRB_MAX_TIMES {
+            return bad(format!(
+                "times per launch ({}) must be at most 2^31: the kernels count time samples in 32 bits",
+                self.times
+            ));
+        }
+        let rows = self.times as u64 * self.freqs as u64;
+        if rows > FRB_MAX_ROWS {
+            return bad(format!(
+                "T F = {rows} rows of E exceed 2^32 - 1, the kernels' 32-bit row indices (E would hold {:.3e} bytes)",
+                self.e_len_exact() as f64
+            ));
+        }
+        let per_channel = self.out_times() as u64 * 4 * self.m as u64 * self.n as u64;
+        if per_channel > u32::MAX as u64 {
+            return bad(format!(
+                "one channel of I would hold {per_channel} values (T / T_ds x 4MN), past 2^32 - 1: the \
+                 first kernel addresses a channel's I with 32-bit offsets (split the launch in time)"
+            ));
+        }
+        // E and I address 64-bit rows on the device; on the host they must fit `usize`.
+        for (what, unit, len) in
+            [("E", "bytes", self.e_len_exact()), ("I", "values", self.output_len_exact())]
+        {
+            if len > usize::MAX as u128 {
+                return bad(format!("{what} would hold {len} {unit}, past this platform's address space"));
+            }
+        }
         Ok(())
     }
 
-    /// Downsampled samples per launch, `T / T_ds`.
+    fn e_len_exact(&self) -> u128 {
+        self.times as u128 * self.freqs as u128 * FRB_POLS as u128 * self.dishes as u128
+    }
+    /// At most 2^32 2^32 2^34 2^32: no u128 overflow.
+    fn output_len_exact(&self) -> u128 {
+        self.freqs as u128 * self.out_times() as u128 * 4 * self.m as u128 * self.n as u128
+    }
+
+    // The size and index helpers below are exact for every configuration [`validate`]
+    // accepts (and indices inside it); for others they neither panic nor wrap: sizes and
+    // indices past `usize` saturate at `usize::MAX`, and `out_times` is 0 when T_ds = 0.
+
+    /// Downsampled samples per launch, `T / T_ds` (0 when T_ds = 0, which `validate` rejects).
+    ///
+    /// [`validate`]: FrbConfig::validate
     pub fn out_times(&self) -> u32 {
-        self.times / self.t_ds
+        self.times.checked_div(self.t_ds).unwrap_or(0)
     }
-    /// E size in bytes (ci4 `[tau][f][pol][d]`).
+    /// E size in bytes (ci4 `[tau][f][pol][d]`; saturates at `usize::MAX`).
     pub fn e_len(&self) -> usize {
-        self.times as usize * self.freqs as usize * FRB_POLS as usize * self.dishes as usize
+        saturate(self.e_len_exact())
     }
-    /// W size in complex values (`[f][pol][m][n]`).
+    /// W size in complex values (`[f][pol][m][n]`; saturates at `usize::MAX`).
     pub fn weights_len(&self) -> usize {
-        self.freqs as usize * FRB_POLS as usize * (self.m * self.n) as usize
+        saturate(self.freqs as u128 * FRB_POLS as u128 * self.m as u128 * self.n as u128)
     }
-    /// I size (`[f][tbar][p][q]`).
+    /// I size (`[f][tbar][p][q]`; saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
-        self.freqs as usize * self.out_times() as usize * (4 * self.m * self.n) as usize
+        saturate(self.output_len_exact())
     }
+    /// Byte of E holding `(tau, f, pol, d)` (saturates at `usize::MAX`).
     pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
-        ((tau as usize * self.freqs as usize + f as usize) * FRB_POLS as usize + pol as usize)
-            * self.dishes as usize
-            + d as usize
+        row_major(&[(tau, 1), (f, self.freqs), (pol, FRB_POLS), (d, self.dishes)])
     }
+    /// Entry of W holding `(f, pol, m, n)` (saturates at `usize::MAX`).
     pub fn weight_index(&self, f: u32, pol: u32, m: u32, n: u32) -> usize {
-        ((f as usize * FRB_POLS as usize + pol as usize) * self.m as usize + m as usize) * self.n as usize
-            + n as usize
+        row_major(&[(f, 1), (pol, FRB_POLS), (m, self.m), (n, self.n)])
     }
+    /// Entry of I holding `(f, tbar, p, q)` (saturates at `usize::MAX`).
     pub fn output_index(&self, f: u32, tbar: u32, p: u32, q: u32) -> usize {
-        ((f as usize * self.out_times() as usize + tbar as usize) * 2 * self.m as usize + p as usize)
-            * 2
-            * self.n as usize
-            + q as usize
+        row_major(&[
+            (f, 1),
+            (tbar, self.out_times()),
+            (p, self.m.saturating_mul(2)),
+            (q, self.n.saturating_mul(2)),
+        ])
     }
 
     /// Checks a dish-to-grid map: D entries `(m, n)`, each inside the M x N grid, no two
@@ -893,7 +1043,8 @@ pub struct FrbBeamformer<'g> {
 
 impl<'g> FrbBeamformer<'g> {
     /// Validates `config`, the dish map (`grid[d] = (m, n)`) and the weights (complex f16
-    /// `[f][pol][m][n]`, re in bits 0..16), and uploads them.
+    /// `[f][pol][m][n]`, re in bits 0..16; a NaN or infinite half is `NonFinite` with the
+    /// word's index), and uploads them.
     pub fn new(
         gpu: &'g Gpu,
         config: FrbConfig,
@@ -902,13 +1053,7 @@ impl<'g> FrbBeamformer<'g> {
     ) -> Result<FrbBeamformer<'g>> {
         config.validate()?;
         config.check_grid(grid)?;
-        if weights.len() != config.weights_len() {
-            return Err(Error::ShapeMismatch {
-                what: "FRB weights",
-                expected: config.weights_len(),
-                actual: weights.len(),
-            });
-        }
+        check_weights(&config, weights)?;
         let case = config.case()?;
         let name = frb_beamform_kernel(&case, config.t_ds).ok_or(Error::MissingKernel("frb_beamform_*"))?;
         // Full CHORD with f16 sums: the even/odd kernel (its own block size, shared memory
@@ -924,7 +1069,7 @@ impl<'g> FrbBeamformer<'g> {
         let resident = kernel
             .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
             .map_err(|source| Error::Driver { during: "querying the FRB kernel's occupancy", source })?;
-        let tbar_per_block = frb_output_samples_per_block(&config, resident.max(1) * gpu.sm_count());
+        let tbar_per_block = frb_output_samples_per_block(&config, resident.max(1) * gpu.sm_count())?;
         let points: Vec<u32> = grid.iter().map(|&(m, n)| m * config.n + n).collect();
         Ok(FrbBeamformer {
             gpu,
@@ -947,11 +1092,19 @@ impl<'g> FrbBeamformer<'g> {
 
     /// Sets the output samples per block (at least 1; more than the launch has means one
     /// chunk per channel): for tests of blocks that write several samples, and for sweeps.
+    /// `InvalidConfig` where the launch would need more than [`FRB_MAX_BLOCKS`] blocks.
     pub fn set_output_samples_per_block(&mut self, samples: u32) -> Result<()> {
         if samples == 0 {
             return Err(Error::InvalidConfig("output samples per block must be positive".into()));
         }
-        self.tbar_per_block = samples.min(self.config.out_times());
+        let samples = samples.min(self.config.out_times());
+        let blocks = frb_blocks(&self.config, samples);
+        if blocks > FRB_MAX_BLOCKS {
+            return Err(Error::InvalidConfig(format!(
+                "{samples} output samples per block would launch {blocks} blocks, past the grid's 2^31 - 1"
+            )));
+        }
+        self.tbar_per_block = samples;
         Ok(())
     }
 
@@ -959,9 +1112,12 @@ impl<'g> FrbBeamformer<'g> {
         &self.config
     }
 
-    /// `I[f][tbar][p][q]` (f16 bits) from E (ci4 `[tau][f][pol][d]`).
+    /// `I[f][tbar][p][q]` (f16 bits) from E (ci4 `[tau][f][pol][d]`). E and I may exceed
+    /// 2^32 bytes and values: the kernels address their rows in 64 bits.
     pub fn beamform(&self, e: &DeviceBuffer<u8>, i: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = &self.config;
+        self.gpu.check_owner(e, "FRB E")?;
+        self.gpu.check_owner(i, "FRB intensity I")?;
         if e.len() != c.e_len() {
             return Err(Error::ShapeMismatch { what: "FRB E (bytes)", expected: c.e_len(), actual: e.len() });
         }
@@ -979,16 +1135,24 @@ impl<'g> FrbBeamformer<'g> {
             .arg(self.grid.raw())
             .arg(self.gammas_m.raw())
             .arg(self.gammas_n.raw())
-            .arg(i.raw_mut())
+            .arg(i.arg_mut())
             .arg(&c.freqs)
             .arg(&c.times)
             .arg(&c.t_ds)
             .arg(&self.tbar_per_block);
-        let blocks = c.freqs * c.out_times().div_ceil(self.tbar_per_block);
+        // At most FRB_MAX_BLOCKS (the split's choice and `set_output_samples_per_block`
+        // ensure it).
+        let blocks = frb_blocks(c, self.tbar_per_block);
+        let blocks = u32::try_from(blocks).ok().filter(|&b| b as u64 <= FRB_MAX_BLOCKS).ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "the FRB launch would need {blocks} blocks, past the grid's 2^31 - 1"
+            ))
+        })?;
         // SAFETY: matches `frb_beamform_d*_m*_n*(e, weights, grid, gammas_m, gammas_n, out,
         // freqs, times, t_ds, tbar_per_block)`; every length was checked against the
-        // validated config, the map is inside the grid, `times` is a multiple of `t_ds`, and
-        // `blocks = F * ceil(out_times / tbar_per_block)`.
+        // validated config (T <= 2^31, so the kernels' 32-bit sample counters do not wrap;
+        // E and I rows are addressed in 64 bits), the map is inside the grid, `times` is a
+        // multiple of `t_ds`, and `blocks = F * ceil(out_times / tbar_per_block)`.
         unsafe { launch.launch(launch_1d(blocks, self.threads, self.shared_bytes)) }
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
@@ -1001,65 +1165,139 @@ impl<'g> FrbBeamformer<'g> {
 /// shorter blocks were faster down to 160 samples at full CHORD (4 output samples, 3072
 /// blocks, 5.8 waves; 2.04 ms against 2.18 ms with 24 output samples, one wave), and flat
 /// between 300 and 600 samples at HIRAX; 1920 samples per block lost 4% at the pathfinder.
-pub fn frb_output_samples_per_block(config: &FrbConfig, slots: u32) -> u32 {
-    let out_times = config.out_times().max(1);
-    let waves = |per_block: u32| {
-        config.freqs as u64 * out_times.div_ceil(per_block) as u64 >= 5 * slots.max(1) as u64
-    };
-    let by_samples = (480 / config.t_ds.max(1)).clamp(1, out_times);
-    let longest = (1..=by_samples).rev().find(|&k| waves(k)).unwrap_or(1);
+/// Never more than [`FRB_MAX_BLOCKS`] blocks (F times the chunks). Errors: an invalid
+/// `config`, or `slots == 0`.
+pub fn frb_output_samples_per_block(config: &FrbConfig, slots: u32) -> Result<u32> {
+    config.validate()?;
+    if slots == 0 {
+        return Err(Error::InvalidConfig("resident block slots must be positive".into()));
+    }
+    // Valid: T_ds >= 1, 1 <= out_times, 1 <= F <= 65535.
+    let out_times = config.out_times();
+    let freqs = config.freqs as u64;
+    let waves = |per_block: u32| freqs * out_times.div_ceil(per_block) as u64 >= 5 * slots as u64;
+    let by_samples = (480 / config.t_ds).clamp(1, out_times);
+    // The grid holds at most FRB_MAX_BLOCKS / F chunks per channel (at least 32768).
+    let shortest = out_times.div_ceil((FRB_MAX_BLOCKS / freqs) as u32);
+    let longest = (1..=by_samples).rev().find(|&k| waves(k)).unwrap_or(1).max(shortest);
     // Equal chunks: the same number of chunks, as short as they can be.
-    out_times.div_ceil(out_times.div_ceil(longest))
+    Ok(out_times.div_ceil(out_times.div_ceil(longest)))
+}
+
+/// Blocks of a first-kernel launch of `config` with `tbar_per_block` output samples per
+/// block, `F ceil(out_times / tbar_per_block)` (exact in 64 bits).
+fn frb_blocks(config: &FrbConfig, tbar_per_block: u32) -> u64 {
+    config.freqs as u64 * config.out_times().div_ceil(tbar_per_block.max(1)) as u64
+}
+
+/// Checks the FRB weights: one complex f16 word per `(f, pol, m, n)`, each half finite.
+fn check_weights(config: &FrbConfig, weights: &[u32]) -> Result<()> {
+    if weights.len() != config.weights_len() {
+        return Err(Error::ShapeMismatch {
+            what: "FRB weights",
+            expected: config.weights_len(),
+            actual: weights.len(),
+        });
+    }
+    match first_non_finite_c16(weights) {
+        Some(index) => Err(Error::NonFinite { what: "FRB weights", index }),
+        None => Ok(()),
+    }
 }
 
 /// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted
-/// field: [`padded_dft`] along n, then along m), `I[f][tbar][p][q]`.
+/// field: [`padded_dft`] along n, then along m), `I[f][tbar][p][q]`. Weights with a NaN or
+/// infinite half are `NonFinite` (as in [`FrbBeamformer::new`]); for every other input the
+/// result is finite.
 pub fn frb_intensity_reference(
     config: &FrbConfig,
     e: &[u8],
     grid: &[(u32, u32)],
     weights: &[u32],
 ) -> Result<Vec<f64>> {
+    check_reference_args(config, e, grid, weights)?;
+    let c = config;
+    let w = unpack_c16(weights);
+    let k = 4 * (c.m * c.n) as usize;
+    let mut out = vec![0.0; c.output_len()];
+    for (row, sample) in out.chunks_mut(k).enumerate() {
+        let (f, tbar) = ((row / c.out_times() as usize) as u32, (row % c.out_times() as usize) as u32);
+        accumulate_sample(c, e, grid, &w, f, tbar, sample);
+    }
+    Ok(out)
+}
+
+/// One output sample of [`frb_intensity_reference`], `I[f][tbar][p][q]` for every `(p, q)`
+/// (`2M x 2N` values, the same sums in the same order): for checking chosen samples of a
+/// launch whose whole reference would take too long (E of gigabytes). `f` and `tbar` outside
+/// the launch are `InvalidConfig`.
+pub fn frb_intensity_reference_sample(
+    config: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    weights: &[u32],
+    f: u32,
+    tbar: u32,
+) -> Result<Vec<f64>> {
+    check_reference_args(config, e, grid, weights)?;
+    if f >= config.freqs || tbar >= config.out_times() {
+        return Err(Error::InvalidConfig(format!(
+            "output sample (f, tbar) = ({f}, {tbar}) is outside the launch's {} x {}",
+            config.freqs,
+            config.out_times()
+        )));
+    }
+    let mut out = vec![0.0; 4 * (config.m * config.n) as usize];
+    accumulate_sample(config, e, grid, &unpack_c16(weights), f, tbar, &mut out);
+    Ok(out)
+}
+
+/// The checks of the CPU references: a valid configuration and map, E and finite W of its
+/// sizes.
+fn check_reference_args(config: &FrbConfig, e: &[u8], grid: &[(u32, u32)], weights: &[u32]) -> Result<()> {
     config.validate()?;
     config.check_grid(grid)?;
-    let c = config;
-    if e.len() != c.e_len() {
-        return Err(Error::ShapeMismatch { what: "FRB E (bytes)", expected: c.e_len(), actual: e.len() });
-    }
-    if weights.len() != c.weights_len() {
+    if e.len() != config.e_len() {
         return Err(Error::ShapeMismatch {
-            what: "FRB weights",
-            expected: c.weights_len(),
-            actual: weights.len(),
+            what: "FRB E (bytes)",
+            expected: config.e_len(),
+            actual: e.len(),
         });
     }
-    let w = unpack_c16(weights);
+    check_weights(config, weights)
+}
+
+/// Adds output sample `(f, tbar)` (`[p][q]`, `2M x 2N`) of a checked configuration to `out`:
+/// its T_ds time samples in order, each polarisation's `|Et|^2`.
+fn accumulate_sample(
+    c: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    w: &[C64],
+    f: u32,
+    tbar: u32,
+    out: &mut [f64],
+) {
     let (m_len, n_len) = (c.m as usize, c.n as usize);
-    let mut out = vec![0.0; c.output_len()];
     let mut field = vec![(0.0, 0.0); m_len * n_len];
-    for tau in 0..c.times {
-        for f in 0..c.freqs {
-            for pol in 0..FRB_POLS {
-                field.iter_mut().for_each(|x| *x = (0.0, 0.0));
-                for (d, &(m, n)) in grid.iter().enumerate() {
-                    let (re, im) =
-                        radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
-                    field[m as usize * n_len + n as usize] =
-                        cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
-                }
-                // Eq. 56 along n, then eq. 57 along m.
-                let g: Vec<Vec<C64>> = field.chunks(n_len).map(padded_dft).collect();
-                for q in 0..2 * n_len {
-                    let column: Vec<C64> = g.iter().map(|row| row[q]).collect();
-                    for (p, value) in padded_dft(&column).into_iter().enumerate() {
-                        out[c.output_index(f, tau / c.t_ds, p as u32, q as u32)] +=
-                            value.0 * value.0 + value.1 * value.1;
-                    }
+    for tau in tbar * c.t_ds..(tbar + 1) * c.t_ds {
+        for pol in 0..FRB_POLS {
+            field.iter_mut().for_each(|x| *x = (0.0, 0.0));
+            for (d, &(m, n)) in grid.iter().enumerate() {
+                let (re, im) = radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
+                field[m as usize * n_len + n as usize] =
+                    cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
+            }
+            // Eq. 56 along n, then eq. 57 along m.
+            let g: Vec<Vec<C64>> = field.chunks(n_len).map(padded_dft).collect();
+            for q in 0..2 * n_len {
+                let column: Vec<C64> = g.iter().map(|row| row[q]).collect();
+                for (p, value) in padded_dft(&column).into_iter().enumerate() {
+                    out[p * 2 * n_len + q] += value.0 * value.0 + value.1 * value.1;
                 }
             }
         }
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -1104,7 +1342,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(2);
         for n in [8, 12, 16] {
             let f = sparse_selector(n).unwrap();
-            let dense = gamma3_matrix(n);
+            let dense = gamma3_matrix(n).unwrap();
             // The delta(i_f, j_1) of eq. 168: every nonzero has j1 = i_f.
             for i in 0..16 {
                 for j in 0..16 {
@@ -1113,12 +1351,16 @@ mod tests {
                     }
                 }
             }
-            let rebuilt = decompress_universal(&compress_sparse(&dense, f), f);
+            let rebuilt = decompress_universal(&compress_sparse(&dense, f).unwrap(), f).unwrap();
             assert_eq!(rebuilt, dense, "N={n}");
             let b: Vec<f64> = (0..128).map(|_| rng.random_range(-1.0..1.0)).collect();
             assert_eq!(matmul(&rebuilt, &b, (16, 16, 8)), matmul(&dense, &b, (16, 16, 8)));
             // A wrong selector does not rebuild it: the test can tell.
-            assert_ne!(decompress_universal(&compress_sparse(&dense, f), f ^ 3), dense, "N={n}");
+            assert_ne!(
+                decompress_universal(&compress_sparse(&dense, f).unwrap(), f ^ 3).unwrap(),
+                dense,
+                "N={n}"
+            );
         }
     }
 
@@ -1190,7 +1432,7 @@ mod tests {
         let x: [[C64; 24]; 8] = core::array::from_fn(|_| {
             core::array::from_fn(|_| (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0)))
         });
-        let got = emulate_eo_dft(&image, &x);
+        let got = emulate_eo_dft(&image, &x).unwrap();
         for g in 0..8 {
             let want = padded_dft(&x[g]);
             let err = relative_l2(&got[g], &want);
@@ -1204,7 +1446,7 @@ mod tests {
                 [f16::from_bits(lo).to_f64(), f16::from_bits(hi).to_f64()]
             })
             .collect();
-        let got = emulate_eo_dft(&rounded, &x);
+        let got = emulate_eo_dft(&rounded, &x).unwrap();
         assert!(relative_l2(&got[3], &padded_dft(&x[3])) < 1e-3);
     }
 
@@ -1358,19 +1600,32 @@ mod tests {
     #[test]
     fn output_samples_per_block_follow_the_measured_rule() {
         let table_3 = |dishes, m, n, freqs, times, t_ds| FrbConfig { dishes, m, n, freqs, times, t_ds };
-        assert_eq!(frb_output_samples_per_block(&table_3(512, 24, 24, 256, 1920, 40), 528), 4);
-        assert_eq!(frb_output_samples_per_block(&table_3(64, 8, 12, 2048, 1920, 40), 528), 12);
-        assert_eq!(frb_output_samples_per_block(&table_3(256, 16, 16, 1024, 3200, 25), 528), 19);
-        assert_eq!(frb_output_samples_per_block(&table_3(256, 16, 20, 1024, 2000, 25), 528), 16);
+        assert_eq!(frb_output_samples_per_block(&table_3(512, 24, 24, 256, 1920, 40), 528).unwrap(), 4);
+        assert_eq!(frb_output_samples_per_block(&table_3(64, 8, 12, 2048, 1920, 40), 528).unwrap(), 12);
+        assert_eq!(frb_output_samples_per_block(&table_3(256, 16, 16, 1024, 3200, 25), 528).unwrap(), 19);
+        assert_eq!(frb_output_samples_per_block(&table_3(256, 16, 20, 1024, 2000, 25), 528).unwrap(), 16);
         let small = table_3(64, 8, 12, 3, 144, 1);
-        assert_eq!(frb_output_samples_per_block(&small, 528), 1);
+        assert_eq!(frb_output_samples_per_block(&small, 528).unwrap(), 1);
         for slots in [1, 7, 132, 396, 528, 100_000] {
             for t_ds in [1, 3, 40, 144, 1000] {
                 let c = FrbConfig { times: 144 * 1000, t_ds, ..small };
-                let k = frb_output_samples_per_block(&c, slots);
+                let k = frb_output_samples_per_block(&c, slots).unwrap();
                 assert!(k >= 1 && k <= c.out_times(), "{c:?} {slots}");
             }
         }
+        // The grid's 2^31 - 1 blocks bound the chunks: the largest launches of every case,
+        // with so many resident slots that the rule wants one sample per block.
+        for case in FRB_CASES {
+            let times = (FRB_MAX_ROWS / 65535) as u32 / case.t_outer * case.t_outer;
+            let c = FrbConfig { dishes: case.dishes, m: case.m, n: case.n, freqs: 65535, times, t_ds: 1 };
+            assert!(c.validate().is_ok() && c.freqs as u64 * c.out_times() as u64 > FRB_MAX_BLOCKS);
+            for slots in [528, u32::MAX] {
+                let k = frb_output_samples_per_block(&c, slots).unwrap();
+                assert!(frb_blocks(&c, k) <= FRB_MAX_BLOCKS && k <= c.out_times(), "{c:?}: {k}");
+            }
+        }
+        assert!(frb_output_samples_per_block(&small, 0).is_err());
+        assert!(frb_output_samples_per_block(&FrbConfig { t_ds: 0, ..small }, 528).is_err());
     }
 
     #[test]

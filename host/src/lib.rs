@@ -4,11 +4,13 @@ pub mod baseband_beamformer;
 pub mod correlator;
 pub mod delay_beamformer;
 pub mod error;
-pub mod fragment;
+pub(crate) mod fragment;
 pub mod frb_beamformer;
 pub mod pfb;
 pub mod runtime;
 pub mod selftest;
 
 pub use error::{DriverContext, Error, Result};
-pub use runtime::{launch_1d, CudaFunction, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg, Stream, Timer};
+pub use runtime::{
+    launch_1d, CudaFunction, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg, Stream, Timer,
+};

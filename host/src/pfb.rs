@@ -20,9 +20,30 @@
 //! samples from shortly before the next output chunk's earliest window to the newest input.
 //! Each output chunk (`heaps_per_chunk` heaps of `spectra_per_heap` spectra) is computed by
 //! the same launches from that buffer as soon as its last window has arrived, so a
-//! stream cut into any chunk size gives the same bytes as one long buffer.
+//! stream cut into any chunk size gives the same bytes as one long buffer. A push is checked
+//! whole (lengths, room, every schedule it needs) before anything changes, so an invalid push
+//! (e.g. a delay past `max_delay`) leaves the stream as it was; only a device error part-way
+//! breaks it, and then it refuses further pushes until `reset` ([`Channelizer::push`]).
+//!
+//! Sizes: [`ChannelizerConfig::validate`] computes every size in 128-bit arithmetic and
+//! rejects an output chunk past 2^31 complex values ([`MAX_OUTPUT_VALUES`]: int8 output up to
+//! 2^32 bytes, f32 intermediates up to 16 GiB each) and a kept input past 2^32 - 32 samples
+//! per polarisation ([`MAX_CAPACITY_SAMPLES`]: the kernels take window offsets as u32
+//! samples). Past those, every device index (output bytes, intermediate values, input bits and
+//! words) is 64-bit. The size helpers never panic: on a configuration `validate` rejects they
+//! saturate (each says how).
+//!
+//! Non-finite values: weights, gains and delay models must be finite ([`Error::NonFinite`],
+//! naming the argument and the first bad index) and weights and gains at most
+//! [`MAX_COEFFICIENT`] = 2^32 in magnitude, which keeps every f32 product of the GPU path
+//! finite; a delay model whose delay or phase becomes non-finite at some spectrum is rejected
+//! by [`Schedule::new`]. So the quantiser never sees NaN or an infinity from accepted inputs.
+//! Were it to, the kernels' quantiser and [`quantise_reference`] agree: an infinity saturates
+//! to `+-max` and NaN gives 0, and both count as clipped.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, LaunchConfig, PushKernelArg};
+use crate::runtime::{
+    allow_dynamic_shared, launch_1d, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg,
+};
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
 use radio_kernels_gpu::pfb as layout;
@@ -102,7 +123,9 @@ impl ChannelizerConfig {
         }
     }
 
-    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`. Every size
+    /// is computed in 128-bit arithmetic here, so a configuration this accepts has sizes that
+    /// fit the helpers' types and the kernels' index widths.
     pub fn validate(&self) -> Result<()> {
         let bad = |message: String| Err(Error::InvalidConfig(message));
         let n = self.channels;
@@ -138,53 +161,110 @@ impl ChannelizerConfig {
                 self.packet_samples, self.chunk_samples
             ));
         }
-        let spectra = self.spectra_per_chunk() as u64;
-        if spectra * n as u64 * 2 > 1 << 31 {
+        let spectra = self.spectra_per_chunk();
+        let values = self.output_values_exact();
+        if values > MAX_OUTPUT_VALUES as u128 {
             return bad(format!(
-                "an output chunk of {spectra} spectra x {n} channels x 2 pols exceeds 2^31 values; use fewer heaps"
+                "an output chunk of {spectra} spectra x {n} channels x 2 polarisations is {values} complex \
+                 values, past 2^31 (an int8 output of 2^32 bytes and f32 intermediates of 16 GiB each: the \
+                 largest chunk the GPU tests cover); use fewer heaps per chunk"
             ));
         }
-        if self.capacity_samples() >= 1 << 32 {
-            return bad("the kept input (chunk + windows + 2 max_delay) exceeds 2^32 samples".into());
+        let capacity = self.capacity_exact();
+        if capacity > MAX_CAPACITY_SAMPLES as u128 {
+            return bad(format!(
+                "the kept input (one chunk's windows, 2 x max_delay = {}, one pushed chunk and {} \
+                 samples of alignment slack) would hold {capacity} samples per polarisation, past \
+                 2^32 - 32: the kernels take window offsets in that buffer as 32-bit sample indices; \
+                 lower max_delay, chunk_samples or heaps_per_chunk",
+                2 * self.max_delay as u64,
+                2 * SAMPLE_GRANULE
+            ));
         }
         Ok(())
     }
 
-    /// Spectra of one output chunk.
-    pub fn spectra_per_chunk(&self) -> u32 {
-        self.spectra_per_heap * self.heaps_per_chunk
+    /// Spectra of one output chunk, `spectra_per_heap x heaps_per_chunk` (exact in u64 for any
+    /// field values; at most 2^24 for a valid configuration).
+    pub fn spectra_per_chunk(&self) -> u64 {
+        self.spectra_per_heap as u64 * self.heaps_per_chunk as u64
     }
-    /// Samples of one PFB window, `2 n T`.
+    /// Samples of one PFB window, `2 n T`: exact where it fits u64 (always for a valid
+    /// configuration, at most 2^22), else saturated at `u64::MAX`.
     pub fn window(&self) -> u64 {
-        2 * self.channels as u64 * self.taps as u64
+        (2 * self.channels as u64).saturating_mul(self.taps as u64)
     }
-    /// Bytes of one pushed chunk per polarisation.
+    /// Bytes of one pushed chunk per polarisation, `chunk_samples x bits / 8` (exact in u64 for
+    /// any field values; saturated at `usize::MAX` only where usize is narrower).
     pub fn chunk_bytes(&self) -> usize {
-        self.chunk_samples as usize * self.bits as usize / 8
+        to_usize(self.chunk_samples as u128 * self.bits as u128 / 8)
     }
-    /// Packets of one pushed chunk per polarisation.
+    /// Packets of one pushed chunk per polarisation, `chunk_samples / packet_samples`; 0 when
+    /// `packet_samples` is 0 (a configuration [`validate`](Self::validate) rejects).
     pub fn chunk_packets(&self) -> usize {
-        (self.chunk_samples / self.packet_samples) as usize
+        self.chunk_samples.checked_div(self.packet_samples).map_or(0, |p| p as usize)
     }
-    /// Complex values of one output chunk (both polarisations).
+    /// Complex values of one output chunk (both polarisations), `2 n x spectra_per_chunk`:
+    /// exact where it fits usize (always for a valid configuration, at most 2^31), else
+    /// saturated at `usize::MAX`.
     pub fn output_values(&self) -> usize {
-        self.spectra_per_chunk() as usize * self.channels as usize * 2
+        to_usize(self.output_values_exact())
     }
-    /// Output bytes of one chunk.
+    /// Output bytes of one chunk, [`output_values`](Self::output_values) times the format's
+    /// bytes per value: exact where it fits usize (always for a valid configuration, at most
+    /// 2^32), else saturated at `usize::MAX`.
     pub fn output_bytes(&self) -> usize {
-        self.output_values() * self.output.bytes_per_value()
+        to_usize(self.output_values_exact() * self.output.bytes_per_value() as u128)
     }
     /// Samples the device buffer of each polarisation holds: one output chunk's windows,
-    /// the delay range on both sides, one pushed chunk, and word-alignment slack.
+    /// the delay range on both sides, one pushed chunk, and word-alignment slack, rounded up
+    /// to whole granules: `2n (spectra - 1) + 2nT + 2 max_delay + chunk_samples + 64`. Below
+    /// 2^32 for a valid configuration; for one [`validate`](Self::validate) rejects, exact where
+    /// it fits u64 (with no spectra, the `2n (spectra - 1)` term is 0), else `u64::MAX`.
     pub fn capacity_samples(&self) -> u64 {
-        let n2 = 2 * self.channels as u64;
-        let span = n2 * (self.spectra_per_chunk() as u64 - 1) + self.window() + 2 * self.max_delay as u64;
-        (span + self.chunk_samples as u64 + 2 * SAMPLE_GRANULE as u64).next_multiple_of(SAMPLE_GRANULE as u64)
+        u64::try_from(self.capacity_exact()).unwrap_or(u64::MAX)
     }
-    /// Index of output value (heap, channel, spectrum in heap, pol) in a chunk's output.
+    /// Index of output value (heap, channel, spectrum in heap, pol) in a chunk's output,
+    /// `((heap n + channel) S + s) 2 + pol`: exact where it fits usize (always for in-range
+    /// arguments of a valid configuration), else saturated at `usize::MAX`; arguments are not
+    /// checked against the configuration.
     pub fn output_index(&self, heap: u32, channel: u32, s: u32, pol: u32) -> usize {
-        layout::output_index(heap, channel, s, pol, self.channels, self.spectra_per_heap) as usize
+        let n = self.channels as u128;
+        let index = ((heap as u128 * n + channel as u128) * self.spectra_per_heap as u128 + s as u128) * 2
+            + pol as u128;
+        to_usize(index)
     }
+
+    /// `2 n x spectra_per_chunk`, exact.
+    fn output_values_exact(&self) -> u128 {
+        2 * self.channels as u128 * self.spectra_per_chunk() as u128
+    }
+    /// [`capacity_samples`](Self::capacity_samples), exact.
+    fn capacity_exact(&self) -> u128 {
+        let n2 = 2 * self.channels as u128;
+        let span = n2 * (self.spectra_per_chunk() as u128).saturating_sub(1)
+            + n2 * self.taps as u128
+            + 2 * self.max_delay as u128;
+        (span + self.chunk_samples as u128 + 2 * SAMPLE_GRANULE as u128)
+            .next_multiple_of(SAMPLE_GRANULE as u128)
+    }
+    /// Spectra per chunk as the kernels take them (u32; only for a validated configuration,
+    /// where it is at most 2^24).
+    fn spectra_u32(&self) -> u32 {
+        u32::try_from(self.spectra_per_chunk()).unwrap_or(u32::MAX)
+    }
+}
+
+/// Most complex values of one output chunk (both polarisations) [`ChannelizerConfig::validate`]
+/// accepts: 2^31 (int8: 2^32 bytes).
+pub const MAX_OUTPUT_VALUES: u64 = 1 << 31;
+/// Most samples per polarisation the kept input may hold: the largest multiple of
+/// [`SAMPLE_GRANULE`] below 2^32, since the kernels take window offsets as u32 samples.
+pub const MAX_CAPACITY_SAMPLES: u64 = (1 << 32) - SAMPLE_GRANULE as u64;
+
+/// `value` as usize, saturated (exact on 64-bit targets for every value below 2^64).
+fn to_usize(value: u128) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,7 +280,10 @@ pub fn pack_samples(samples: &[i32], bits: u32) -> Result<Vec<u8>> {
     if let Some(bad) = samples.iter().find(|&&s| s < lo || s > hi) {
         return Err(Error::InvalidConfig(format!("sample {bad} does not fit {bits} bits")));
     }
-    let mut out = vec![0u8; (samples.len() * bits as usize).div_ceil(8)];
+    let total_bits = samples.len().checked_mul(bits as usize).ok_or_else(|| {
+        Error::InvalidConfig(format!("{} samples of {bits} bits overflow usize bits", samples.len()))
+    })?;
+    let mut out = vec![0u8; total_bits.div_ceil(8)];
     let mut bit = 0usize;
     for &s in samples {
         for b in (0..bits).rev() {
@@ -213,24 +296,65 @@ pub fn pack_samples(samples: &[i32], bits: u32) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The reference unpacker, one bit at a time: sample `i` of MSB-first packed `bytes`.
-pub fn unpack_sample(bytes: &[u8], bits: u32, i: usize) -> i32 {
+/// The reference unpacker, one bit at a time: sample `i` of MSB-first packed `bytes`. Errors
+/// on an unsupported width or when sample `i` does not lie wholly inside `bytes`.
+pub fn unpack_sample(bytes: &[u8], bits: u32, i: usize) -> Result<i32> {
+    if !BITS.contains(&bits) {
+        return Err(Error::InvalidConfig(format!("bits must be one of {BITS:?}, got {bits}")));
+    }
+    let end = i.checked_add(1).and_then(|k| k.checked_mul(bits as usize));
+    if end.is_none_or(|end| end.div_ceil(8) > bytes.len()) {
+        return Err(Error::InvalidConfig(format!(
+            "sample {i} of {bits} bits lies past the {} packed bytes",
+            bytes.len()
+        )));
+    }
     let mut v = 0i32;
     for b in 0..bits as usize {
         let bit = i * bits as usize + b;
         v = (v << 1) | ((bytes[bit / 8] >> (7 - bit % 8)) & 1) as i32;
     }
     // Sign-extend from `bits`.
-    (v << (32 - bits)) >> (32 - bits)
+    Ok((v << (32 - bits)) >> (32 - bits))
 }
 
 // ---------------------------------------------------------------------------------------------
 // Weights
 
+/// Largest magnitude [`Channelizer`] and [`reference_chunk`] accept for a PFB weight or a gain
+/// component (2^32). With samples below 2^15 in magnitude, at most 32 taps and a 2^17-point
+/// transform, every f32 intermediate of the GPU path then stays below 2^40 x 2^32 x 2^32 =
+/// 2^104, far from f32's 2^128: finite inputs give finite products, so the quantiser never
+/// sees NaN or an infinity (see the module documentation).
+pub const MAX_COEFFICIENT: f32 = 4_294_967_296.0;
+
+/// The first value of `values` (flattened) that is not finite ([`Error::NonFinite`]) or whose
+/// magnitude passes [`MAX_COEFFICIENT`] (`InvalidConfig`).
+fn check_coefficients(what: &'static str, values: impl Iterator<Item = f32>) -> Result<()> {
+    for (index, v) in values.enumerate() {
+        if !v.is_finite() {
+            return Err(Error::NonFinite { what, index });
+        }
+        if v.abs() > MAX_COEFFICIENT {
+            return Err(Error::InvalidConfig(format!(
+                "{what}[{index}] = {v:e} is beyond 2^32 in magnitude: the f32 FIR, FFT and gain \
+                 products could overflow"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The PFB weights `w[t + 2n j]` (length `2 n T`): a Hann window times a sinc whose main lobe
 /// spans one channel, computed in f64 and normalised to unit sum of squares (so white noise
-/// keeps its power through the FIR), then rounded to f32.
+/// keeps its power through the FIR), then rounded to f32. Defined for channel and tap counts
+/// a valid [`ChannelizerConfig`] may hold (1 ..= 65536 channels, 1 ..= 32 taps): outside that
+/// range (including 0) it returns an empty vector, which every caller that needs `2 n T`
+/// weights rejects by length.
 pub fn hann_sinc_weights(channels: u32, taps: u32) -> Vec<f32> {
+    if !(1..=MAX_CHANNELS).contains(&channels) || !(1..=MAX_TAPS).contains(&taps) {
+        return Vec::new();
+    }
     let step = 2.0 * channels as f64;
     let len = 2 * channels as usize * taps as usize;
     let raw: Vec<f64> = (0..len)
@@ -274,13 +398,24 @@ pub struct SpectrumDelay {
     pub phase: f64,
 }
 
+/// The fields of a [`DelayModel`] in the order the `index` of [`Error::NonFinite`] counts them
+/// (for both polarisations' models, `5 pol + field`).
+pub const DELAY_MODEL_FIELDS: &str =
+    "delay model [pol][reference_sample, delay, delay_rate, phase, phase_rate]";
+
 impl DelayModel {
     pub fn is_finite(&self) -> bool {
+        self.first_non_finite().is_none()
+    }
+    /// The first field (0 ..= 4 in declaration order) that is NaN or infinite.
+    pub fn first_non_finite(&self) -> Option<usize> {
         [self.reference_sample, self.delay, self.delay_rate, self.phase, self.phase_rate]
             .iter()
-            .all(|v| v.is_finite())
+            .position(|v| !v.is_finite())
     }
-    /// The split of the module comment for spectrum `m`.
+    /// The split of the module comment for spectrum `m` (never panics; for a model or a
+    /// spectrum far enough out the delay or phase may be infinite or NaN, which
+    /// [`Schedule::new`] rejects).
     pub fn spectrum(&self, config: &ChannelizerConfig, m: i64) -> SpectrumDelay {
         let n = config.channels as f64;
         let t = 2.0 * n * m as f64 + n * config.taps as f64 - self.reference_sample;
@@ -288,6 +423,17 @@ impl DelayModel {
         let coarse = d.round_ties_even();
         SpectrumDelay { coarse: coarse as i64, fine: d - coarse, phase: self.phase + self.phase_rate * t }
     }
+}
+
+/// Checks both delay models are finite: [`Error::NonFinite`] on [`DELAY_MODEL_FIELDS`] with
+/// index `5 pol + field`.
+fn check_models(models: &[DelayModel; 2]) -> Result<()> {
+    for (pol, model) in models.iter().enumerate() {
+        if let Some(field) = model.first_non_finite() {
+            return Err(Error::NonFinite { what: DELAY_MODEL_FIELDS, index: 5 * pol + field });
+        }
+    }
+    Ok(())
 }
 
 /// Per-spectrum launch parameters of one output chunk, both polarisations, as the kernels
@@ -301,27 +447,42 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// The chunk of `config.spectra_per_chunk()` spectra from `first_spectrum`. Errors when a
-    /// coarse delay exceeds `max_delay` (the kept input would not hold its window) or a model
-    /// is not finite.
+    /// The chunk of `config.spectra_per_chunk()` spectra from `first_spectrum`. Errors when the
+    /// configuration is invalid, a model is not finite ([`Error::NonFinite`], see
+    /// [`DELAY_MODEL_FIELDS`]), a spectrum's delay or phase is not finite, a coarse delay
+    /// exceeds `max_delay` (the kept input would not hold its window), or a window's samples
+    /// are past the i64 stream positions.
     pub fn new(
         config: &ChannelizerConfig,
         models: &[DelayModel; 2],
         first_spectrum: i64,
     ) -> Result<Schedule> {
+        config.validate()?;
+        check_models(models)?;
         let count = config.spectra_per_chunk() as usize;
+        let n2 = 2 * config.channels as i64;
+        let window = config.window() as i64;
         let mut s = Schedule {
             starts: [Vec::with_capacity(count), Vec::with_capacity(count)],
             fine: [Vec::with_capacity(count), Vec::with_capacity(count)],
             rotation: [Vec::with_capacity(count), Vec::with_capacity(count)],
         };
         for (p, model) in models.iter().enumerate() {
-            if !model.is_finite() {
-                return Err(Error::InvalidConfig(format!("delay model of polarisation {p} is not finite")));
-            }
             for i in 0..count as i64 {
-                let m = first_spectrum + i;
+                let past = || {
+                    Error::InvalidConfig(format!(
+                        "spectrum {first_spectrum} + {i} lies past the i64 stream positions"
+                    ))
+                };
+                let m = first_spectrum.checked_add(i).ok_or_else(past)?;
                 let d = model.spectrum(config, m);
+                if !(d.fine.is_finite() && d.phase.is_finite()) {
+                    return Err(Error::InvalidConfig(format!(
+                        "the delay model of polarisation {p} gives spectrum {m} a delay of {} + {} \
+                         samples and a phase of {} rad: not finite",
+                        d.coarse, d.fine, d.phase
+                    )));
+                }
                 if d.coarse.unsigned_abs() > config.max_delay as u64 {
                     return Err(Error::InvalidConfig(format!(
                         "spectrum {m} of polarisation {p} asks for a coarse delay of {} samples, beyond \
@@ -329,7 +490,10 @@ impl Schedule {
                         d.coarse, config.max_delay
                     )));
                 }
-                s.starts[p].push(2 * config.channels as i64 * m - d.coarse);
+                // |coarse| <= max_delay < 2^32: only the product can leave i64.
+                let start = n2.checked_mul(m).and_then(|x| x.checked_sub(d.coarse)).ok_or_else(past)?;
+                start.checked_add(window).ok_or_else(past)?;
+                s.starts[p].push(start);
                 s.fine[p].push(d.fine as f32);
                 let (fs, fc) = d.phase.sin_cos();
                 let (ss, sc) = (-std::f64::consts::FRAC_PI_4 * d.fine).sin_cos();
@@ -340,30 +504,58 @@ impl Schedule {
     }
 }
 
+/// Longest window [`lost_flags`] takes: the largest PFB window, `2 x 65536 x 32` samples.
+pub const MAX_WINDOW: u64 = 2 * MAX_CHANNELS as u64 * MAX_TAPS as u64;
+
 /// Lost-data flags (sec. 3.7) of spectra whose windows start at `starts[pol][i]`: a spectrum is
 /// lost when either polarisation's window `[start, start + window)` touches a sample before
 /// the stream or a packet `present[pol]` marks missing (packets past the end of `present`
-/// count as missing too). Returns (per spectrum, per heap of `spectra_per_heap`).
+/// count as missing too). Returns (per spectrum, per heap of `spectra_per_heap`; a last,
+/// partial heap gets its own flag). Errors when `packet_samples` or `spectra_per_heap` is 0,
+/// `window` is 0 or past [`MAX_WINDOW`], the polarisations have different spectrum counts, or a
+/// window ends past the i64 stream positions.
 pub fn lost_flags(
     starts: &[Vec<i64>; 2],
     window: u64,
     packet_samples: u32,
     present: [&dyn Fn(i64) -> bool; 2],
     spectra_per_heap: u32,
-) -> (Vec<bool>, Vec<bool>) {
+) -> Result<(Vec<bool>, Vec<bool>)> {
+    if packet_samples == 0 || spectra_per_heap == 0 {
+        return Err(Error::InvalidConfig(format!(
+            "lost_flags needs positive packet_samples and spectra_per_heap, got {packet_samples} and \
+             {spectra_per_heap}"
+        )));
+    }
+    if !(1..=MAX_WINDOW).contains(&window) {
+        return Err(Error::InvalidConfig(format!(
+            "lost_flags: window must be 1..={MAX_WINDOW}, got {window}"
+        )));
+    }
     let count = starts[0].len();
+    if starts[1].len() != count {
+        return Err(Error::ShapeMismatch {
+            what: "lost_flags window starts of polarisation 1",
+            expected: count,
+            actual: starts[1].len(),
+        });
+    }
     let p = packet_samples as i64;
-    let spectra: Vec<bool> = (0..count)
-        .map(|i| {
-            (0..2).any(|pol| {
-                let start = starts[pol][i];
-                let end = start + window as i64 - 1;
-                start < 0 || (start / p..=end / p).any(|packet| !present[pol](packet))
-            })
-        })
-        .collect();
+    let mut spectra = Vec::with_capacity(count);
+    for (&s0, &s1) in starts[0].iter().zip(&starts[1]) {
+        let mut lost = false;
+        for (pol, start) in [s0, s1].into_iter().enumerate() {
+            let end = start.checked_add(window as i64 - 1).ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "lost_flags: window from {start} ends past the i64 stream positions"
+                ))
+            })?;
+            lost |= start < 0 || (start / p..=end / p).any(|packet| !present[pol](packet));
+        }
+        spectra.push(lost);
+    }
     let heaps = spectra.chunks(spectra_per_heap as usize).map(|h| h.iter().any(|&l| l)).collect();
-    (spectra, heaps)
+    Ok((spectra, heaps))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,12 +574,19 @@ pub struct Reference {
     pub lost_heaps: Vec<bool>,
 }
 
-/// Round half to even and saturate to `[-max, max]`, in f64; (value, clipped).
+/// Round half to even and saturate to `[-max, max]`, in f64; (value, clipped). As the kernels'
+/// quantiser (`radio_kernels_gpu::pfb::quantise_complex`): an infinity saturates and counts as
+/// clipped, NaN gives 0 and counts as clipped. (Neither arises from inputs the channelizer
+/// accepts: see the module documentation.) A negative `max` is taken as 0, as the kernels'
+/// `saturate_symmetric` does.
 pub fn quantise_reference(v: f64, max: i32) -> (i32, bool) {
+    let max = max.max(0);
     let r = v.round_ties_even();
-    if r > max as f64 {
+    if r.is_nan() {
+        (0, true)
+    } else if r > max as f64 {
         (max, true)
-    } else if r < -max as f64 {
+    } else if r < -(max as f64) {
         (-max, true)
     } else {
         (r as i32, false)
@@ -410,7 +609,21 @@ pub fn reference_chunk(
 ) -> Result<Reference> {
     config.validate()?;
     let n = config.channels as usize;
+    check_weights(config, weights)?;
+    check_gains(config, gains)?;
     let schedule = Schedule::new(config, models, first_spectrum)?;
+    let window = config.window() as i64;
+    for (pol, (starts, samples)) in schedule.starts.iter().zip(samples).enumerate() {
+        // The samples the windows read (those before the stream are zeros).
+        let last = starts.iter().map(|&s| s + window).max().unwrap_or(0);
+        if last > samples.len() as i64 {
+            return Err(Error::InvalidConfig(format!(
+                "samples of polarisation {pol} hold {} samples; the chunk's windows read up to sample {}",
+                samples.len(),
+                last - 1
+            )));
+        }
+    }
     let count = config.spectra_per_chunk() as usize;
     let mut fft = FftPlanner::<f64>::new().plan_fft_forward(2 * n);
     let mut values = vec![Complex::new(0.0, 0.0); config.output_values()];
@@ -466,18 +679,49 @@ pub fn reference_chunk(
         config.packet_samples,
         [&a0, &a1],
         config.spectra_per_heap,
-    );
+    )?;
     Ok(Reference { values, output, saturated, lost_spectra, lost_heaps })
 }
 
-/// Complex value `i` of a chunk's output bytes as (re, im).
+/// `weights` are `2 n T` values, finite and within [`MAX_COEFFICIENT`].
+fn check_weights(config: &ChannelizerConfig, weights: &[f32]) -> Result<()> {
+    let expected = config.window() as usize;
+    if weights.len() != expected {
+        return Err(Error::ShapeMismatch { what: "PFB weights", expected, actual: weights.len() });
+    }
+    check_coefficients("PFB weights", weights.iter().copied())
+}
+
+/// `gains` are `2 n` complex values `[pol][channel]`, finite and within [`MAX_COEFFICIENT`]
+/// (the index of an error is the f32 component's, `2 (pol n + channel) + (0 re, 1 im)`).
+fn check_gains(config: &ChannelizerConfig, gains: &[[f32; 2]]) -> Result<()> {
+    let expected = 2 * config.channels as usize;
+    if gains.len() != expected {
+        return Err(Error::ShapeMismatch { what: "PFB gains", expected, actual: gains.len() });
+    }
+    check_coefficients("PFB gains (re, im)", gains.iter().flatten().copied())
+}
+
+/// Complex value `i` of a chunk's output bytes as (re, im). An `i` past the output (which
+/// holds `output.len() / format.bytes_per_value()` values) reads as `(0, 0)`: check it against
+/// [`ChannelizerConfig::output_values`] first.
 pub fn output_value(output: &[u8], format: OutputFormat, i: usize) -> (i32, i32) {
+    let byte = |k: Option<usize>| k.and_then(|k| output.get(k)).copied();
     match format {
-        OutputFormat::Ci8 => (output[2 * i] as i8 as i32, output[2 * i + 1] as i8 as i32),
-        OutputFormat::Ci4 => {
-            let (re, im) = radio_kernels_gpu::packing::unpack_ci4(output[i]);
-            (re as i32, im as i32)
+        OutputFormat::Ci8 => {
+            let first = i.checked_mul(2);
+            match (byte(first), byte(first.and_then(|k| k.checked_add(1)))) {
+                (Some(re), Some(im)) => (re as i8 as i32, im as i8 as i32),
+                _ => (0, 0),
+            }
         }
+        OutputFormat::Ci4 => match byte(Some(i)) {
+            Some(b) => {
+                let (re, im) = radio_kernels_gpu::packing::unpack_ci4(b);
+                (re as i32, im as i32)
+            }
+            None => (0, 0),
+        },
     }
 }
 
@@ -529,8 +773,8 @@ impl FftPlan {
         input: &mut DeviceBuffer<[f32; 2]>,
         output: &mut DeviceBuffer<[f32; 2]>,
     ) -> Result<()> {
-        let (i, _a) = input.raw_mut().device_ptr_mut(gpu.stream());
-        let (o, _b) = output.raw_mut().device_ptr_mut(gpu.stream());
+        let (i, _a) = input.arg_mut().device_ptr_mut(gpu.stream());
+        let (o, _b) = output.arg_mut().device_ptr_mut(gpu.stream());
         // SAFETY: both buffers hold `size * batch` complex values (the Channelizer sizes them).
         unsafe { cufft::exec_c2c(self.handle, i as *mut _, o as *mut _, -1) }.map_err(|e| Error::Library {
             library: "cufft",
@@ -608,14 +852,20 @@ fn cluster_kernel_applies(gpu: &Gpu, config: &ChannelizerConfig) -> bool {
         && config.spectra_per_heap.is_multiple_of(cluster_layout::CLUSTER_BATCH)
 }
 
-/// The fused kernel's twiddle table for `channels`: `exp(-j pi k / n)` for `k < 2n`.
-pub fn fused_twiddles(channels: u32) -> Vec<[f32; 2]> {
-    (0..2 * channels as u64)
+/// The fused kernel's twiddle table for `channels`: `exp(-j pi k / n)` for `k < 2n`. Errors
+/// unless `channels` is a power of two in `MIN_CHANNELS ..= MAX_CHANNELS`.
+pub fn fused_twiddles(channels: u32) -> Result<Vec<[f32; 2]>> {
+    if !channels.is_power_of_two() || !(MIN_CHANNELS..=MAX_CHANNELS).contains(&channels) {
+        return Err(Error::InvalidConfig(format!(
+            "channels must be a power of two in {MIN_CHANNELS}..={MAX_CHANNELS}, got {channels}"
+        )));
+    }
+    Ok((0..2 * channels as u64)
         .map(|k| {
             let (s, c) = (-std::f64::consts::PI * k as f64 / channels as f64).sin_cos();
             [c as f32, s as f32]
         })
-        .collect()
+        .collect())
 }
 
 /// One output chunk, downloaded.
@@ -628,6 +878,16 @@ pub struct OutputChunk {
     pub saturated: Vec<u32>,
     pub lost_spectra: Vec<bool>,
     pub lost_heaps: Vec<bool>,
+}
+
+/// What a checked push will do ([`Channelizer::push`]).
+struct PushPlan {
+    /// Base of the kept input once room is made for the chunk.
+    base: i64,
+    /// The output chunks the push completes: first spectrum and schedule.
+    chunks: Vec<(i64, Schedule)>,
+    /// The next chunk, not complete after the push, when its schedule is valid.
+    pending: Option<(i64, Schedule)>,
 }
 
 /// The F-engine of one antenna on one GPU (rustfft-style planner object: it owns the weights,
@@ -655,8 +915,12 @@ pub struct Channelizer<'g> {
     rotation: DeviceBuffer<[f32; 4]>,
     output: DeviceBuffer<u8>,
     saturated: DeviceBuffer<u32>,
-    last_schedule: Option<(i64, Schedule)>,
+    /// The schedule of the pending output chunk, with its first spectrum and the models it was
+    /// computed with.
+    last_schedule: Option<(i64, [DelayModel; 2], Schedule)>,
     poison: Option<u8>,
+    /// Why the stream broke, after a device error part-way through a push or run.
+    failed: Option<String>,
 }
 
 impl<'g> Channelizer<'g> {
@@ -687,16 +951,7 @@ impl<'g> Channelizer<'g> {
         let n = config.channels as usize;
         let weights = match weights {
             Some(w) => {
-                if w.len() != config.window() as usize {
-                    return Err(Error::ShapeMismatch {
-                        what: "PFB weights",
-                        expected: config.window() as usize,
-                        actual: w.len(),
-                    });
-                }
-                if !w.iter().all(|v| v.is_finite()) {
-                    return Err(Error::InvalidConfig("PFB weights must be finite".into()));
-                }
+                check_weights(&config, w)?;
                 w.to_vec()
             }
             None => hann_sinc_weights(config.channels, config.taps),
@@ -745,7 +1000,7 @@ impl<'g> Channelizer<'g> {
                 }
                 let fused = Fused {
                     kernel,
-                    twiddles: gpu.upload(&fused_twiddles(config.channels))?,
+                    twiddles: gpu.upload(&fused_twiddles(config.channels)?)?,
                     spectra_per_block: cluster_layout::CLUSTER_BATCH,
                     clusters: Some(clusters),
                 };
@@ -761,7 +1016,7 @@ impl<'g> Channelizer<'g> {
                 )?;
                 let fused = Fused {
                     kernel,
-                    twiddles: gpu.upload(&fused_twiddles(config.channels))?,
+                    twiddles: gpu.upload(&fused_twiddles(config.channels)?)?,
                     spectra_per_block: fused_layout::fused_spectra_per_block(
                         config.channels,
                         config.spectra_per_heap,
@@ -797,6 +1052,7 @@ impl<'g> Channelizer<'g> {
             saturated: gpu.alloc(2 * config.heaps_per_chunk as usize, 0)?,
             last_schedule: None,
             poison: None,
+            failed: None,
             config,
         };
         ch.reset()?;
@@ -823,7 +1079,8 @@ impl<'g> Channelizer<'g> {
         }
     }
 
-    /// Starts a new stream at sample 0 (delay models and gains are kept).
+    /// Starts a new stream at sample 0 (delay models and gains are kept), and clears a failure
+    /// ([`failure`](Self::failure)) once the buffers are reset.
     pub fn reset(&mut self) -> Result<()> {
         // The samples before the stream are zeros (and flagged lost).
         self.base = -((self.config.max_delay as u64).next_multiple_of(SAMPLE_GRANULE as u64) as i64);
@@ -835,16 +1092,42 @@ impl<'g> Channelizer<'g> {
         self.present_first = 0;
         self.next_spectrum = 0;
         self.last_schedule = None;
+        self.failed = None;
         Ok(())
     }
 
-    /// Sets the delay model of polarisation `pol` (from the next output chunk on).
+    /// Why the stream stopped, if a device error struck part-way through a push or run: the
+    /// kept input may then be inconsistent, so [`push`](Self::push), [`run`](Self::run) and
+    /// [`fill_input_with`](Self::fill_input_with) refuse to continue until [`reset`](Self::reset).
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    /// The typed error of a failed channelizer.
+    fn check_usable(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(why) => Err(Error::StreamBroken { engine: "channelizer", cause: why.clone() }),
+        }
+    }
+
+    /// Records a device error that struck after the stream's state began to change.
+    fn fail<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result {
+            self.failed = Some(e.to_string());
+        }
+        result
+    }
+
+    /// Sets the delay model of polarisation `pol` (from the next output chunk on). A model
+    /// with a NaN or infinite field is rejected ([`Error::NonFinite`] on
+    /// [`DELAY_MODEL_FIELDS`], index `5 pol + field`).
     pub fn set_delay_model(&mut self, pol: usize, model: DelayModel) -> Result<()> {
         if pol > 1 {
             return Err(Error::InvalidConfig(format!("polarisation must be 0 or 1, got {pol}")));
         }
-        if !model.is_finite() {
-            return Err(Error::InvalidConfig("delay model must be finite".into()));
+        if let Some(field) = model.first_non_finite() {
+            return Err(Error::NonFinite { what: DELAY_MODEL_FIELDS, index: 5 * pol + field });
         }
         self.models[pol] = model;
         Ok(())
@@ -854,22 +1137,29 @@ impl<'g> Channelizer<'g> {
         &self.models
     }
 
-    /// Sets the complex bandpass gains, `[pol][channel]`.
+    /// Sets the complex bandpass gains, `[pol][channel]`: finite ([`Error::NonFinite`], index
+    /// of the f32 component `2 (pol n + channel) + (0 re, 1 im)`) and at most
+    /// [`MAX_COEFFICIENT`] in magnitude.
     pub fn set_gains(&mut self, gains: &[[f32; 2]]) -> Result<()> {
-        let n = 2 * self.config.channels as usize;
-        if gains.len() != n {
-            return Err(Error::ShapeMismatch { what: "PFB gains", expected: n, actual: gains.len() });
-        }
-        if !gains.iter().flatten().all(|v| v.is_finite()) {
-            return Err(Error::InvalidConfig("PFB gains must be finite".into()));
-        }
+        check_gains(&self.config, gains)?;
         self.gains.upload(gains)
     }
 
     /// Appends one input chunk per polarisation (`chunk_bytes()` packed bytes each) with its
     /// packet arrival flags (`chunk_packets()` each), and returns every output chunk that is
     /// now complete, in order.
+    ///
+    /// A push is checked whole before anything changes: the lengths, room for the chunk in the
+    /// kept input, and the schedule (delays within `max_delay`, finite) of every output chunk
+    /// it will complete and of the one after them. If any is invalid, the push returns that
+    /// error and leaves the channelizer exactly as it was (set a valid delay model and push the
+    /// same chunk again: the stream continues as if the failed push never happened), so an
+    /// error never loses completed output or input. Only a device error (driver or cuFFT) can
+    /// strike once the state has begun to change; it leaves the channelizer
+    /// [`failure`](Self::failure)d, refusing further pushes with [`Error::StreamBroken`] until
+    /// [`reset`](Self::reset).
     pub fn push(&mut self, chunk: [&[u8]; 2], present: [&[bool]; 2]) -> Result<Vec<OutputChunk>> {
+        self.check_usable()?;
         let c = &self.config;
         for pol in 0..2 {
             if chunk[pol].len() != c.chunk_bytes() {
@@ -887,12 +1177,85 @@ impl<'g> Channelizer<'g> {
                 });
             }
         }
-        self.make_room()?;
+        let plan = self.plan_push()?;
+        let result = self.execute_push(plan, chunk, present);
+        self.fail(result)
+    }
+
+    /// Everything a push will do, computed without changing anything: the new base of the
+    /// kept input, the schedules of the chunks it completes, and the pending chunk's schedule.
+    fn plan_push(&self) -> Result<PushPlan> {
+        let c = &self.config;
+        let capacity = c.capacity_samples() as i64;
+        let chunk = c.chunk_samples as i64;
+        let overflow = || Error::InvalidConfig("the stream passed the i64 sample positions".into());
+        let end = self.end.checked_add(chunk).ok_or_else(overflow)?;
+        let base = if end <= self.base + capacity {
+            self.base
+        } else {
+            // Drop input older than the next chunk's earliest possible window.
+            let earliest = (2 * c.channels as i64)
+                .checked_mul(self.next_spectrum)
+                .and_then(|x| x.checked_sub(c.max_delay as i64))
+                .ok_or_else(overflow)?;
+            let new_base = earliest.div_euclid(SAMPLE_GRANULE as i64) * SAMPLE_GRANULE as i64;
+            let new_base = new_base.clamp(self.base, self.end);
+            if end > new_base + capacity {
+                return Err(Error::InvalidConfig(
+                    "the kept input outgrew its buffer (internal error)".into(),
+                ));
+            }
+            new_base
+        };
+        let window = c.window() as i64;
+        let mut chunks = Vec::new();
+        let mut next = self.next_spectrum;
+        let pending = loop {
+            let schedule = match self.cached_schedule(next) {
+                Some(s) => s,
+                // Any invalid schedule fails the whole push before it changes anything: a push
+                // that completed only the chunks before it would leave a backlog of input the
+                // kept buffer is not sized for.
+                None => Schedule::new(c, &self.models, next)?,
+            };
+            let starts = schedule.starts.iter().flatten();
+            let (first, last) = starts.fold((i64::MAX, i64::MIN), |(a, b), &s| (a.min(s), b.max(s + window)));
+            if last > end {
+                break Some((next, schedule));
+            }
+            if first < base {
+                return Err(Error::InvalidConfig(format!(
+                    "a window from sample {first} starts before the kept input (from {base}) (internal error)"
+                )));
+            }
+            chunks.push((next, schedule));
+            next = next.checked_add(c.spectra_per_chunk() as i64).ok_or_else(overflow)?;
+        };
+        Ok(PushPlan { base, chunks, pending })
+    }
+
+    /// The cached schedule of the chunk from `first`, if computed with the current models.
+    fn cached_schedule(&self, first: i64) -> Option<Schedule> {
+        match &self.last_schedule {
+            Some((f, models, s)) if *f == first && *models == self.models => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    /// Runs a checked push: moves the kept input, uploads the chunk, computes and downloads
+    /// each complete output chunk. Only device errors can fail here.
+    fn execute_push(
+        &mut self,
+        plan: PushPlan,
+        chunk: [&[u8]; 2],
+        present: [&[bool]; 2],
+    ) -> Result<Vec<OutputChunk>> {
+        self.move_kept_input(plan.base)?;
         let c = &self.config;
         let at = ((self.end - self.base) as u64 * c.bits as u64 / 32) as usize;
         let words = c.chunk_bytes() / 4;
         for (pol, bytes) in chunk.iter().enumerate() {
-            let mut view = self.inputs[pol].raw_mut().slice_mut(4 * at..4 * (at + words));
+            let mut view = self.inputs[pol].arg_mut().slice_mut(4 * at..4 * (at + words));
             self.gpu
                 .stream()
                 .memcpy_htod(*bytes, &mut view)
@@ -900,38 +1263,37 @@ impl<'g> Channelizer<'g> {
             self.present[pol].extend_from_slice(present[pol]);
         }
         self.end += c.chunk_samples as i64;
-        let mut out = Vec::new();
-        while self.ready()? {
-            self.run()?;
-            out.push(self.download()?);
-            self.next_spectrum += self.config.spectra_per_chunk() as i64;
+        let mut out = Vec::with_capacity(plan.chunks.len());
+        for (first, schedule) in plan.chunks {
+            self.run_schedule(&schedule)?;
+            out.push(self.download(first, &schedule)?);
+            self.next_spectrum = first + self.config.spectra_per_chunk() as i64;
+        }
+        if let Some((first, schedule)) = plan.pending {
+            self.last_schedule = Some((first, self.models, schedule));
         }
         Ok(out)
     }
 
-    /// Drops input older than the next chunk's earliest possible window (moving the rest to
-    /// the front of the other buffer) when the next input chunk would not fit.
-    fn make_room(&mut self) -> Result<()> {
-        let c = &self.config;
-        let capacity = c.capacity_samples() as i64;
-        if self.end + c.chunk_samples as i64 <= self.base + capacity {
+    /// Moves the kept input from `new_base` on to the front of the spare buffers and swaps
+    /// them in (nothing when `new_base` is the current base); drops the packet flags wholly
+    /// before it.
+    fn move_kept_input(&mut self, new_base: i64) -> Result<()> {
+        if new_base == self.base {
             return Ok(());
         }
-        let earliest = 2 * c.channels as i64 * self.next_spectrum - c.max_delay as i64;
-        let new_base = earliest.div_euclid(SAMPLE_GRANULE as i64) * SAMPLE_GRANULE as i64;
-        let new_base = new_base.clamp(self.base, self.end);
-        if self.end + c.chunk_samples as i64 > new_base + capacity {
-            return Err(Error::InvalidConfig("the kept input outgrew its buffer (internal error)".into()));
-        }
+        let c = &self.config;
         let bits = c.bits as i64;
         let (from, to) =
             (((new_base - self.base) * bits / 32) as usize, ((self.end - self.base) * bits / 32) as usize);
         for pol in 0..2 {
             if to > from {
                 let src = self.inputs[pol].raw().slice(4 * from..4 * to);
-                let mut dst = self.spare[pol].raw_mut().slice_mut(0..4 * (to - from));
+                let mut dst = self.spare[pol].arg_mut().slice_mut(0..4 * (to - from));
                 self.gpu.stream().memcpy_dtod(&src, &mut dst).during("moving the kept input")?;
             }
+        }
+        for pol in 0..2 {
             std::mem::swap(&mut self.inputs[pol], &mut self.spare[pol]);
         }
         self.base = new_base;
@@ -947,30 +1309,26 @@ impl<'g> Channelizer<'g> {
         Ok(())
     }
 
-    /// Whether every window of the next output chunk is inside the kept input.
-    fn ready(&mut self) -> Result<bool> {
-        let schedule = self.schedule()?;
-        let window = self.config.window() as i64;
-        let last = schedule.starts.iter().flatten().map(|&s| s + window).max().unwrap_or(0);
-        Ok(last <= self.end)
-    }
-
-    /// The schedule of the next output chunk (cached until it is run).
-    fn schedule(&mut self) -> Result<Schedule> {
-        if let Some((first, s)) = &self.last_schedule {
-            if *first == self.next_spectrum {
-                return Ok(s.clone());
-            }
-        }
-        let s = Schedule::new(&self.config, &self.models, self.next_spectrum)?;
-        self.last_schedule = Some((self.next_spectrum, s.clone()));
-        Ok(s)
-    }
-
     /// Launches the fused kernel, or FIR, FFT and post-processing, for the next output chunk
-    /// into the device output (no download). Errors when its windows are not all in the kept input.
+    /// into the device output (no download): the benchmark hook after
+    /// [`fill_input_with`](Self::fill_input_with). Errors, changing nothing, when its schedule
+    /// is invalid or its windows are not all in the kept input.
     pub fn run(&mut self) -> Result<()> {
-        let schedule = self.schedule()?;
+        self.check_usable()?;
+        let first = self.next_spectrum;
+        let schedule = match self.cached_schedule(first) {
+            Some(s) => s,
+            None => Schedule::new(&self.config, &self.models, first)?,
+        };
+        let result = self.run_schedule(&schedule);
+        self.last_schedule = Some((first, self.models, schedule));
+        result
+    }
+
+    /// Uploads `schedule`'s offsets and rotations and launches the chunk's kernels. Checks
+    /// first (changing nothing) that every window lies in the kept input; a device error
+    /// after that marks the channelizer failed.
+    fn run_schedule(&mut self, schedule: &Schedule) -> Result<()> {
         let window = self.config.window() as i64;
         let mut offsets = Vec::with_capacity(2 * schedule.starts[0].len());
         for &start in schedule.starts.iter().flatten() {
@@ -983,8 +1341,14 @@ impl<'g> Channelizer<'g> {
                     self.end
                 )));
             }
+            // Below the capacity, < 2^32 (validate).
             offsets.push((start - self.base) as u32);
         }
+        let result = self.launch_schedule(schedule, &offsets);
+        self.fail(result)
+    }
+
+    fn launch_schedule(&mut self, schedule: &Schedule, offsets: &[u32]) -> Result<()> {
         if let Some(byte) = self.poison {
             if let Some(three) = &mut self.three {
                 three.fir_out.poison(byte)?;
@@ -992,7 +1356,7 @@ impl<'g> Channelizer<'g> {
             }
             self.output.poison(byte)?;
         }
-        self.offsets.upload(&offsets)?;
+        self.offsets.upload(offsets)?;
         self.fine.upload(&schedule.fine.concat())?;
         self.rotation.upload(&schedule.rotation.concat())?;
         if self.fused.is_some() {
@@ -1010,7 +1374,7 @@ impl<'g> Channelizer<'g> {
             return Err(Error::InvalidConfig("run_fused needs a channelizer on PfbPath::Fused".into()));
         };
         let c = &self.config;
-        let spectra = c.spectra_per_chunk();
+        let spectra = c.spectra_u32();
         let g = fused.spectra_per_block;
         self.saturated.poison(0)?;
         // The cluster kernel: one wave, each cluster a run of whole batches (g divides the
@@ -1037,8 +1401,8 @@ impl<'g> Channelizer<'g> {
             .arg(self.gains.raw())
             .arg(self.fine.raw())
             .arg(self.rotation.raw())
-            .arg(self.output.raw_mut())
-            .arg(self.saturated.raw_mut());
+            .arg(self.output.arg_mut())
+            .arg(self.saturated.arg_mut());
         match &run {
             Some(run) => launch.arg(&c.taps).arg(&spectra).arg(&c.spectra_per_heap).arg(&c.bits).arg(run),
             None => launch
@@ -1072,7 +1436,7 @@ impl<'g> Channelizer<'g> {
     pub fn run_fir(&mut self) -> Result<()> {
         let three = Self::three_kernel(&mut self.three)?;
         let c = &self.config;
-        let spectra = c.spectra_per_chunk();
+        let spectra = c.spectra_u32();
         let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
         let width = layout::fir_block_width(c.channels);
         let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
@@ -1088,7 +1452,7 @@ impl<'g> Channelizer<'g> {
             .arg(self.inputs[1].raw())
             .arg(self.offsets.raw())
             .arg(self.weights.raw())
-            .arg(three.fir_out.raw_mut())
+            .arg(three.fir_out.arg_mut())
             .arg(&c.channels)
             .arg(&c.taps)
             .arg(&spectra)
@@ -1112,7 +1476,7 @@ impl<'g> Channelizer<'g> {
     pub fn run_post(&mut self) -> Result<()> {
         let three = Self::three_kernel(&mut self.three)?;
         let c = &self.config;
-        let spectra = c.spectra_per_chunk();
+        let spectra = c.spectra_u32();
         self.saturated.poison(0)?;
         let tile = layout::POST_TILE_LOG2;
         let cfg = LaunchConfig {
@@ -1126,8 +1490,8 @@ impl<'g> Channelizer<'g> {
             .arg(self.gains.raw())
             .arg(self.fine.raw())
             .arg(self.rotation.raw())
-            .arg(self.output.raw_mut())
-            .arg(self.saturated.raw_mut())
+            .arg(self.output.arg_mut())
+            .arg(self.saturated.arg_mut())
             .arg(&c.channels)
             .arg(&spectra)
             .arg(&c.spectra_per_heap)
@@ -1138,12 +1502,14 @@ impl<'g> Channelizer<'g> {
         Ok(())
     }
 
-    /// Downloads the last run's output chunk with its flags.
-    fn download(&mut self) -> Result<OutputChunk> {
-        let schedule = self.schedule()?;
-        let (present, first) = (&self.present, self.present_first);
+    /// Downloads the last run's output chunk (from spectrum `first`, run with `schedule`) with
+    /// its flags.
+    fn download(&mut self, first: i64, schedule: &Schedule) -> Result<OutputChunk> {
+        let (present, present_first) = (&self.present, self.present_first);
         let arrived = |pol: usize| {
-            move |packet: i64| packet >= first && present[pol].get((packet - first) as usize) == Some(&true)
+            move |packet: i64| {
+                packet >= present_first && present[pol].get((packet - present_first) as usize) == Some(&true)
+            }
         };
         let (a0, a1) = (arrived(0), arrived(1));
         let (lost_spectra, lost_heaps) = lost_flags(
@@ -1152,9 +1518,9 @@ impl<'g> Channelizer<'g> {
             self.config.packet_samples,
             [&a0, &a1],
             self.config.spectra_per_heap,
-        );
+        )?;
         Ok(OutputChunk {
-            first_spectrum: self.next_spectrum,
+            first_spectrum: first,
             data: self.output.download()?,
             saturated: self.saturated.download()?,
             lost_spectra,
@@ -1162,12 +1528,21 @@ impl<'g> Channelizer<'g> {
         })
     }
 
-    /// Benchmark hook: lets `fill` write the input buffers directly (e.g. random words), then
-    /// treats them as a full stream of arrived samples from the current base, so
-    /// [`run`](Self::run) can be timed without host transfers.
-    pub fn fill_input_with(&mut self, mut fill: impl FnMut(&mut DeviceBuffer<u32>)) -> Result<()> {
+    /// Benchmark hook: lets `fill` write the input buffers directly (e.g. random words) through
+    /// [`DeviceBufferMut`] borrows (which cannot replace them), then treats them as a full
+    /// stream of arrived samples from the current base, so [`run`](Self::run) can be timed
+    /// without host transfers. The borrows cannot be swapped for other buffers (which would
+    /// leave the channelizer's sizes describing another allocation):
+    ///
+    /// ```compile_fail,E0596
+    /// # fn f(ch: &mut radio_kernels_host::pfb::Channelizer, other: &mut radio_kernels_host::DeviceBuffer<u32>) {
+    /// ch.fill_input_with(|mut input| std::mem::swap(&mut *input, other));
+    /// # }
+    /// ```
+    pub fn fill_input_with(&mut self, mut fill: impl FnMut(DeviceBufferMut<'_, u32>)) -> Result<()> {
+        self.check_usable()?;
         for buffer in &mut self.inputs {
-            fill(buffer);
+            fill(buffer.borrow_mut());
         }
         let c = &self.config;
         self.end = self.base + (c.capacity_samples() - c.chunk_samples as u64) as i64;
@@ -1193,7 +1568,7 @@ impl<'g> Channelizer<'g> {
     /// kernel's minimum is the input once plus the output once: [`Self::fused_bytes`].)
     pub fn kernel_bytes(&self) -> (u64, u64, u64) {
         let c = &self.config;
-        let spectra = c.spectra_per_chunk() as u64;
+        let spectra = c.spectra_per_chunk();
         let values = 2 * spectra * c.channels as u64; // complex per chunk, both pols
         let input = 2 * spectra * 2 * c.channels as u64 * c.bits as u64 / 8; // new samples, once
         (input + 8 * values, 16 * values, 8 * values + c.output_bytes() as u64)
@@ -1203,7 +1578,7 @@ impl<'g> Channelizer<'g> {
     /// samples of both polarisations and the output.
     pub fn fused_bytes(&self) -> u64 {
         let c = &self.config;
-        let spectra = c.spectra_per_chunk() as u64;
+        let spectra = c.spectra_per_chunk();
         2 * spectra * 2 * c.channels as u64 * c.bits as u64 / 8 + c.output_bytes() as u64
     }
 }
@@ -1234,7 +1609,11 @@ mod tests {
             padded.resize(bytes.len().next_multiple_of(4) + 4, 0);
             let word = |i: usize| u32::from_le_bytes(padded[4 * i..4 * i + 4].try_into().unwrap());
             for (i, &s) in samples.iter().enumerate() {
-                assert_eq!(unpack_sample(&bytes, bits, i), s, "reference unpack, bits {bits}, sample {i}");
+                assert_eq!(
+                    unpack_sample(&bytes, bits, i).unwrap(),
+                    s,
+                    "reference unpack, bits {bits}, sample {i}"
+                );
                 if i + 1 < samples.len() {
                     let pair = layout::unpack_pair(word, i as u64, bits);
                     assert_eq!(pair, (s, samples[i + 1]), "kernel unpack, bits {bits}, sample {i}");
@@ -1635,7 +2014,10 @@ mod tests {
             assert_eq!(quantise_reference(v, max), want);
             assert_eq!(layout::quantise(v as f32, max), want);
         }
-        assert_eq!(layout::quantise(f32::NAN, 127), (0, false));
+        assert_eq!(layout::quantise(f32::NAN, 127), (0, true));
+        assert_eq!(quantise_reference(f64::NAN, 127), (0, true));
+        assert_eq!(layout::quantise_complex([f32::NAN, 1.0], false), (0x0100, 1));
+        assert_eq!(layout::quantise_complex([2.0, f32::NAN], true), (0x02, 1));
         assert_eq!(layout::quantise_complex([-7.6, 6.6], true), (0x79, 1));
         assert_eq!(layout::quantise_complex([-1.0, 2.0], false), (0x02ff, 0));
     }
@@ -1708,7 +2090,18 @@ mod tests {
         let near = DelayModel { delay: -100.4, ..Default::default() };
         assert!(Schedule::new(&config, &[near, near], 0).is_ok());
         let nan = DelayModel { delay: f64::NAN, ..Default::default() };
-        assert!(matches!(Schedule::new(&config, &[nan, near], 0), Err(Error::InvalidConfig(_))));
+        assert!(matches!(
+            Schedule::new(&config, &[near, nan], 0),
+            Err(Error::NonFinite { what: DELAY_MODEL_FIELDS, index: 6 })
+        ));
+        // Finite models whose delay or phase overflows at the chunk: typed errors.
+        let steep = DelayModel { delay_rate: 1e308, ..Default::default() };
+        assert!(matches!(Schedule::new(&config, &[steep, near], 1 << 40), Err(Error::InvalidConfig(_))));
+        let spin = DelayModel { phase_rate: f64::MAX, ..Default::default() };
+        assert!(matches!(Schedule::new(&config, &[near, spin], 1 << 40), Err(Error::InvalidConfig(_))));
+        // Past the i64 stream positions.
+        assert!(matches!(Schedule::new(&config, &[near, near], i64::MAX - 3), Err(Error::InvalidConfig(_))));
+        assert!(matches!(Schedule::new(&config, &[near, near], i64::MAX / 64), Err(Error::InvalidConfig(_))));
     }
 
     #[test]
@@ -1753,7 +2146,7 @@ mod tests {
                 move |packet: i64| packet >= 0 && p.get(packet as usize) == Some(&true)
             };
             let (a0, a1) = (arrived(0), arrived(1));
-            let (spectra, heaps) = lost_flags(&starts, window, packet, [&a0, &a1], heap);
+            let (spectra, heaps) = lost_flags(&starts, window, packet, [&a0, &a1], heap).unwrap();
             for i in 0..16 {
                 let want = (0..2).any(|pol| {
                     (starts[pol][i]..starts[pol][i] + window as i64).any(|t| {
@@ -1824,7 +2217,7 @@ mod tests {
         let mut rng = rng();
         for log2 in 6..=12u32 {
             let n = 1u32 << log2;
-            let tw = fused_twiddles(n);
+            let tw = fused_twiddles(n).unwrap();
             let g: Vec<f64> = (0..2 * n).map(|_| rng.random_range(-1000.0..1000.0)).collect();
             let mut smem = vec![[f32::NAN; 2]; fused_buffer_slots(n) as usize];
             for q in 0..n {
@@ -2079,7 +2472,7 @@ mod tests {
         use fused_layout::*;
         let mut rng = rng();
         let a = CLUSTER_POINTS;
-        let tw = fused_twiddles(CLUSTER_CHANNELS);
+        let tw = fused_twiddles(CLUSTER_CHANNELS).unwrap();
         let z: Vec<[f64; 2]> =
             (0..a).map(|_| [rng.random_range(-1000.0..1000.0), rng.random_range(-1000.0..1000.0)]).collect();
         let mut smem = vec![[f32::NAN; 2]; fused_buffer_slots(a) as usize];
@@ -2155,7 +2548,7 @@ mod tests {
         for log2 in 6..=12u32 {
             let n = 1u32 << log2;
             let a = n / 4;
-            let tw = fused_twiddles(n);
+            let tw = fused_twiddles(n).unwrap();
             let z: Vec<[f32; 2]> =
                 (0..n).map(|_| [rng.random_range(-1e3..1e3), rng.random_range(-1e3..1e3)]).collect();
             let mut seen = vec![0u32; n as usize];

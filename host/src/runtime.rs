@@ -33,9 +33,16 @@ pub struct Gpu {
 
 impl Gpu {
     /// Opens device `ordinal` and loads `ptx` (target sm_80), and on compute capability 9.0
-    /// also `ptx_sm90a` (the facade passes the embedded modules). Never panics: without
-    /// libcuda it returns [`Error::NoDriver`].
-    pub fn new(ordinal: usize, ptx: &str, ptx_sm90a: &str) -> Result<Gpu> {
+    /// also `ptx_sm90a`. Never panics: without libcuda it returns [`Error::NoDriver`].
+    /// Use `radio_kernels::open`, which passes the embedded modules.
+    ///
+    /// # Safety
+    ///
+    /// `ptx` and `ptx_sm90a` must be the modules built from this version of
+    /// `radio-kernels-gpu`: launchers look kernels up by name and pass the arguments those
+    /// kernels declare, so a module whose kernels of the same names do something else could
+    /// read or write any device memory.
+    pub unsafe fn new(ordinal: usize, ptx: &str, ptx_sm90a: &str) -> Result<Gpu> {
         let count = Gpu::device_count()?;
         if ordinal >= count {
             return Err(Error::NoDevice { ordinal, count });
@@ -158,6 +165,28 @@ impl Gpu {
         Ok(function)
     }
 
+    /// Free and total device memory in bytes (`cuMemGetInfo`).
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        self.context.bind_to_thread().during("binding the CUDA context")?;
+        result::mem_get_info().during("reading the free device memory")
+    }
+
+    /// Whether `buffer` was allocated in this GPU's CUDA context (the primary context of its
+    /// device: buffers of two `Gpu`s opened on one ordinal are interchangeable).
+    pub fn owns<T: Pod>(&self, buffer: &DeviceBuffer<T>) -> bool {
+        buffer.stream.context().cu_ctx() == self.context.cu_ctx()
+    }
+
+    /// [`Error::WrongDevice`] unless `buffer` belongs to this GPU ([`Gpu::owns`]); every
+    /// launcher checks each buffer it is given before launching.
+    pub fn check_owner<T: Pod>(&self, buffer: &DeviceBuffer<T>, what: &'static str) -> Result<()> {
+        if self.owns(buffer) {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice { what })
+        }
+    }
+
     /// Allocates `len` elements filled with the byte `poison` (tests poison every output).
     pub fn alloc<T: Pod>(&self, len: usize, poison: u8) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>(len)?;
@@ -199,6 +228,24 @@ fn fill(stream: &Stream, raw: &mut CudaSlice<u8>, value: u8) -> Result<()> {
 }
 
 /// A device array of `len` elements of a plain-old-data type.
+///
+/// # Invariant
+///
+/// A `DeviceBuffer` owns one device allocation of at least `len * size_of::<T>()` bytes
+/// (at least one byte), made by the CUDA driver and so aligned to at least 256 bytes, in the
+/// context of the `Gpu` that allocated it; the length and the allocation never change apart.
+/// Every launcher relies on this: it checks `len()` and ownership ([`Gpu::check_owner`]) and
+/// passes the allocation to the kernel. Safe code cannot break it: the allocation is reached
+/// only through [`raw`](Self::raw) (shared) or the `unsafe` [`raw_mut`](Self::raw_mut), and
+/// engines lend their own buffers as [`DeviceBufferMut`], which cannot be replaced.
+///
+/// Swapping the allocations of two buffers therefore does not compile in safe code:
+///
+/// ```compile_fail,E0133
+/// # fn f(a: &mut radio_kernels_host::DeviceBuffer<u8>, b: &mut radio_kernels_host::DeviceBuffer<u8>) {
+/// std::mem::swap(a.arg_mut(), b.arg_mut()); // raw_mut is unsafe
+/// # }
+/// ```
 pub struct DeviceBuffer<T: Pod> {
     raw: CudaSlice<u8>,
     len: usize,
@@ -255,8 +302,56 @@ impl<T: Pod> DeviceBuffer<T> {
     pub fn raw(&self) -> &CudaSlice<u8> {
         &self.raw
     }
-    pub fn raw_mut(&mut self) -> &mut CudaSlice<u8> {
+    /// The untyped device allocation, mutable, to pass as a kernel argument.
+    ///
+    /// # Safety
+    ///
+    /// The caller must not replace the allocation (`std::mem::swap`, `std::mem::replace`,
+    /// assignment): the buffer's `len()` would then no longer describe it, and launchers that
+    /// trust `len()` would write outside the allocation.
+    pub unsafe fn raw_mut(&mut self) -> &mut CudaSlice<u8> {
         &mut self.raw
+    }
+    /// The allocation for this crate's launchers, which never replace it.
+    pub(crate) fn arg_mut(&mut self) -> &mut CudaSlice<u8> {
+        &mut self.raw
+    }
+    /// A mutable borrow that cannot replace the allocation ([`DeviceBufferMut`]).
+    pub fn borrow_mut(&mut self) -> DeviceBufferMut<'_, T> {
+        DeviceBufferMut { buffer: self }
+    }
+}
+
+/// A mutable borrow of a [`DeviceBuffer`] that an engine lends out (e.g.
+/// `Channelizer::fill_input_with`): it can upload, poison and be passed to kernels, but not
+/// be swapped for another buffer, so the engine's sizes stay true. Reads go through `Deref`.
+pub struct DeviceBufferMut<'a, T: Pod> {
+    buffer: &'a mut DeviceBuffer<T>,
+}
+
+impl<T: Pod> DeviceBufferMut<'_, T> {
+    /// Copies `data` (exactly `len` elements) to the device.
+    pub fn upload(&mut self, data: &[T]) -> Result<()> {
+        self.buffer.upload(data)
+    }
+    /// Sets every byte to `value`.
+    pub fn poison(&mut self, value: u8) -> Result<()> {
+        self.buffer.poison(value)
+    }
+    /// The untyped device allocation, mutable, to pass as a kernel argument.
+    ///
+    /// # Safety
+    ///
+    /// As [`DeviceBuffer::raw_mut`]: the caller must not replace the allocation.
+    pub unsafe fn raw_mut(&mut self) -> &mut CudaSlice<u8> {
+        &mut self.buffer.raw
+    }
+}
+
+impl<T: Pod> std::ops::Deref for DeviceBufferMut<'_, T> {
+    type Target = DeviceBuffer<T>;
+    fn deref(&self) -> &DeviceBuffer<T> {
+        self.buffer
     }
 }
 

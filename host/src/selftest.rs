@@ -64,7 +64,7 @@ fn run_mma(
     if let Some(value) = &extra {
         launch.arg(value);
     }
-    launch.arg(d.raw_mut());
+    launch.arg(d.arg_mut());
     // SAFETY: the argument list matches the kernel's signature (selftest.rs in kernels-gpu),
     // and every buffer holds `cases` images of the sizes the kernel reads and writes.
     unsafe { launch.launch(launch_1d(cases as u32, 32, 0)) }.during("launching a self-test kernel")?;
@@ -477,7 +477,7 @@ pub fn check_shuffles(gpu: &Gpu, seed: u64) -> Result<Check> {
     let (v, s) = (gpu.upload(&values)?, gpu.upload(&sources)?);
     let mut out = gpu.alloc::<u32>(cases * ROWS * 32, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(v.raw()).arg(s.raw()).arg(out.raw_mut());
+    launch.arg(v.raw()).arg(s.raw()).arg(out.arg_mut());
     // SAFETY: matches `selftest_shuffles(values, sources, out)` with `cases` warps.
     unsafe { launch.launch(launch_1d(cases as u32, 32, 0)) }.during("launching selftest_shuffles")?;
     let out = out.download()?;
@@ -526,7 +526,7 @@ pub fn check_prmt_lop3(gpu: &Gpu, seed: u64) -> Result<Check> {
     let mut out = gpu.alloc::<u32>(4 * n, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
     let count = n as u32;
-    launch.arg(da.raw()).arg(db.raw()).arg(ds.raw()).arg(out.raw_mut()).arg(&count);
+    launch.arg(da.raw()).arg(db.raw()).arg(ds.raw()).arg(out.arg_mut()).arg(&count);
     // SAFETY: matches `selftest_prmt_lop3(a, b, s, out, n)`.
     unsafe { launch.launch(launch_1d(count.div_ceil(256), 256, 0)) }
         .during("launching selftest_prmt_lop3")?;
@@ -560,7 +560,7 @@ pub fn check_shared_and_global(gpu: &Gpu, seed: u64) -> Result<Check> {
     let mut info = gpu.alloc::<u32>(2, POISON)?;
     let dynamic_bytes = 4096u32;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(din.raw()).arg(words.raw_mut()).arg(vec4.raw_mut()).arg(info.raw_mut());
+    launch.arg(din.raw()).arg(words.arg_mut()).arg(vec4.arg_mut()).arg(info.arg_mut());
     // SAFETY: matches `selftest_shared(input, out_words, out_vec, out_info)`: one block of
     // 256 threads, 4 KiB of dynamic shared memory.
     unsafe { launch.launch(launch_1d(1, 256, dynamic_bytes)) }.during("launching selftest_shared")?;
@@ -621,7 +621,7 @@ pub fn check_wgmma(gpu: &Gpu, int8: bool, seed: u64) -> Result<Option<Check>> {
     let dynamic_bytes = 1024 + 2 * (64 + 256) * 128;
     allow_dynamic_shared(&function, dynamic_bytes, "allowing the wgmma self-test its shared memory")?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(da.raw()).arg(db.raw()).arg(dd.raw_mut());
+    launch.arg(da.raw()).arg(db.raw()).arg(dd.arg_mut());
     // SAFETY: matches `selftest_wgmma_m64n256_*(a, b, d)`: one warpgroup, A 64 x 256 bytes,
     // B 256 x 256 bytes, D 64 x 256 words.
     unsafe { launch.launch(launch_1d(1, 128, dynamic_bytes)) }.during("launching the wgmma self-test")?;
@@ -681,7 +681,7 @@ pub fn check_bank_conflicts(gpu: &Gpu, seed: u64) -> Result<Check> {
     let (da, dw) = (gpu.upload(&addresses)?, gpu.upload(&widths)?);
     let mut out = gpu.alloc::<u32>(cases * 32, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(da.raw()).arg(dw.raw()).arg(out.raw_mut());
+    launch.arg(da.raw()).arg(dw.raw()).arg(out.arg_mut());
     // SAFETY: matches `selftest_bank_check(addresses, widths, out)`, one warp per case.
     unsafe { launch.launch(launch_1d(cases as u32, 32, 0)) }.during("launching selftest_bank_check")?;
     let out = out.download()?;
@@ -727,7 +727,7 @@ pub fn check_f16_conversion(gpu: &Gpu, seed: u64) -> Result<Check> {
     let mut back = gpu.alloc::<f32>(2 * n, POISON)?;
     let count = n as u32;
     let mut launch = gpu.stream().launch_builder(&function);
-    launch.arg(dx.raw()).arg(packed.raw_mut()).arg(back.raw_mut()).arg(&count);
+    launch.arg(dx.raw()).arg(packed.arg_mut()).arg(back.arg_mut()).arg(&count);
     // SAFETY: matches `selftest_f16_convert(x, out, back, n)`.
     unsafe { launch.launch(launch_1d(count.div_ceil(256), 256, 0)) }
         .during("launching selftest_f16_convert")?;

@@ -38,6 +38,17 @@
 //!   ([`Variant::slot_stride`]), and each thread then owns `times_per_thread` consecutive
 //!   samples of every slot for dither, quantisation and the stores, as before.
 //!
+//! Offsets: input, output and dither-state offsets are formed in 64 bits (a valid launch
+//! reaches 2^50 input bytes: 65535 antennas x 2 polarisations x 2^32 samples x 2 bytes);
+//! the 32-bit products are bounded by the host's validation: `antenna * beams + beam` below
+//! 65535^2, `tile * 256 + time` below 2^32 (channels x times fits u32), absolute channels
+//! below 2^24, dither states below 2^32 and time groups (grid y) at most 65535.
+//!
+//! Non-finite values: the host rejects non-finite `w` and `d`, weights whose beam scale
+//! `|Re w| + |Im w|` overflows f32 and delays whose `c' d` overflows f32 (every step of
+//! [`half_turns`] is then finite), so the beam sums are finite or, for huge weights, +-inf
+//! after the final scaling. [`quantise`] counts +-inf (to +-127) and NaN (to 0) as clipped.
+//!
 //! Dither: each thread owns one XORWOW state ([`crate::xorwow`]), kept in device memory
 //! between launches at [`state_index`]; it draws, per time tile, for each dithered slot in
 //! slot order, for each of its samples in time order, re then im, only for samples inside
@@ -75,15 +86,29 @@ pub const FRAGMENT_BYTES: u32 = 256;
 pub const ROW_PAD: u32 = 16;
 
 /// A compiled kernel shape: beam slots per batch, time samples per thread (in the epilogue),
-/// input polarisations. Two polarisations split the slots into halves.
+/// input polarisations. Two polarisations split the slots into halves. The fields are private,
+/// so the only values are those of [`VARIANTS`], for which every method below is exact in
+/// u32 (checked by `variants_fit_their_resources`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Variant {
-    pub slots: u32,
-    pub times_per_thread: u32,
-    pub pols: u32,
+    slots: u32,
+    times_per_thread: u32,
+    pols: u32,
 }
 
 impl Variant {
+    /// Beam slots per batch.
+    pub const fn slots(self) -> u32 {
+        self.slots
+    }
+    /// Time samples per thread in the epilogue.
+    pub const fn times_per_thread(self) -> u32 {
+        self.times_per_thread
+    }
+    /// Input polarisations.
+    pub const fn pols(self) -> u32 {
+        self.pols
+    }
     /// Time samples of one tile (a block's threads side by side; 4 warps of [`M_TILES`]).
     pub const fn time_tile(self) -> u32 {
         THREADS * self.times_per_thread
@@ -394,7 +419,9 @@ pub fn steering_coefficient(w: [f32; 2], d: f32, channel: u32) -> [f32; 2] {
 }
 
 /// Q of the module comment: round to nearest even, saturate to [-127, 127]. Returns the
-/// value and whether it saturated. NaN gives 0, not saturated.
+/// value and whether it was clipped. Non-finite values count as clipped: +-infinity gives
+/// +-127 (reached for weights near `f32::MAX`), NaN gives 0 (not reached from checked
+/// steering, see the module comment, but the rule is total).
 #[inline(always)]
 pub fn quantise(v: f32) -> (i8, bool) {
     // cvt.rni.s32.f32 is this rounding with the same saturation and NaN -> 0 in one instruction.
@@ -403,7 +430,7 @@ pub fn quantise(v: f32) -> (i8, bool) {
     #[cfg(not(target_arch = "nvptx64"))]
     let r = rint_f32(v) as i32; // Rust's cast saturates and maps NaN to 0
     let q = saturate_symmetric(r, 127);
-    (q as i8, q != r)
+    (q as i8, q != r || v.is_nan())
 }
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
@@ -1267,7 +1294,9 @@ mod tests {
             (-127.49, -127, false),
             (1e9, 127, true),
             (-1e30, -127, true),
-            (f32::NAN, 0, false),
+            (f32::INFINITY, 127, true),
+            (f32::NEG_INFINITY, -127, true),
+            (f32::NAN, 0, true),
         ];
         for (v, q, s) in cases {
             assert_eq!(quantise(v), (q, s), "{v}");

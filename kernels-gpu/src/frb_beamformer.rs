@@ -683,8 +683,16 @@ pub const EO_G_PS: u32 = 104;
 pub const EO_G_POLS: u32 = 1252;
 pub const EO_G_TS: u32 = 2504;
 
-/// Register caps of the first FRB kernels (`.maxnreg`, applied by build.rs).
-pub const REGISTER_LIMITS: [(&str, u32); 1] = [("frb_beamform_d512_m24_n24_eo", 112)];
+/// Register caps of the first FRB kernels (`.maxnreg`, applied by build.rs). The 64-register
+/// caps keep four blocks of 8 warps per SM where the 64-bit element offsets of E and I
+/// (`wide_offset`) would otherwise take ptxas to 65-72 registers (three blocks); none spills
+/// (the ptxas test checks).
+pub const REGISTER_LIMITS: [(&str, u32); 4] = [
+    ("frb_beamform_d512_m24_n24_eo", 112),
+    ("frb_beamform_d64_m8_n8", 64),
+    ("frb_beamform_d256_m16_n16", 64),
+    ("frb_beamform_d256_m16_n16_f16sum", 64),
+];
 
 /// Dynamic shared memory of the even/odd kernel (73856 bytes): `X`, `G`, and the gridding
 /// table (per E word: four X slots, four weight pairs).
@@ -693,11 +701,17 @@ pub const fn eo_shared_bytes() -> u32 {
 }
 
 /// Output samples `first .. end` of block chunk `chunk` (each chunk `tbar_per_block` of the
-/// `out_times`, the last one short), in both first-kernel families.
+/// `out_times`, the last one short), in both first-kernel families. Exact for every argument
+/// (the product in 64 bits, no sum past `out_times`); a chunk past the end is empty
+/// (`(out_times, out_times)`).
 pub const fn chunk_output_samples(chunk: u32, tbar_per_block: u32, out_times: u32) -> (u32, u32) {
-    let first = chunk * tbar_per_block;
-    let end = if first + tbar_per_block < out_times { first + tbar_per_block } else { out_times };
-    (first, end)
+    let first = chunk as u64 * tbar_per_block as u64;
+    if first >= out_times as u64 {
+        return (out_times, out_times);
+    }
+    let first = first as u32;
+    let left = out_times - first;
+    (first, first + if tbar_per_block < left { tbar_per_block } else { left })
 }
 
 /// Whether the even/odd kernel runs this case and T_ds (full CHORD, f16 sums).
@@ -1102,17 +1116,25 @@ mod device {
         let calls2 = 2 * N / ffts_per_warp(M);
         let mut acc = [[0f32; 2]; 6];
         let mut hacc = [0u32; 6];
-        let (mut tbar, mut count) = (first_tbar, 0u32);
-        let mut tau0 = tau_begin;
-        while tau0 < tau_end {
-            let live = if tau_end - tau0 < TB { tau_end - tau0 } else { TB };
+        // E's rows `(tau, f)` of 2D bytes and I's rows `(f, tbar)` of 4MN values start past
+        // 2^32 bytes and values in large launches: their row indices (below 2^32, validated:
+        // `T F < 2^32`) are counted in 32 bits from the phase's and output sample's, the
+        // element offsets formed in 64 (`wide_offset`).
+        let mut out_row = f * out_times + first_tbar;
+        let mut e_row = tau_begin * freqs + f;
+        let mut count = 0u32;
+        // Samples left in the block (the phase's position is `e_row`; no end point is kept:
+        // one register fewer through the FFTs).
+        let mut left = tau_end - tau_begin;
+        while left > 0 {
+            let live = if left < TB { left } else { TB };
             if quad {
-                let e4 = e as *const u32;
                 let mut words = [0u32; 8];
                 unroll!(t in [0, 1, 2, 3, 4, 5, 6, 7] {
                     if t < TB as usize && (t as u32) < live {
-                        let row = ((tau0 + t as u32) * freqs + f) * 2 * D;
-                        words[t] = *e4.add((row / 4 + tid) as usize);
+                        // Word `tid` of row `e_row + t F`, as a byte offset.
+                        let at = 4 * (wide_offset(e_row + t as u32 * freqs, 2 * D / 4) + tid as usize);
+                        words[t] = *e.add(at).cast::<u32>();
                     }
                 });
                 unroll!(t in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -1175,26 +1197,27 @@ mod device {
                 count += 1;
                 if count == t_ds {
                     let (u, v, s_out, _) = y_coordinates(M, Location { lane, register: 0, element: 0 });
+                    let row = out.add(wide_offset(out_row, 4 * M * N));
                     unroll!(ci in [0, 1, 2, 3, 4, 5] {
                         let call = warp + warps * ci as u32;
                         if ci < CALLS && call < calls2 && u < M / 4 {
                             let q = call * ffts_per_warp(M) + s_out;
                             let p = 8 * u + v;
-                            let base = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
+                            let at = (p * 2 * N + q) as usize;
                             let h = if F16_SUM {
                                 hacc[ci]
                             } else {
                                 let (lo, hi) = f16x2_to_f32x2(hacc[ci]);
                                 f32x2_to_f16x2(acc[ci][0] + lo, acc[ci][1] + hi)
                             };
-                            *out.add(base as usize) = h as u16;
-                            *out.add((base + 2 * N) as usize) = (h >> 16) as u16;
+                            *row.add(at) = h as u16;
+                            *row.add(at + 2 * N as usize) = (h >> 16) as u16;
                         }
                         acc[ci] = [0.0, 0.0];
                         hacc[ci] = 0;
                     });
                     count = 0;
-                    tbar += 1;
+                    out_row += 1;
                 }
                 t += 1;
             }
@@ -1210,8 +1233,27 @@ mod device {
             }
             // The next phase overwrites X and G.
             sync_threads();
-            tau0 += TB;
+            left -= live;
+            // (Past the block's last row after its last phase: never used.)
+            e_row = e_row.wrapping_add(TB * freqs);
         }
+    }
+
+    /// Element offset `row row_len` of row `row` (a 32-bit index) of an array of rows of
+    /// `row_len` elements, in 64 bits (one `mul.wide.u32`).
+    #[inline(always)]
+    fn wide_offset(row: u32, row_len: u32) -> usize {
+        (row as u64 * row_len as u64) as usize
+    }
+
+    /// Element offset `(outer inner_len + inner) row_len` of row `(outer, inner)` of an
+    /// array `[outer][inner_len][row_len]`: the row index in 32 bits, the offset in 64 (one
+    /// `mul.wide.u32`). The first FRB kernels' E and I pass 2^32 bytes and values in launches
+    /// `FrbConfig::validate` accepts, but never 2^32 rows (`T F < 2^32`, validated: E's
+    /// `(tau, f)` rows of 2D bytes and I's `(f, tbar)` rows of 4MN values).
+    #[inline(always)]
+    fn row_offset(outer: u32, inner_len: u32, inner: u32, row_len: u32) -> usize {
+        ((outer * inner_len + inner) as u64 * row_len as u64) as usize
     }
 
     /// The f16 sum of the two halves (bits of the result in the low 16).
@@ -1325,18 +1367,23 @@ mod device {
         let g8 = eo_second_load_word(lane, 0, 0, 0, true, 0);
         let mut hacc = [[[0u32; 2]; 3]; 2];
         let (mut tbar, mut count) = (first_tbar, 0u32);
+        // I's channel f from a 64-bit offset once per block; within it, 32-bit offsets
+        // (`out_times 4MN < 2^32`, validated).
+        let out_f = out.add((f as u64 * out_times as u64 * (4 * M * N) as u64) as usize);
         let e4 = e as *const u32;
         // The E words of the live samples of the phase at `tau0`, all loaded before any is
-        // gridded: one global latency per phase.
+        // gridded: one global latency per phase. Row offsets of E and I in 64 bits, as in
+        // `frb_beamform`.
         let load = |tau0: u32, words: &mut [[u32; 4]; 2]| {
+            // Row (tau0, f) in 64 bits once per phase; the phase's later rows `tau0 + t` lie
+            // `t F WORDS` words on (below 2^27: F <= 65535), a 32-bit offset as before.
+            let rows = e4.add(row_offset(tau0, freqs, f, WORDS));
             unroll!(jw in [0, 1] {
                 let word = tid + EO_THREADS * jw as u32;
                 if word < WORDS {
                     unroll!(t in [0, 1, 2, 3] {
-                        let tau = tau0 + t as u32;
-                        if tau < tau_end {
-                            let row = (tau * freqs + f) * 2 * D;
-                            words[jw][t] = *e4.add((row / 4 + word) as usize);
+                        if tau0 + (t as u32) < tau_end {
+                            words[jw][t] = *rows.add((t as u32 * freqs * WORDS + word) as usize);
                         }
                     });
                 }
@@ -1424,8 +1471,8 @@ mod device {
                         unroll!(tt in [0, 1, 2] {
                             unroll!(h in [0, 1] {
                                 let (p, q) = eo_output_pixel(lane, warp + EO_WARPS * bi as u32, tt as u32, h as u32);
-                                let at = ((f * out_times + tbar) * 2 * M + p) * 2 * N + q;
-                                *out.add(at as usize) = hsum_halves(hacc[bi][tt][h]);
+                                let at = (tbar * 4 * M * N + p * 2 * N + q) as usize;
+                                *out_f.add(at) = hsum_halves(hacc[bi][tt][h]);
                                 hacc[bi][tt][h] = 0;
                             });
                         });
@@ -1658,6 +1705,12 @@ mod tests {
             }
             assert_eq!(next, out_times);
         }
+        // Near the top of u32: no wrap, and chunks past the end are empty.
+        let top = u32::MAX - 5;
+        assert_eq!(chunk_output_samples(top / 7, 7, top), (top / 7 * 7, top));
+        assert_eq!(chunk_output_samples(1, u32::MAX, top), (top, top));
+        assert_eq!(chunk_output_samples(u32::MAX, u32::MAX, top), (top, top));
+        assert_eq!(chunk_output_samples(0, u32::MAX, top), (0, top));
     }
 
     /// The derived constants reproduce seed Table 2 column by column.

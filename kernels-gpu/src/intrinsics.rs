@@ -681,15 +681,16 @@ pub fn cvt_rni_sat_s8_f32(v: f32) -> i32 {
     out
 }
 
-/// `set.ge.u32.f32` of `max(|a|, |b|)` against `limit`: all ones when it is at least `limit`,
-/// else 0 (`max` of a NaN and a number is the number). The magnitudes are operand modifiers of
-/// one `FMNMX`, where Rust's `abs` became separate masks.
+/// `set.geu.u32.f32` of `max.NaN(|a|, |b|)` against `limit`: all ones when it is at least
+/// `limit` or either value is NaN (`max.NaN` propagates a NaN, and the unordered compare takes
+/// it as true), else 0. The magnitudes are operand modifiers of one `FMNMX`, where Rust's
+/// `abs` became separate masks.
 #[inline(always)]
 pub fn abs_max_at_least(a: f32, b: f32, limit: f32) -> u32 {
     let out: u32;
     // SAFETY: pure ALU instructions.
     unsafe {
-        asm!("{{ .reg .f32 t0, t1; abs.f32 t0, {1}; abs.f32 t1, {2}; max.f32 t0, t0, t1; set.ge.u32.f32 {0}, t0, {3}; }}",
+        asm!("{{ .reg .f32 t0, t1; abs.f32 t0, {1}; abs.f32 t1, {2}; max.NaN.f32 t0, t0, t1; set.geu.u32.f32 {0}, t0, {3}; }}",
             out(reg32) out, in(reg32) a, in(reg32) b, in(reg32) limit, options(pure, nomem, nostack))
     };
     out

@@ -605,7 +605,7 @@ pub fn post_rotations(u: u32, channels: u32, fine: f32, fringe: C32, step: C32) 
 }
 
 /// Round to nearest even and saturate to `[-max, max]`; returns the value and whether it
-/// clipped. NaN gives 0.
+/// clipped. NaN gives 0 and counts as clipped.
 #[inline(always)]
 pub fn quantise(v: f32, max: i32) -> (i32, bool) {
     #[cfg(target_arch = "nvptx64")]
@@ -613,7 +613,7 @@ pub fn quantise(v: f32, max: i32) -> (i32, bool) {
     #[cfg(not(target_arch = "nvptx64"))]
     let r = crate::delay_beamformer::rint_f32(v) as i32; // saturating cast, NaN -> 0
     let q = saturate_symmetric(r, max);
-    (q, q != r)
+    (q, q != r || v.is_nan())
 }
 
 /// `rint(v)` saturated to [-128, 127], NaN to 0: one conversion on the device.
@@ -626,14 +626,13 @@ fn rint_sat_s8(v: f32) -> i32 {
     r
 }
 
-/// 1 when the larger magnitude of `x`'s components reaches `limit`, else 0; a NaN component
-/// never counts.
+/// 1 when the larger magnitude of `x`'s components reaches `limit` or either is NaN, else 0.
 #[inline(always)]
 fn clips(x: C32, limit: f32) -> u32 {
     #[cfg(target_arch = "nvptx64")]
     let c = 0u32.wrapping_sub(crate::intrinsics::abs_max_at_least(x[0], x[1], limit));
     #[cfg(not(target_arch = "nvptx64"))]
-    let c = (x[0].abs().max(x[1].abs()) >= limit) as u32;
+    let c = (x[0].is_nan() || x[1].is_nan() || x[0].abs().max(x[1].abs()) >= limit) as u32;
     c
 }
 
@@ -641,7 +640,10 @@ fn clips(x: C32, limit: f32) -> u32 {
 /// (re, im) in bits 0..16; int4: one byte, re in the low nibble. Each component is
 /// [`quantise`]'s, with fewer instructions: a saturating conversion and a bound, and one
 /// compare for both components, since a component clips exactly when `|v| >= max + 1/2`
-/// (round to nearest even takes `max + 1/2` to the even `max + 1`).
+/// (round to nearest even takes `max + 1/2` to the even `max + 1`). Non-finite components: an
+/// infinity saturates to `+-max` and NaN gives 0, and both count as clipped (the host's
+/// `quantise_reference` does the same; the host bounds weights and gains so that neither
+/// arises).
 #[inline(always)]
 pub fn quantise_complex(x: C32, int4: bool) -> (u32, u32) {
     let bound = |v: f32| {

@@ -26,7 +26,7 @@ use radio_kernels_host::frb_beamformer::{
 use radio_kernels_host::pfb::{self, Channelizer, ChannelizerConfig, DelayModel, OutputFormat};
 use radio_kernels_host::{Error, Gpu, Result};
 use sky::{Array, Source, LIGHT, SAMPLE_RATE};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// PFB taps (MeerKAT's 16).
@@ -37,6 +37,9 @@ const BEAMS: u32 = 8;
 const T_DS: u32 = 64;
 /// Channels each GPU stage is checked on against its CPU reference.
 const CHECK_CHANNELS: u32 = 2;
+/// The most spectra an observation may hold (every stage keeps the whole observation in
+/// host memory, and the CPU references run it all).
+pub const MAX_SPECTRA: u32 = 16384;
 
 /// What to observe and where to write the figures.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,11 +74,45 @@ impl Options {
     pub fn cpu_default() -> Options {
         Options { channels: 128, spectra_per_heap: 128, heaps: 1, ..Options::gpu_default() }
     }
-    /// Heaps for about `seconds` of sky (at least one).
-    pub fn set_seconds(&mut self, seconds: f64) {
-        let per_heap = (2 * self.channels * self.spectra_per_heap) as f64 / SAMPLE_RATE;
-        self.heaps = ((seconds / per_heap).ceil() as u32).max(1);
+    /// Sets the heaps to cover `seconds` of sky: the fewest whole heaps of
+    /// `spectra_per_heap` spectra (each `2 channels / SAMPLE_RATE` seconds) that reach it.
+    ///
+    /// Errors, leaving `self` unchanged, when `seconds` is not a finite number above 0, when
+    /// `channels` or `spectra_per_heap` is 0, or when the heaps needed would hold more than
+    /// [`MAX_SPECTRA`] spectra (the message names `--seconds` and `--channels` and says how
+    /// many seconds fit). The heap count is computed in `f64` and compared before any
+    /// conversion, so no size wraps.
+    pub fn set_seconds(&mut self, seconds: f64) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if !seconds.is_finite() || seconds <= 0.0 {
+            return bad(format!("--seconds must be a finite number above 0, got {seconds}"));
+        }
+        if self.channels == 0 || self.spectra_per_heap == 0 {
+            return bad(format!(
+                "--seconds needs channels and spectra per heap above 0, got {} and {}",
+                self.channels, self.spectra_per_heap
+            ));
+        }
+        let per_heap = 2.0 * f64::from(self.channels) * f64::from(self.spectra_per_heap) / SAMPLE_RATE;
+        let heaps = (seconds / per_heap).ceil();
+        let max_heaps = MAX_SPECTRA / self.spectra_per_heap;
+        if heaps > f64::from(max_heaps) {
+            return bad(format!(
+                "--seconds {seconds} at --channels {} needs {heaps:.0} heaps of {} spectra ({:.0} \
+                 spectra), past the demo's {MAX_SPECTRA}: at most {:.6} s at {} channels",
+                self.channels,
+                self.spectra_per_heap,
+                heaps * f64::from(self.spectra_per_heap),
+                f64::from(max_heaps) * per_heap,
+                self.channels,
+            ));
+        }
+        // 1 <= heaps <= max_heaps: a whole number that fits in u32.
+        self.heaps = (heaps as u32).max(1);
+        Ok(())
     }
+    /// Checks every field and that the observation's size fits: `spectra_per_heap x heaps`
+    /// (computed checked) in 128 ..= [`MAX_SPECTRA`].
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidConfig(m));
         if self.dishes != 64 && self.dishes != 256 {
@@ -87,27 +124,34 @@ impl Options {
         if !(1..=8).contains(&self.sources) {
             return bad(format!("--sources must be 1..=8, got {}", self.sources));
         }
-        if !self.spectra_per_heap.is_multiple_of(128) || self.heaps == 0 || self.spectra() > 16384 {
+        let spectra = self.spectra_per_heap.checked_mul(self.heaps);
+        let fits = spectra.is_some_and(|t| (128..=MAX_SPECTRA).contains(&t));
+        if !self.spectra_per_heap.is_multiple_of(128) || !fits {
             return bad(format!(
-                "{} heaps of {} spectra: use 128 .. 16384 spectra",
-                self.heaps, self.spectra_per_heap
+                "{} heaps of {} spectra ({} spectra): use a multiple of 128 spectra per heap and \
+                 128 ..= {MAX_SPECTRA} spectra",
+                self.heaps,
+                self.spectra_per_heap,
+                self.spectra()
             ));
         }
         Ok(())
     }
-    pub fn spectra(&self) -> u32 {
-        self.spectra_per_heap * self.heaps
+    /// Spectra in the observation, `spectra_per_heap x heaps` (exact for every value).
+    pub fn spectra(&self) -> u64 {
+        u64::from(self.spectra_per_heap) * u64::from(self.heaps)
     }
-    fn array(&self) -> Array {
-        Array { side: if self.dishes == 64 { 8 } else { 16 } }
+    fn array(&self) -> Result<Array> {
+        Array::new(if self.dishes == 64 { 8 } else { 16 })
     }
-    /// Seconds of sky the observation covers.
+    /// Seconds of sky the observation covers (computed in `f64`: no wrap for any value).
     pub fn duration(&self) -> f64 {
-        (2 * self.channels * self.spectra()) as f64 / SAMPLE_RATE
+        2.0 * f64::from(self.channels) * self.spectra() as f64 / SAMPLE_RATE
     }
-    /// The channel of the figures and the position checks: 3/4 of the band (1.2 GHz).
+    /// The channel of the figures and the position checks: 3/4 of the band (1.2 GHz),
+    /// `floor(3 channels / 4)` (computed without overflow).
     pub fn reference_channel(&self) -> u32 {
-        3 * self.channels / 4
+        self.channels / 4 * 3 + self.channels % 4 * 3 / 4
     }
 }
 
@@ -149,9 +193,8 @@ impl Outcome {
 }
 
 /// Beam directions (l, m): the sources, then off-source points between them.
-fn beam_directions(sources: &[Source], options: &Options) -> Vec<(f64, f64)> {
+fn beam_directions(sources: &[Source], options: &Options, side: u32) -> Vec<(f64, f64)> {
     let lambda = LIGHT / sky::channel_frequency(options.reference_channel(), options.channels);
-    let side = options.array().side;
     let mut beams: Vec<(f64, f64)> = sources.iter().map(|s| (s.l, s.m)).collect();
     // Off-source: grid points no source occupies, a quarter turn of the grid away.
     let mut k = 0;
@@ -169,14 +212,20 @@ fn percent(x: f64) -> String {
 
 /// Runs the demo: on `gpu` if given, else on the CPU references. `progress` receives a line
 /// when a stage starts.
+///
+/// Checks `options` and that the output folder is writable ([`check_out`]) before any work.
 pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Result<Outcome> {
     options.validate()?;
-    let array = options.array();
-    let (d_n, n, t_n) = (array.dishes(), options.channels, options.spectra());
+    check_out(&options.out)
+        .map_err(|why| Error::InvalidConfig(format!("the output folder {}: {why}", options.out.display())))?;
+    let array = options.array()?;
+    let t_n = u32::try_from(options.spectra())
+        .map_err(|_| Error::InvalidConfig(format!("{} spectra do not fit in u32", options.spectra())))?;
+    let (d_n, n) = (array.dishes(), options.channels);
     let k_ref = options.reference_channel();
     let lambda_ref = LIGHT / sky::channel_frequency(k_ref, n);
-    let sources = sky::sources(options.sources, array.side, sky::channel_frequency(k_ref, n));
-    let directions = beam_directions(&sources, options);
+    let sources = sky::sources(options.sources, array.side(), sky::channel_frequency(k_ref, n))?;
+    let directions = beam_directions(&sources, options, array.side());
     let duration = options.duration();
     let check_first = k_ref; // channels checked against the CPU: k_ref, k_ref + 1
     let mut stages = Vec::new();
@@ -188,9 +237,14 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         1e3 * duration,
         sources.len()
     ));
-    let samples = ((t_n + TAPS) * 2 * n) as usize;
+    // Samples per polarisation: (T + taps) x 2N, at most 16400 x 16384 after `validate`.
+    let chunk_samples =
+        t_n.checked_add(TAPS).and_then(|t| t.checked_mul(n)).and_then(|t| t.checked_mul(2)).ok_or_else(
+            || Error::InvalidConfig(format!("({t_n} + {TAPS}) x 2 x {n} samples overflow u32")),
+        )?;
+    let samples = chunk_samples as usize;
     let started = Instant::now();
-    let voltages = sky::observe(array, &sources, samples, options.seed);
+    let voltages = sky::observe(array, &sources, samples, options.seed)?;
     let packed: Vec<[Vec<u8>; 2]> = voltages
         .iter()
         .map(|v| [0, 1].map(|p| pfb::pack_samples(&v[p], 10).expect("10-bit samples")))
@@ -211,7 +265,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         bits: 10,
         spectra_per_heap: options.spectra_per_heap,
         heaps_per_chunk: options.heaps,
-        chunk_samples: samples as u32,
+        chunk_samples,
         packet_samples: 2 * n,
         max_delay: 0,
         output: OutputFormat::Ci8,
@@ -365,26 +419,46 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         }
     };
     // Dirty image near the reference channel: sum over baselines i > j and both pols of
-    // Re V exp(-2 pi i f (r_i - r_j) . s / c), on a grid of directions.
+    // Re V exp(-2 pi i f (r_i - r_j) . s / c), on a grid of directions. The phase factor is
+    // e_i conj(e_j) with e_d = exp(-2 pi i f r_d . s / c), the same for both pols: the pols
+    // are summed first (V_00 + V_11 per baseline, i > j in order), and each direction and
+    // channel needs one e_d per dish.
     let image_channels: Vec<u32> = (k_ref.saturating_sub(2)..(k_ref + 3).min(n)).collect();
+    let pol_sums: Vec<Vec<(f64, f64)>> = image_channels
+        .iter()
+        .map(|&c| {
+            (0..d_n)
+                .flat_map(|i| (0..i).map(move |j| (i, j)))
+                .map(|(i, j)| {
+                    let (x, y) = (
+                        visibilities[xc_config.output_index(c, i, j, 0, 0)],
+                        visibilities[xc_config.output_index(c, i, j, 1, 1)],
+                    );
+                    ((x[0] + y[0]) as f64, (x[1] + y[1]) as f64)
+                })
+                .collect()
+        })
+        .collect();
     let span = image_span(&sources);
     let steps = IMAGE_STEPS;
     let mut image_peak = (0.0, 0.0, f64::MIN);
+    let mut phasors = vec![(0.0, 0.0); d_n as usize];
     for a in 0..=steps {
         for b in 0..=steps {
             let (l, m) =
                 (-span + 2.0 * span * a as f64 / steps as f64, -span + 2.0 * span * b as f64 / steps as f64);
             let mut sum = 0.0;
-            for &c in &image_channels {
+            for (&c, v) in image_channels.iter().zip(&pol_sums) {
                 let f = sky::channel_frequency(c, n);
-                for i in 0..d_n {
-                    for j in 0..i {
-                        let phase = -std::f64::consts::TAU * f * (array.lead(i, l, m) - array.lead(j, l, m));
-                        let (s, co) = phase.sin_cos();
-                        for p in 0..2 {
-                            let v = visibilities[xc_config.output_index(c, i, j, p, p)];
-                            sum += v[0] as f64 * co - v[1] as f64 * s;
-                        }
+                for (d, e) in (0..d_n).zip(phasors.iter_mut()) {
+                    let (s, co) = (-std::f64::consts::TAU * f * array.lead(d, l, m)).sin_cos();
+                    *e = (co, s);
+                }
+                let mut baselines = v.iter();
+                for (i, &(ci, si)) in phasors.iter().enumerate() {
+                    for (&(cj, sj), &(re, im)) in phasors[..i].iter().zip(&mut baselines) {
+                        // Re V (ci + i si)(cj - i sj)
+                        sum += re * (ci * cj + si * sj) - im * (si * cj - ci * sj);
                     }
                 }
             }
@@ -411,11 +485,13 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     }
     // On the GPU, E is uploaded once for the baseband and FRB beamformers.
     let e_dev = gpu.map(|gpu| gpu.upload(&e)).transpose()?;
+    // Products in usize: E at the largest valid size holds 2^36 values.
     let e_channels = |config_freqs: u32, first: u32, count: u32| -> Vec<u8> {
-        let mut out = Vec::with_capacity((t_n * count * 2 * d_n) as usize);
-        for tau in 0..t_n {
-            let row = ((tau * config_freqs + first) * 2 * d_n) as usize;
-            out.extend_from_slice(&e[row..row + (count * 2 * d_n) as usize]);
+        let width = count as usize * 2 * d_n as usize;
+        let mut out = Vec::with_capacity(t_n as usize * width);
+        for tau in 0..t_n as usize {
+            let row = (tau * config_freqs as usize + first as usize) * 2 * d_n as usize;
+            out.extend_from_slice(&e[row..row + width]);
         }
         out
     };
@@ -509,7 +585,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
 
     // ---- FRB beamformer, first kernel ----------------------------------------------------------
     progress("FRB beamformer (intensity on the half-integer grid)");
-    let side = array.side;
+    let side = array.side();
     let frb_config = FrbConfig { dishes: d_n, m: side, n: side, freqs: n, times: t_n, t_ds: T_DS };
     let grid: Vec<(u32, u32)> = (0..d_n).map(|d| array.cell(d)).collect();
     let w_frb = pack_f16x2(f16::from_f64(1.0 / d_n as f64).to_bits(), 0);
@@ -653,7 +729,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let db_config =
         DelayBeamformerConfig { antennas: d_n, pols: 2, channels: n, first_channel: 0, times: t_n, beams };
     let db_input = |first: u32, count: u32| -> Vec<[i8; 2]> {
-        let mut x = Vec::with_capacity((d_n * count * t_n * 2) as usize);
+        let mut x = Vec::with_capacity(d_n as usize * count as usize * t_n as usize * 2);
         for a in 0..d_n {
             for c in first..first + count {
                 for t in 0..t_n {
@@ -693,11 +769,12 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         Some(gpu) => {
             let beamformer = DelayBeamformer::new(gpu, db_config.clone())?;
             let input = gpu.upload(&full)?;
-            let (w_dev, d_dev) = (gpu.upload(&w)?, gpu.upload(&dl)?);
+            let steering = beamformer.upload_steering(&w, &dl)?;
             let mut out = gpu.alloc::<[i8; 2]>(db_config.output_len(), 0x80)?;
             let mut saturated = gpu.alloc::<u32>(BEAMS as usize, 0)?;
-            let ((), ms) =
-                timed(gpu, || beamformer.beamform(&input, &w_dev, &d_dev, None, &mut out, &mut saturated))?;
+            let ((), ms) = timed(gpu, || {
+                beamformer.beamform_steered(&input, &steering, None, &mut out, &mut saturated)
+            })?;
             let got = out.download()?;
             let sub = DelayBeamformerConfig {
                 channels: CHECK_CHANNELS,
@@ -764,14 +841,17 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
 
     // ---- figures ---------------------------------------------------------------------------------
     progress(&format!("writing figures to {}", options.out.display()));
-    std::fs::create_dir_all(&options.out)
-        .map_err(|e| Error::InvalidConfig(format!("cannot create {}: {e}", options.out.display())))?;
+    // Checked at the start; a folder removed since then is made again, and a figure that
+    // cannot be written is reported and skipped, so the results are never lost.
+    if let Err(e) = std::fs::create_dir_all(&options.out) {
+        eprintln!("radio-kernels demo: cannot create {}: {e}", options.out.display());
+    }
     let mut images = Vec::new();
     let mut figure = |result: std::result::Result<PathBuf, Box<dyn std::error::Error>>| match result {
         Ok(path) => images.push(path),
         Err(e) => eprintln!("radio-kernels demo: a figure failed: {e}"),
     };
-    let (offsets, db_response) = channel_response(n);
+    let (offsets, db_response) = channel_response(n)?;
     figure(plot::channel_response(&options.out.join("pfb_channel_response.png"), &offsets, &db_response));
     let lead0 = |d: u32| array.lead(d, sources[0].l, sources[0].m);
     let f_ref = sky::channel_frequency(k_ref, n);
@@ -826,6 +906,23 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     })
 }
 
+/// Makes sure figures can be written to `dir` before any work: creates the folder (and its
+/// parents), then creates and removes a probe file in it. `Err` says which step failed and
+/// why (e.g. a parent that is a regular file, a read-only file system).
+pub fn check_out(dir: &Path) -> std::result::Result<(), String> {
+    if dir.as_os_str().is_empty() {
+        return Err("the folder name is empty".into());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create the folder: {e}"))?;
+    let probe = dir.join(format!(".radio-kernels-write-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| format!("cannot create a file in it: {e}"))?;
+    std::fs::remove_file(&probe).map_err(|e| format!("cannot remove the probe file {}: {e}", probe.display()))
+}
+
 /// Runs `work` between two CUDA events: its result and the GPU milliseconds.
 fn timed<T>(gpu: &Gpu, work: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
     let timer = gpu.timer()?;
@@ -852,9 +949,15 @@ fn cpu_stage(name: &'static str, shape: String) -> Stage {
 
 /// The PFB prototype filter's response around one channel, in dB: the Fourier transform of
 /// the Hann-windowed sinc weights, zero-padded 16x, normalised to 0 dB at the centre.
-pub fn channel_response(channels: u32) -> (Vec<f64>, Vec<f64>) {
+/// `channels` must be one a channelizer may have ([`pfb::hann_sinc_weights`]: 1 ..= 65536).
+pub fn channel_response(channels: u32) -> Result<(Vec<f64>, Vec<f64>)> {
     use rustfft::num_complex::Complex;
     let weights = pfb::hann_sinc_weights(channels, TAPS);
+    if weights.is_empty() {
+        return Err(Error::InvalidConfig(format!(
+            "channel response: {channels} channels is outside the channelizer's range"
+        )));
+    }
     let len = weights.len() * 16;
     let mut x: Vec<Complex<f64>> = weights.iter().map(|&w| Complex::new(w as f64, 0.0)).collect();
     x.resize(len, Complex::new(0.0, 0.0));
@@ -870,7 +973,7 @@ pub fn channel_response(channels: u32) -> (Vec<f64>, Vec<f64>) {
         offsets.push(b as f64 / per_channel as f64);
         db.push(10.0 * (v / peak).max(1e-30).log10());
     }
-    (offsets, db)
+    Ok((offsets, db))
 }
 
 /// Grid steps per axis of the correlator's dirty-image search.

@@ -1,5 +1,11 @@
 //! The demo's PNG figures, drawn with `plotters` (pure Rust: its bitmap backend, PNG encoder
 //! and `ab_glyph` text with the bundled DejaVu Sans font, `assets/fonts`).
+//!
+//! No system font is read, so the figures draw the same on a machine without fonts. Every
+//! function returns an error rather than panicking: a missing font is plotters'
+//! `FontUnavailable`, a file that cannot be written its I/O error, and axis ranges are
+//! checked to be finite and non-empty first (plotters loops forever laying out the ticks of
+//! an infinite or NaN range, which an overflowed f16 intensity would give).
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -8,21 +14,32 @@ type Fallible<T> = Result<T, Box<dyn std::error::Error>>;
 
 const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 
+/// `Err` unless `lo < hi` and both are finite (an axis plotters can lay out).
+fn axis(what: &str, lo: f64, hi: f64) -> Fallible<()> {
+    if lo.is_finite() && hi.is_finite() && lo < hi {
+        Ok(())
+    } else {
+        Err(format!("{what}: the axis range {lo} .. {hi} is not finite and increasing").into())
+    }
+}
+
 fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        // The only font the figures use; a failure leaves text blank, not the figure.
+        // The only font the figures use; if it failed to load, every figure would return
+        // plotters' `FontUnavailable` error (reported and skipped by the demo).
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, FONT);
     });
 }
 
 /// Channel response in dB against frequency in channels (PFB prototype filter).
 pub fn channel_response(path: &Path, offsets: &[f64], db: &[f64]) -> Fallible<PathBuf> {
+    let lo = offsets.first().copied().unwrap_or(-4.0);
+    let hi = offsets.last().copied().unwrap_or(4.0);
+    axis("channel response offsets", lo, hi)?;
     register_font();
     let root = BitMapBackend::new(path, (900, 500)).into_drawing_area();
     root.fill(&WHITE)?;
-    let lo = offsets.first().copied().unwrap_or(-4.0);
-    let hi = offsets.last().copied().unwrap_or(4.0);
     let mut chart = ChartBuilder::on(&root)
         .caption("PFB channel response (16-tap Hann-windowed sinc)", ("sans-serif", 22))
         .margin(12)
@@ -38,12 +55,14 @@ pub fn channel_response(path: &Path, offsets: &[f64], db: &[f64]) -> Fallible<Pa
 /// Visibility amplitude and phase against baseline length, with the phase the brightest
 /// source predicts.
 pub fn visibilities(path: &Path, title: &str, points: &[(f64, f64, f64, f64)]) -> Fallible<PathBuf> {
+    let longest = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.05;
+    let top = points.iter().map(|p| p.1).fold(1e-9, f64::max) * 1.1;
+    axis("baseline length", 0.0, longest)?;
+    axis("visibility amplitude", 0.0, top)?;
     register_font();
     let root = BitMapBackend::new(path, (900, 700)).into_drawing_area();
     root.fill(&WHITE)?;
     let (upper, lower) = root.split_vertically(350);
-    let longest = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.05;
-    let top = points.iter().map(|p| p.1).fold(1e-9, f64::max) * 1.1;
     let mut amplitude = ChartBuilder::on(&upper)
         .caption(title, ("sans-serif", 22))
         .margin(10)
@@ -72,7 +91,7 @@ pub fn visibilities(path: &Path, title: &str, points: &[(f64, f64, f64, f64)]) -
 }
 
 /// An intensity map `[p][q]` (rows p) with markers at the true source positions (grid units
-/// of half-integer pixels, (p, q)).
+/// of half-integer pixels, (p, q)). `map` must hold `rows x cols` values, both above 0.
 pub fn intensity_map(
     path: &Path,
     title: &str,
@@ -81,6 +100,10 @@ pub fn intensity_map(
     cols: u32,
     marks: &[(f64, f64)],
 ) -> Fallible<PathBuf> {
+    let cells = (rows as usize).checked_mul(cols as usize);
+    if rows == 0 || cols == 0 || cells != Some(map.len()) {
+        return Err(format!("intensity map: {} values for {rows} x {cols} cells", map.len()).into());
+    }
     register_font();
     let root = BitMapBackend::new(path, (760, 700)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -107,10 +130,23 @@ pub fn intensity_map(
     Ok(path.to_path_buf())
 }
 
-/// Beam power per beam for each beamformer, on-source beams first.
+/// Beam power per beam for each beamformer (1 ..= 8 groups, each a panel), on-source beams
+/// first.
 pub fn beam_power(path: &Path, groups: &[(&str, Vec<(String, f64)>)]) -> Fallible<PathBuf> {
+    const MAX_GROUPS: usize = 8;
+    if !(1..=MAX_GROUPS).contains(&groups.len()) {
+        return Err(format!("beam power: {} groups, expected 1 ..= {MAX_GROUPS}", groups.len()).into());
+    }
+    for (title, beams) in groups {
+        let top = beams.iter().map(|b| b.1).fold(1e-12, f64::max) * 1.15;
+        axis(title, 0.0, top)?;
+        if beams.is_empty() {
+            return Err(format!("{title}: no beams").into());
+        }
+    }
     register_font();
-    let root = BitMapBackend::new(path, (900, 300 * groups.len().max(1) as u32)).into_drawing_area();
+    // At most 8 panels of 300 pixels: the height fits in u32.
+    let root = BitMapBackend::new(path, (900, 300 * groups.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
     let areas = root.split_evenly((groups.len().max(1), 1));
     for ((title, beams), area) in groups.iter().zip(areas) {

@@ -7,6 +7,7 @@
 //! `S(f) exp(+2 pi i f r_d . s / c)`. Each polarisation of each source is an independent
 //! complex Gaussian spectrum; the record is made in the frequency domain (exact fractional
 //! delays) and inverse-transformed to real samples.
+use radio_kernels_host::{Error, Result};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rustfft::num_complex::Complex;
@@ -29,13 +30,26 @@ pub struct Source {
     pub rms: f64,
 }
 
-/// A square array of `side x side` dual-polarisation dishes.
+/// A square array of `side x side` dual-polarisation dishes, `side` in 1 ..= [`MAX_SIDE`]
+/// (checked by [`Array::new`], so every method is defined and no product overflows).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Array {
-    pub side: u32,
+    side: u32,
 }
 
+/// The largest array side: 65025 dishes.
+pub const MAX_SIDE: u32 = 255;
+
 impl Array {
+    pub fn new(side: u32) -> Result<Array> {
+        if !(1..=MAX_SIDE).contains(&side) {
+            return Err(Error::InvalidConfig(format!("array side must be 1 ..= {MAX_SIDE}, got {side}")));
+        }
+        Ok(Array { side })
+    }
+    pub fn side(&self) -> u32 {
+        self.side
+    }
     pub fn dishes(&self) -> u32 {
         self.side * self.side
     }
@@ -57,13 +71,21 @@ impl Array {
 
 /// Centre frequency (Hz) of channel `k` of an `n`-channel PFB of the digitised band.
 pub fn channel_frequency(k: u32, n: u32) -> f64 {
-    k as f64 * SAMPLE_RATE / (2 * n) as f64
+    f64::from(k) * SAMPLE_RATE / (2.0 * f64::from(n))
 }
 
-/// The demo's sources: `count` (1 to 8) sources placed so that, at frequency `reference`,
-/// they fall on distinct half-integer points of the FRB beamformer's `side x side` grid
-/// (seed 000 eq. 1), the first the brightest.
-pub fn sources(count: u32, side: u32, reference: f64) -> Vec<Source> {
+/// The demo's sources: `count` (1 to 8) sources placed so that, at frequency `reference`
+/// (finite, above 0), they fall on distinct half-integer points of the FRB beamformer's
+/// `side x side` grid (seed 000 eq. 1), the first the brightest. Other values are errors.
+pub fn sources(count: u32, side: u32, reference: f64) -> Result<Vec<Source>> {
+    if !(1..=8).contains(&count) {
+        return Err(Error::InvalidConfig(format!("sources: count must be 1 ..= 8, got {count}")));
+    }
+    if side == 0 || !reference.is_finite() || reference <= 0.0 {
+        return Err(Error::InvalidConfig(format!(
+            "sources: side {side} and reference frequency {reference} Hz must be above 0 and finite"
+        )));
+    }
     // Grid units (theta, theta') of each source, then back to direction cosines.
     const PLACES: [(f64, f64); 8] = [
         (1.5, 2.0),
@@ -77,15 +99,15 @@ pub fn sources(count: u32, side: u32, reference: f64) -> Vec<Source> {
     ];
     const RMS: [f64; 8] = [30.0, 18.0, 14.0, 12.0, 11.0, 10.0, 9.0, 8.0];
     let lambda = LIGHT / reference;
-    PLACES
+    Ok(PLACES
         .iter()
         .zip(RMS)
-        .take(count.clamp(1, 8) as usize)
+        .take(count as usize)
         .map(|(&(theta, theta_prime), rms)| {
             let (l, m) = frb_direction(theta, theta_prime, side, lambda);
             Source { l, m, rms }
         })
-        .collect()
+        .collect())
 }
 
 /// Grid coordinates (theta, theta') of direction (l, m) at wavelength `lambda` for the FRB
@@ -103,9 +125,19 @@ pub fn frb_direction(theta: f64, theta_prime: f64, side: u32, lambda: f64) -> (f
     (-theta * lambda / (s * SPACING.0), -theta_prime * lambda / (s * SPACING.1))
 }
 
-/// Digitised samples `[dish][pol][sample]` (10-bit signed) of `samples` (even) per
-/// polarisation.
-pub fn observe(array: Array, sources: &[Source], samples: usize, seed: u64) -> Vec<[Vec<i32>; 2]> {
+/// Digitised samples `[dish][pol][sample]` (10-bit signed) of `samples` (even, above 0) per
+/// polarisation. Errors on an odd or zero `samples` and on a source with a non-finite field.
+pub fn observe(array: Array, sources: &[Source], samples: usize, seed: u64) -> Result<Vec<[Vec<i32>; 2]>> {
+    if samples == 0 || !samples.is_multiple_of(2) {
+        return Err(Error::InvalidConfig(format!(
+            "observe: samples must be even and above 0, got {samples}"
+        )));
+    }
+    if let Some(index) =
+        sources.iter().position(|s| !(s.l.is_finite() && s.m.is_finite() && s.rms.is_finite()))
+    {
+        return Err(Error::NonFinite { what: "sources", index });
+    }
     let bins = samples / 2 + 1;
     // Per source and polarisation, its spectrum (unit complex Gaussians per bin).
     let mut rng = StdRng::seed_from_u64(seed);
@@ -130,7 +162,7 @@ pub fn observe(array: Array, sources: &[Source], samples: usize, seed: u64) -> V
             });
         }
     });
-    out
+    Ok(out)
 }
 
 fn complex_gaussian(rng: &mut StdRng) -> Complex<f64> {

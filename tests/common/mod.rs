@@ -41,3 +41,91 @@ pub fn relative_l2(got: &[u16], want: &[f64]) -> f64 {
 pub fn random_intensity(rng: &mut impl Rng, len: usize) -> Vec<u16> {
     (0..len).map(|_| f16::from_f64(rng.random_range(0.0..100.0)).to_bits()).collect()
 }
+
+/// GPU property-test runner: `cases` cases (override with `RADIO_KERNELS_PROPTEST_CASES`),
+/// seeded from `RADIO_KERNELS_PROPTEST_SEED` or the clock, and the seed printed, so a failure
+/// (shrunk by proptest to its smallest failing shape) replays with
+/// `RADIO_KERNELS_PROPTEST_SEED=<seed>`. No failure persistence files.
+pub fn gpu_proptest_runner(cases: u32) -> proptest::test_runner::TestRunner {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let seed = std::env::var("RADIO_KERNELS_PROPTEST_SEED")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or_else(fresh_seed);
+    let cases = std::env::var("RADIO_KERNELS_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .unwrap_or(cases);
+    println!("proptest seed {seed} ({cases} cases; replay with RADIO_KERNELS_PROPTEST_SEED={seed})");
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let config = Config { cases, failure_persistence: None, max_shrink_iters: 64, ..Config::default() };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+}
+
+/// Runs `test` on `cases` values drawn from `strategy` through [`gpu_proptest_runner`], and
+/// panics with the smallest failing value proptest finds.
+pub fn gpu_proptest<S: proptest::strategy::Strategy>(
+    cases: u32,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<(), proptest::test_runner::TestCaseError>,
+) where
+    S::Value: std::fmt::Debug,
+{
+    let mut runner = gpu_proptest_runner(cases);
+    if let Err(failure) = runner.run(&strategy, test) {
+        panic!("{failure}");
+    }
+}
+
+/// Held by each test that needs tens of GB of device memory, so that the tests of one binary
+/// (which libtest runs in parallel) do not ask for them at once; take it before checking
+/// [`radio_kernels::Gpu::memory_info`].
+pub fn large_memory_guard() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether `bytes` of device memory, plus 1 GB of headroom, are free; if not, says that the
+/// test is skipped.
+pub fn enough_memory(gpu: &Gpu, bytes: u64) -> bool {
+    let (free, _) = gpu.memory_info().unwrap();
+    if (free as u64) < bytes + (1 << 30) {
+        println!("skipped: needs {:.1} GB, {:.1} GB free", bytes as f64 / 1e9, free as f64 / 1e9);
+        return false;
+    }
+    true
+}
+
+/// Fills `buffer` with `block` repeated (`buffer[x] = block[x % block.len()]`), uploaded in
+/// pieces: inputs of several GB without generating them byte by byte.
+pub fn fill_repeating(gpu: &Gpu, buffer: &mut radio_kernels::DeviceBuffer<u8>, block: &[u8]) {
+    const PIECE: usize = 256 << 20;
+    let mut host = Vec::with_capacity(PIECE);
+    let mut start = 0;
+    while start < buffer.len() {
+        let end = (start + PIECE).min(buffer.len());
+        host.clear();
+        while host.len() < end - start {
+            let at = (start + host.len()) % block.len();
+            let take = (block.len() - at).min(end - start - host.len());
+            host.extend_from_slice(&block[at..at + take]);
+        }
+        // SAFETY: the allocation is only viewed, never replaced.
+        let raw = unsafe { buffer.raw_mut() };
+        gpu.stream().memcpy_htod(&host, &mut raw.slice_mut(start..end)).unwrap();
+        start = end;
+    }
+    gpu.synchronize().unwrap();
+}
+
+/// Device 1, for the tests of buffers and objects of another GPU; `None`, with a line saying
+/// the test is skipped, on a machine with one GPU.
+pub fn second_gpu() -> Option<Gpu> {
+    let count = Gpu::device_count().unwrap();
+    if count < 2 {
+        println!("skipped: needs 2 GPUs, this machine has {count}");
+        return None;
+    }
+    Some(radio_kernels::open(1).unwrap())
+}

@@ -15,6 +15,13 @@ pub use radio_kernels_gpu::frb_beamformer::factorized::{
     kernel_name, FactorLayout, BLOCK_TIMES, FACTOR_WARPS, GROUP_TIMES, MAX_GRID_AXIS,
 };
 
+/// The product of `factors` as usize, saturating (at `usize::MAX`) where it does not fit:
+/// sizes of configurations `validate` rejects.
+fn saturate(factors: &[u128]) -> usize {
+    let product = factors.iter().fold(1u128, |p, &f| p.saturating_mul(f));
+    usize::try_from(product).unwrap_or(usize::MAX)
+}
+
 /// One factorized job: `channels` channels of `times` slow samples of the `2M x 2N` grid, to
 /// the `g x g_prime` beam grid of each channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,50 +64,63 @@ impl FactorizedConfig {
         }
         Ok(())
     }
+    /// The kernel's layout (its sizes are meaningful for valid configurations only).
     pub fn layout(&self) -> FactorLayout {
         FactorLayout { m: self.m, n: self.n, g: self.g, g_prime: self.g_prime }
     }
+
+    // The size helpers are exact for every configuration `validate` accepts; for others they
+    // neither panic nor wrap: they saturate (at u32::MAX or usize::MAX).
+
+    /// Beams per channel, `G G'` (saturates at `u32::MAX`).
     pub fn beams(&self) -> u32 {
-        self.g * self.g_prime
+        self.g.saturating_mul(self.g_prime)
     }
+    /// f16 values of I, `F T 4MN`.
     pub fn intensity_len(&self) -> usize {
-        self.channels as usize * self.times as usize * (4 * self.m * self.n) as usize
+        saturate(&[self.channels as u128, self.times as u128, 4 * self.m as u128, self.n as u128])
     }
-    /// theta per channel: `[f][gamma]`.
+    /// theta per channel: `[f][gamma]`, `F G`.
     pub fn theta_len(&self) -> usize {
-        self.channels as usize * self.g as usize
+        saturate(&[self.channels as u128, self.g as u128])
     }
-    /// theta' per channel: `[f][gamma']`.
+    /// theta' per channel: `[f][gamma']`, `F G'`.
     pub fn theta_prime_len(&self) -> usize {
-        self.channels as usize * self.g_prime as usize
+        saturate(&[self.channels as u128, self.g_prime as u128])
     }
+    /// f16 values of J, `F T G G'`.
     pub fn output_len(&self) -> usize {
-        self.channels as usize * self.times as usize * self.beams() as usize
+        saturate(&[self.channels as u128, self.times as u128, self.g as u128, self.g_prime as u128])
     }
     /// Useful flops (eq. 149): `2 G 2M 2N` (eq. 143) + `2 G G' 2N` (eq. 144) per sample.
     pub fn flops(&self) -> f64 {
         let (m, n, g, gp) = (self.m as f64, self.n as f64, self.g as f64, self.g_prime as f64);
         (self.channels as f64 * self.times as f64) * (8.0 * g * m * n + 4.0 * g * gp * n)
     }
-    /// The same beams as a non-factorizable list, `[f][beta]` per axis.
-    pub fn expand(&self, theta: &[f32], theta_prime: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    /// The same beams as a non-factorizable list, `[f][beta]` per axis, for a valid
+    /// configuration and positions of its sizes (else the error `set_grid` gives).
+    pub fn expand(&self, theta: &[f32], theta_prime: &[f32]) -> Result<(Vec<f32>, Vec<f32>)> {
+        self.validate()?;
+        self.check_positions(theta, theta_prime)?;
         let (g, gp) = (self.g as usize, self.g_prime as usize);
         let beams = (0..self.channels as usize).flat_map(|f| (0..g * gp).map(move |b| (f, b)));
-        (
+        Ok((
             beams.clone().map(|(f, b)| theta[f * g + b / gp]).collect(),
             beams.map(|(f, b)| theta_prime[f * gp + b % gp]).collect(),
-        )
+        ))
     }
+    /// One position per (channel, grid row or column), each finite (`NonFinite` with the
+    /// argument and index otherwise; any finite value is accepted: U is formed in f64).
     fn check_positions(&self, theta: &[f32], theta_prime: &[f32]) -> Result<()> {
-        for (what, expected, actual) in
-            [("theta", self.theta_len(), theta.len()), ("theta'", self.theta_prime_len(), theta_prime.len())]
+        for (what, expected, values) in
+            [("theta", self.theta_len(), theta), ("theta'", self.theta_prime_len(), theta_prime)]
         {
-            if expected != actual {
-                return Err(Error::ShapeMismatch { what, expected, actual });
+            if expected != values.len() {
+                return Err(Error::ShapeMismatch { what, expected, actual: values.len() });
             }
-        }
-        if let Some(x) = theta.iter().chain(theta_prime).find(|x| !x.is_finite()) {
-            return Err(Error::InvalidConfig(format!("beam position {x} is not finite")));
+            if let Some(index) = values.iter().position(|x| !x.is_finite()) {
+                return Err(Error::NonFinite { what, index });
+            }
         }
         Ok(())
     }
@@ -165,7 +185,7 @@ pub struct FactorizedResampler<'g> {
 impl<'g> FactorizedResampler<'g> {
     pub fn new(gpu: &'g Gpu, config: FactorizedConfig) -> Result<FactorizedResampler<'g>> {
         config.validate()?;
-        let name = kernel_name(config.m, config.n).expect("validated (M, N)");
+        let name = kernel_name(config.m, config.n).ok_or(Error::MissingKernel("frb_factorized_*"))?;
         let kernel = gpu.function(name)?;
         allow_dynamic_shared(
             &kernel,
@@ -226,12 +246,14 @@ impl<'g> FactorizedResampler<'g> {
                 return Err(Error::ShapeMismatch { what, expected, actual });
             }
         }
+        self.gpu.check_owner(intensity, "FRB intensity")?;
+        self.gpu.check_owner(out, "FRB beams")?;
         let mut launch = self.gpu.stream().launch_builder(&self.kernel);
         launch
             .arg(intensity.raw())
             .arg(self.um.raw())
             .arg(self.un.raw())
-            .arg(out.raw_mut())
+            .arg(out.arg_mut())
             .arg(&c.times)
             .arg(&c.g)
             .arg(&c.g_prime);
@@ -270,7 +292,7 @@ mod tests {
                 let theta_prime: Vec<f32> =
                     (0..config.theta_prime_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
                 let got = factorized_reference(&config, &i, &theta, &theta_prime).unwrap();
-                let (t, tp) = config.expand(&theta, &theta_prime);
+                let (t, tp) = config.expand(&theta, &theta_prime).unwrap();
                 let general =
                     ResampleConfig { channels: 2, times: 3, m: case.m, n: case.n, beams: g * g_prime };
                 let want = resample_reference(&general, &i, &t, &tp).unwrap();
@@ -305,6 +327,16 @@ mod tests {
         assert!(matches!(factorized_reference(&good, &i, &tp, &tp), Err(Error::ShapeMismatch { .. })));
         let mut nan = t.clone();
         nan[2] = f32::NAN;
-        assert!(matches!(factorized_reference(&good, &i, &nan, &tp), Err(Error::InvalidConfig(_))));
+        assert!(matches!(
+            factorized_reference(&good, &i, &nan, &tp),
+            Err(Error::NonFinite { what: "theta", index: 2 })
+        ));
+        let mut inf = tp.clone();
+        inf[6] = f32::NEG_INFINITY;
+        assert!(matches!(
+            factorized_reference(&good, &i, &t, &inf),
+            Err(Error::NonFinite { what: "theta'", index: 6 })
+        ));
+        assert!(matches!(good.expand(&t[1..], &tp), Err(Error::ShapeMismatch { .. })));
     }
 }

@@ -45,6 +45,7 @@
 //! Layouts as in [`super::resample`]: I f16 bits `[f][tbar][p][q]`, beam positions f32
 //! `[f][beta]` in grid units of eq. 1, J `[f][tbar][beta]` (f64 here).
 use crate::error::{DriverContext, Error, Result};
+use crate::frb_beamformer::resample::check_position_values;
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
@@ -80,8 +81,9 @@ pub const SIGMA_RANGE: (f64, f64) = (1.25, 4.0);
 /// Accepted kernel widths in fine cells.
 pub const WIDTH_RANGE: (u32, u32) = (2, 16);
 /// Largest accepted |theta| (grid units): over 100x the largest physical position
-/// `M |sigma| / lambda` of eq. 1; f32 still resolves 2^-11 grid units there.
-pub const MAX_ABS_POSITION: f32 = 4096.0;
+/// `M |sigma| / lambda` of eq. 1; f32 still resolves 2^-11 grid units there. The same bound
+/// as the GEMM resamplers'.
+pub use super::resample::MAX_ABS_POSITION;
 
 /// Gauss-Legendre nodes and weights on [-1, 1] (Newton on the three-term recurrence).
 pub fn gauss_legendre(n: usize) -> Vec<(f64, f64)> {
@@ -109,9 +111,19 @@ pub fn gauss_legendre(n: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// Fine-grid cells per period along an axis of degree M: `ceil(2 sigma M)`.
-pub fn fine_len(m: u32, sigma: f64) -> u32 {
-    (2.0 * sigma * m as f64 - 1e-9).ceil() as u32
+/// Fine-grid cells per period along an axis of degree M: `ceil(2 sigma M)`. A NaN or
+/// infinite sigma is `NonFinite`; a length that is not in `1..=u32::MAX` `InvalidConfig`.
+pub fn fine_len(m: u32, sigma: f64) -> Result<u32> {
+    if !sigma.is_finite() {
+        return Err(Error::NonFinite { what: "NUFFT oversampling sigma", index: 0 });
+    }
+    let len = (2.0 * sigma * m as f64 - 1e-9).ceil();
+    if !(1.0..=u32::MAX as f64).contains(&len) {
+        return Err(Error::InvalidConfig(format!(
+            "a fine grid of ceil(2 sigma M) = {len} cells (sigma = {sigma}, M = {m}) is not in 1..=2^32 - 1"
+        )));
+    }
+    Ok(len as u32)
 }
 
 /// The ES kernel's shape parameter for width w and oversampling sigma (FINUFFT's choice).
@@ -149,12 +161,23 @@ pub fn es_fourier(k: f64, len: u32, width: u32, beta: f64) -> f64 {
 /// One axis of one beam: the first fine cell (already reduced mod L) and the w weights, cell
 /// `first + i (mod L)` taking `weights[i]`. The beam sits at `pos = (theta mod M) L / M` fine
 /// cells; the taps are the w cells from `ceil(pos - w/2)`, weights `es_kernel(2 (pos - l) / w)`.
-pub fn beam_taps(theta: f64, m: u32, len: u32, width: u32, beta: f64) -> (u32, Vec<f64>) {
+/// Errors: theta or beta not finite (`NonFinite`), M, L or w zero (`InvalidConfig`).
+pub fn beam_taps(theta: f64, m: u32, len: u32, width: u32, beta: f64) -> Result<(u32, Vec<f64>)> {
+    for (what, value) in [("beam position theta", theta), ("NUFFT kernel shape beta", beta)] {
+        if !value.is_finite() {
+            return Err(Error::NonFinite { what, index: 0 });
+        }
+    }
+    if m == 0 || len == 0 || width == 0 {
+        return Err(Error::InvalidConfig(format!(
+            "beam taps need a positive degree M, fine length L and width w, got {m}, {len}, {width}"
+        )));
+    }
     let pos = theta.rem_euclid(m as f64) * len as f64 / m as f64;
     let first = (pos - width as f64 / 2.0).ceil();
     let weights =
         (0..width).map(|i| es_kernel(2.0 * (pos - (first + i as f64)) / width as f64, beta)).collect();
-    (((first as i64).rem_euclid(len as i64)) as u32, weights)
+    Ok((((first as i64).rem_euclid(len as i64)) as u32, weights))
 }
 
 /// Validates (M, N) against seed Table 2 and the kernel parameters.
@@ -165,6 +188,9 @@ fn check_params(m: u32, n: u32, params: &NufftParams) -> Result<()> {
         )));
     }
     let NufftParams { sigma, width } = *params;
+    if !sigma.is_finite() {
+        return Err(Error::NonFinite { what: "NUFFT oversampling sigma", index: 0 });
+    }
     if !(SIGMA_RANGE.0..=SIGMA_RANGE.1).contains(&sigma) {
         return Err(Error::InvalidConfig(format!(
             "NUFFT oversampling sigma = {sigma} is outside {SIGMA_RANGE:?}"
@@ -189,8 +215,9 @@ struct Axis {
 }
 
 impl Axis {
-    fn new(degree: u32, params: &NufftParams, planner: &mut FftPlanner<f64>) -> Axis {
-        let len = fine_len(degree, params.sigma);
+    /// For checked parameters (`check_params`).
+    fn new(degree: u32, params: &NufftParams, planner: &mut FftPlanner<f64>) -> Result<Axis> {
+        let len = fine_len(degree, params.sigma)?;
         let beta = es_beta(params.width, params.sigma);
         let deapodise = (0..=degree)
             .map(|s| {
@@ -198,13 +225,13 @@ impl Axis {
                 a / (2.0 * degree as f64 * es_fourier(s as f64, len, params.width, beta))
             })
             .collect();
-        Axis {
+        Ok(Axis {
             degree,
             len,
             deapodise,
             forward: planner.plan_fft_forward(2 * degree as usize),
             inverse: planner.plan_fft_inverse(len as usize),
-        }
+        })
     }
 }
 
@@ -259,23 +286,17 @@ impl NufftPlan {
                 actual: theta_prime.len(),
             });
         }
-        for (what, values) in [("theta", theta), ("theta'", theta_prime)] {
-            if let Some((at, v)) =
-                values.iter().enumerate().find(|(_, v)| !(-MAX_ABS_POSITION..=MAX_ABS_POSITION).contains(*v))
-            {
-                return Err(Error::InvalidConfig(format!(
-                    "{what}[{at}] = {v} is not a finite position within +-{MAX_ABS_POSITION} grid units"
-                )));
-            }
-        }
+        // NaN or infinite: `NonFinite`; past the bound: `InvalidConfig`.
+        check_position_values("theta", theta)?;
+        check_position_values("theta'", theta_prime)?;
         let mut planner = FftPlanner::new();
-        let (x, y) = (Axis::new(m, &params, &mut planner), Axis::new(n, &params, &mut planner));
+        let (x, y) = (Axis::new(m, &params, &mut planner)?, Axis::new(n, &params, &mut planner)?);
         let beta = es_beta(params.width, params.sigma);
         let mut first = Vec::with_capacity(theta.len());
         let (mut weights_x, mut weights_y) = (Vec::new(), Vec::new());
         for (&t, &tp) in theta.iter().zip(theta_prime) {
-            let (x0, wx) = beam_taps(t as f64, m, x.len, params.width, beta);
-            let (y0, wy) = beam_taps(tp as f64, n, y.len, params.width, beta);
+            let (x0, wx) = beam_taps(t as f64, m, x.len, params.width, beta)?;
+            let (y0, wy) = beam_taps(tp as f64, n, y.len, params.width, beta)?;
             first.push((x0, y0));
             weights_x.extend(wx);
             weights_y.extend(wy);
@@ -414,31 +435,35 @@ impl NufftPlan {
     /// the NUFFT counterpart of [`super::resample::resample_reference`].
     pub fn resample(&self, times: u32, intensity: &[u16], out: &mut [f64]) -> Result<()> {
         let k = self.k();
-        let samples = self.channels as usize * times as usize;
         if times == 0 {
             return Err(Error::InvalidConfig("NUFFT resampling of 0 slow samples".into()));
         }
-        if intensity.len() != samples * k {
+        let (i_len, j_len) = io_lens(self.channels, times, k, self.beams);
+        if intensity.len() != i_len {
             return Err(Error::ShapeMismatch {
                 what: "FRB intensity",
-                expected: samples * k,
+                expected: i_len,
                 actual: intensity.len(),
             });
         }
-        if out.len() != samples * self.beams as usize {
-            return Err(Error::ShapeMismatch {
-                what: "FRB beams",
-                expected: samples * self.beams as usize,
-                actual: out.len(),
-            });
+        if out.len() != j_len {
+            return Err(Error::ShapeMismatch { what: "FRB beams", expected: j_len, actual: out.len() });
         }
         for (sample, (row, j)) in intensity.chunks(k).zip(out.chunks_mut(self.beams as usize)).enumerate() {
             let values: Vec<f64> = row.iter().map(|&h| f16::from_bits(h).to_f64()).collect();
             let grid = self.fine_grid(&values)?;
-            self.interpolate(sample as u32 / times, &grid, j)?;
+            self.interpolate((sample / times as usize) as u32, &grid, j)?;
         }
         Ok(())
     }
+}
+
+/// The lengths of I (`F T k` values) and J (`F T B`), saturating at `usize::MAX` (never the
+/// length of a slice, so an impossible size is a `ShapeMismatch`).
+fn io_lens(channels: u32, times: u32, k: usize, beams: u32) -> (usize, usize) {
+    let samples = channels as u128 * times as u128;
+    let saturate = |x: u128| usize::try_from(x).unwrap_or(usize::MAX);
+    (saturate(samples * k as u128), saturate(samples * beams as u128))
 }
 
 /// FFTs the columns of a `rows x cols` row-major array in place (through a transpose).
@@ -570,16 +595,16 @@ impl<'g> GpuNufft<'g> {
         if times == 0 {
             return Err(Error::InvalidConfig("NUFFT resampling of 0 slow samples".into()));
         }
-        let samples = self.channels as usize * times as usize;
-        let k = 4 * (self.m * self.n) as usize;
-        for (what, expected, actual) in [
-            ("FRB intensity", samples * k, intensity.len()),
-            ("FRB beams", samples * self.beams as usize, out.len()),
-        ] {
+        let (i_len, j_len) = io_lens(self.channels, times, 4 * (self.m * self.n) as usize, self.beams);
+        for (what, expected, actual) in
+            [("FRB intensity", i_len, intensity.len()), ("FRB beams", j_len, out.len())]
+        {
             if expected != actual {
                 return Err(Error::ShapeMismatch { what, expected, actual });
             }
         }
+        self.gpu.check_owner(intensity, "FRB intensity")?;
+        self.gpu.check_owner(out, "FRB beams")?;
         let mut launch = self.gpu.stream().launch_builder(&self.function);
         launch
             .arg(intensity.raw())
@@ -587,7 +612,7 @@ impl<'g> GpuNufft<'g> {
             .arg(self.bt.raw())
             .arg(self.origins.raw())
             .arg(self.weights.raw())
-            .arg(out.raw_mut())
+            .arg(out.arg_mut())
             .arg(&times)
             .arg(&self.beams)
             .arg(&self.m)
@@ -855,7 +880,7 @@ mod tests {
     fn taps_cover_the_kernel_support() {
         let beta = es_beta(7, 2.0);
         for theta in [0.0, 0.5, 23.999, -0.001, 24.0, -24.0, 100.3, 7.125] {
-            let (first, weights) = beam_taps(theta, 24, 96, 7, beta);
+            let (first, weights) = beam_taps(theta, 24, 96, 7, beta).unwrap();
             assert!(first < 96);
             let pos = theta.rem_euclid(24.0) * 4.0;
             // The taps are the w cells within w/2 of pos (mod L).
@@ -866,9 +891,9 @@ mod tests {
                 assert!((w - es_kernel(2.0 * d / 7.0, beta)).abs() < 1e-12);
             }
         }
-        assert_eq!(fine_len(24, 2.0), 96);
-        assert_eq!(fine_len(8, 1.25), 20);
-        assert_eq!(fine_len(12, 1.5), 36);
+        assert_eq!(fine_len(24, 2.0).unwrap(), 96);
+        assert_eq!(fine_len(8, 1.25).unwrap(), 20);
+        assert_eq!(fine_len(12, 1.5).unwrap(), 36);
     }
 
     /// The cost figures of the module comment.
@@ -896,15 +921,29 @@ mod tests {
         assert!(invalid(NufftPlan::new(8, 12, 0, &t, &t, NUFFT_DEFAULT)));
         assert!(invalid(NufftPlan::new(8, 12, 1, &[], &[], NUFFT_DEFAULT)));
         assert!(invalid(NufftPlan::new(8, 12, 2, &t, &t, NufftParams { sigma: 1.0, width: 7 })));
-        assert!(invalid(NufftPlan::new(8, 12, 2, &t, &t, NufftParams { sigma: f64::NAN, width: 7 })));
+        let non_finite = |r: Result<NufftPlan>| matches!(r, Err(Error::NonFinite { .. }));
+        assert!(non_finite(NufftPlan::new(8, 12, 2, &t, &t, NufftParams { sigma: f64::NAN, width: 7 })));
         assert!(invalid(NufftPlan::new(8, 12, 2, &t, &t, NufftParams { sigma: 2.0, width: 1 })));
         assert!(invalid(NufftPlan::new(8, 12, 2, &t, &t, NufftParams { sigma: 2.0, width: 17 })));
-        for bad in [f32::NAN, f32::INFINITY, -f32::INFINITY, MAX_ABS_POSITION.next_up(), -5000.0] {
+        for bad in [f32::NAN, f32::INFINITY, -f32::INFINITY] {
+            let mut b = t.clone();
+            b[3] = bad;
+            let r = NufftPlan::new(8, 12, 2, &b, &t, NUFFT_DEFAULT);
+            assert!(matches!(r, Err(Error::NonFinite { what: "theta", index: 3 })), "{bad}");
+            let r = NufftPlan::new(8, 12, 2, &t, &b, NUFFT_DEFAULT);
+            assert!(matches!(r, Err(Error::NonFinite { what: "theta'", index: 3 })), "{bad}");
+        }
+        for bad in [MAX_ABS_POSITION.next_up(), -5000.0] {
             let mut b = t.clone();
             b[3] = bad;
             assert!(invalid(NufftPlan::new(8, 12, 2, &b, &t, NUFFT_DEFAULT)), "{bad}");
             assert!(invalid(NufftPlan::new(8, 12, 2, &t, &b, NUFFT_DEFAULT)), "{bad}");
         }
+        assert!(matches!(fine_len(8, f64::INFINITY), Err(Error::NonFinite { .. })));
+        assert!(matches!(fine_len(8, -1.0), Err(Error::InvalidConfig(_))));
+        assert!(matches!(fine_len(u32::MAX, 4.0), Err(Error::InvalidConfig(_))));
+        assert!(matches!(beam_taps(1.0, 0, 0, 6, 1.0), Err(Error::InvalidConfig(_))));
+        assert!(matches!(beam_taps(f64::NAN, 8, 32, 6, 1.0), Err(Error::NonFinite { .. })));
         assert!(shape(NufftPlan::new(8, 12, 4, &t, &t, NUFFT_DEFAULT)));
         assert!(shape(NufftPlan::new(8, 12, 2, &t, &t[..4], NUFFT_DEFAULT)));
         let plan = ok.unwrap();

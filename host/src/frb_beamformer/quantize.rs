@@ -3,6 +3,12 @@
 //! (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit codes
 //! `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the clipped
 //! values per (f, beta). Format, layouts and kernel: `radio_kernels_gpu::frb_beamformer::quantize`.
+//!
+//! Non-finite values are quantised, not rejected, and counted as clipped: J is data (an f16
+//! infinity from an overflowed intensity sum is a saturated value), and scale and offset stay
+//! on the device. A NaN J, scale or offset, or a NaN fma (an infinite J times a zero scale),
+//! gives code 0; `+inf` gives the largest code and `-inf` 0; each is counted in `saturated`.
+//! [`quantize_reference`] and the kernel agree on every such value.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
 use cudarc::driver::{CudaFunction, LaunchConfig};
@@ -18,41 +24,64 @@ pub struct QuantizeConfig {
     pub format: Format,
 }
 
+/// Largest beam count of a quantisation job, 2^31: the kernel's beam indices are 32-bit,
+/// with a tile of [`TILE_B`] beams of headroom.
+pub const MAX_BEAMS: u32 = 1 << 31;
+
+/// `x` as usize, or `usize::MAX` where it does not fit (sizes of configurations `validate`
+/// rejects).
+fn saturate(x: u128) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
+}
+
 impl QuantizeConfig {
     /// Every size positive, the grid within its limits, the output addressable.
     pub fn validate(&self) -> Result<()> {
         if self.channels == 0 || self.times == 0 || self.beams == 0 {
             return Err(Error::InvalidConfig(format!("empty quantisation job: {self:?}")));
         }
+        if self.beams > MAX_BEAMS {
+            return Err(Error::InvalidConfig(format!(
+                "{} beams exceed 2^31: the quantiser's beam indices are 32-bit",
+                self.beams
+            )));
+        }
         if self.channels > 65535 || self.times.div_ceil(TILE_T) > 65535 {
             return Err(Error::InvalidConfig(format!(
                 "{self:?} exceeds the grid (at most 65535 channels and 65535 tiles of {TILE_T} samples)"
             )));
         }
-        if self.channels as u64 * self.times as u64 * self.beams as u64 > 1 << 40 {
+        if self.channels as u128 * self.times as u128 * self.beams as u128 > 1 << 40 {
             return Err(Error::InvalidConfig(format!("{self:?} is too large")));
         }
         Ok(())
     }
+    // The size helpers are exact for every configuration `validate` accepts; for others they
+    // neither panic nor wrap: they saturate (at u32::MAX or usize::MAX).
+
     /// Bytes of one output row `(f, beta)`: the packed samples padded to 16 bytes.
     pub fn row_bytes(&self) -> u32 {
         row_bytes(self.times, self.format)
     }
-    /// f16 values of J.
-    pub fn input_len(&self) -> usize {
-        self.channels as usize * self.times as usize * self.beams as usize
+    fn row_bytes_exact(&self) -> u128 {
+        (self.times as u128 * self.format.bits() as u128).div_ceil(8).div_ceil(16) * 16
     }
-    /// Entries of scale, offset and the saturation counts: `[f][beta]`.
+    /// f16 values of J, `F T B`.
+    pub fn input_len(&self) -> usize {
+        saturate(self.channels as u128 * self.times as u128 * self.beams as u128)
+    }
+    /// Entries of scale, offset and the saturation counts: `[f][beta]`, `F B`.
     pub fn params_len(&self) -> usize {
-        self.channels as usize * self.beams as usize
+        saturate(self.channels as u128 * self.beams as u128)
     }
     /// Output bytes: `[f][beta][row_bytes]`.
     pub fn output_len(&self) -> usize {
-        self.params_len() * self.row_bytes() as usize
+        saturate(self.channels as u128 * self.beams as u128 * self.row_bytes_exact())
     }
     /// Bytes the kernel must move at least: J, the codes, scale and offset.
     pub fn bytes_moved(&self) -> usize {
-        2 * self.input_len() + self.output_len() + 8 * self.params_len()
+        let params = self.channels as u128 * self.beams as u128;
+        saturate(2 * params * self.times as u128 + params * self.row_bytes_exact() + 8 * params)
     }
 }
 
@@ -77,7 +106,8 @@ fn check_lengths(config: &QuantizeConfig, j: usize, scale: usize, offset: usize)
 }
 
 /// The rule, value by value, straight from the definition: f32 fma (one rounding), round
-/// half to even, clamp; NaN is 0; clipped values are counted.
+/// half to even, clamp; NaN is 0; clipped values are counted (non-finite ones included: see
+/// the module docs).
 pub fn quantize_reference(
     config: &QuantizeConfig,
     j: &[u16],
@@ -159,6 +189,17 @@ impl<'g> Quantizer<'g> {
                 return Err(Error::ShapeMismatch { what, expected, actual });
             }
         }
+        for (what, owned) in [
+            ("J", self.gpu.owns(j)),
+            ("scale", self.gpu.owns(scale)),
+            ("offset", self.gpu.owns(offset)),
+            ("quantised output", self.gpu.owns(out)),
+            ("saturation counts", self.gpu.owns(saturated)),
+        ] {
+            if !owned {
+                return Err(Error::WrongDevice { what });
+            }
+        }
         // The kernel adds its counts.
         saturated.poison(0)?;
         let row = c.row_bytes();
@@ -167,8 +208,8 @@ impl<'g> Quantizer<'g> {
             .arg(j.raw())
             .arg(scale.raw())
             .arg(offset.raw())
-            .arg(out.raw_mut())
-            .arg(saturated.raw_mut())
+            .arg(out.arg_mut())
+            .arg(saturated.arg_mut())
             .arg(&c.times)
             .arg(&c.beams)
             .arg(&row);
@@ -214,6 +255,50 @@ mod tests {
         assert_eq!(q.saturated, vec![0, 2]);
     }
 
+    /// Non-finite J, scale and offset: the reference gives the code and clip flag of the
+    /// kernel's rule (`quantize_scaled`, the device function built for the host) for each.
+    #[test]
+    fn non_finite_values_are_clipped_as_the_kernel_clips_them() {
+        use radio_kernels_gpu::frb_beamformer::quantize::quantize_scaled;
+        let values = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, 3.5, 65504.0, -1.0];
+        let params = [
+            (1.0, 0.0),
+            (f32::NAN, 0.0),
+            (f32::INFINITY, 0.0),
+            (0.0, f32::INFINITY),
+            (1.0, f32::NAN),
+            (f32::NEG_INFINITY, 1.0),
+            (f32::MAX, f32::MAX),
+            (0.0, 0.0),
+        ];
+        for format in [Format::U8, Format::U4] {
+            let config = QuantizeConfig { channels: 1, times: 7, beams: 8, format };
+            let j: Vec<u16> = (0..7)
+                .flat_map(|t| (0..8).map(move |b| f16::from_f32(values[(t + b) % 7]).to_bits()))
+                .collect();
+            let (scale, offset): (Vec<f32>, Vec<f32>) = params.iter().copied().unzip();
+            let q = quantize_reference(&config, &j, &scale, &offset).unwrap();
+            let row = config.row_bytes() as usize;
+            for (b, &(sc, of)) in params.iter().enumerate() {
+                let mut clipped = 0;
+                for t in 0..7 {
+                    let x = f16::from_bits(j[t * 8 + b]).to_f32().mul_add(sc, of);
+                    let (code, clip) = quantize_scaled(x, format.max());
+                    clipped += clip as u32;
+                    let got = match format {
+                        Format::U8 => q.output[b * row + t] as u32,
+                        Format::U4 => (q.output[b * row + t / 2] as u32 >> (4 * (t % 2))) & 15,
+                    };
+                    assert_eq!(got, code, "{format:?} beam {b} t {t}: x = {x}");
+                    if !x.is_finite() {
+                        assert!(clip, "{format:?}: {x} must count as clipped");
+                    }
+                }
+                assert_eq!(q.saturated[b], clipped, "{format:?} beam {b}");
+            }
+        }
+    }
+
     #[test]
     fn bad_configurations_are_rejected() {
         let good = QuantizeConfig { channels: 2, times: 3, beams: 5, format: Format::U8 };
@@ -223,6 +308,8 @@ mod tests {
             QuantizeConfig { times: 0, ..good },
             QuantizeConfig { beams: 0, ..good },
             QuantizeConfig { channels: 70000, ..good },
+            QuantizeConfig { channels: 1, times: 1, beams: MAX_BEAMS + 1, ..good },
+            QuantizeConfig { times: 65536 * TILE_T, ..good },
         ] {
             assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
         }

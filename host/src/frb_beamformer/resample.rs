@@ -41,6 +41,29 @@ pub use radio_kernels_gpu::frb_beamformer::resample::{
 };
 use std::f64::consts::PI;
 
+pub use radio_kernels_gpu::frb_beamformer::resample::MAX_ABS_POSITION;
+
+/// Checks beam positions: every value finite (else `NonFinite` with its index) and within
+/// `+-MAX_ABS_POSITION` (else `InvalidConfig`).
+pub(crate) fn check_position_values(what: &'static str, values: &[f32]) -> Result<()> {
+    if let Some(index) = values.iter().position(|v| !v.is_finite()) {
+        return Err(Error::NonFinite { what, index });
+    }
+    if let Some((at, v)) = values.iter().enumerate().find(|(_, v)| v.abs() > MAX_ABS_POSITION) {
+        return Err(Error::InvalidConfig(format!(
+            "{what}[{at}] = {v} is outside +-{MAX_ABS_POSITION} grid units"
+        )));
+    }
+    Ok(())
+}
+
+/// The product of `factors` as usize, saturating (at `usize::MAX`) where it does not fit:
+/// sizes of configurations `validate` rejects.
+fn saturate(factors: &[u128]) -> usize {
+    let product = factors.iter().fold(1u128, |p, &f| p.saturating_mul(f));
+    usize::try_from(product).unwrap_or(usize::MAX)
+}
+
 /// `U^N_q(theta)` of eq. 7: `(1/N) sum_{s=0}^{N} A_s cos(pi (2 theta - q) s / N)`.
 pub fn u_function(n: u32, q: u32, theta: f64) -> f64 {
     let x = 2.0 * theta - q as f64;
@@ -57,11 +80,12 @@ pub fn u_function(n: u32, q: u32, theta: f64) -> f64 {
 /// where it degenerates to 0/0 (`x` a multiple of `2N`).
 pub fn u_closed_form(n: u32, q: u32, theta: f64) -> Option<f64> {
     let x = 2.0 * theta - q as f64;
-    let half = PI * x / (2 * n) as f64;
+    let two_n = 2.0 * n as f64;
+    let half = PI * x / two_n;
     if half.sin().abs() < 1e-9 {
         return None;
     }
-    Some((PI * x).sin() * half.cos() / half.sin() / (2 * n) as f64)
+    Some((PI * x).sin() * half.cos() / half.sin() / two_n)
 }
 
 /// One resampling job: `channels` channels of `times` slow samples of the `2M x 2N`
@@ -77,7 +101,9 @@ pub struct ResampleConfig {
 
 impl ResampleConfig {
     /// (M, N) must be one of seed Table 2's cases; every size positive and every array
-    /// addressable with 32-bit row indices.
+    /// addressable with 32-bit row indices: `T 4MN` and `B 4MN` below 2^32 (the kernels' in-
+    /// channel offsets, and the TMA maps' signed 32-bit coordinates: T <= 2^24) and `F T 4MN`,
+    /// `F B 4MN` at most 2^40; the channel offsets themselves are 64-bit.
     pub fn validate(&self) -> Result<()> {
         if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
             return Err(Error::InvalidConfig(format!(
@@ -113,26 +139,36 @@ impl ResampleConfig {
         }
         Ok(())
     }
-    /// Half-integer grid points `4MN` (the GEMM's k).
+    // The size helpers are exact for every configuration `validate` accepts; for others they
+    // neither panic nor wrap: they saturate (at u32::MAX or usize::MAX).
+
+    /// Half-integer grid points `4MN` (the GEMM's k; saturates at `u32::MAX`).
     pub fn k(&self) -> u32 {
-        4 * self.m * self.n
+        4u32.saturating_mul(self.m).saturating_mul(self.n)
     }
+    fn k_exact(&self) -> u128 {
+        4 * self.m as u128 * self.n as u128
+    }
+    /// f16 values of I, `F T 4MN` (saturates at `usize::MAX`).
     pub fn intensity_len(&self) -> usize {
-        self.channels as usize * self.times as usize * self.k() as usize
+        saturate(&[self.channels as u128, self.times as u128, self.k_exact()])
     }
+    /// f16 values of W, `F B 4MN` (saturates at `usize::MAX`).
     pub fn weights_len(&self) -> usize {
-        self.channels as usize * self.beams as usize * self.k() as usize
+        saturate(&[self.channels as u128, self.beams as u128, self.k_exact()])
     }
-    /// f32 values of U^M and U^N together (the fused path's state): `F B (2M + 2N)`.
+    /// f32 values of U^M and U^N together (the fused path's state): `F B (2M + 2N)`
+    /// (saturates at `usize::MAX`).
     pub fn u_len(&self) -> usize {
-        self.channels as usize * self.beams as usize * (2 * self.m + 2 * self.n) as usize
+        saturate(&[self.channels as u128, self.beams as u128, 2 * self.m as u128 + 2 * self.n as u128])
     }
-    /// Beam positions per axis: `[f][beta]`.
+    /// Beam positions per axis: `[f][beta]`, `F B`.
     pub fn positions_len(&self) -> usize {
-        self.channels as usize * self.beams as usize
+        saturate(&[self.channels as u128, self.beams as u128])
     }
+    /// f16 values of J, `F T B` (saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
-        self.channels as usize * self.times as usize * self.beams as usize
+        saturate(&[self.channels as u128, self.times as u128, self.beams as u128])
     }
     /// Useful flops: `2 * 4MN` per output.
     pub fn flops(&self) -> f64 {
@@ -141,7 +177,10 @@ impl ResampleConfig {
 }
 
 /// `J[f][tbar][beta]` of eq. 137 in f64 from I (f16 bits, `[f][tbar][p][q]`) and the beam
-/// positions (`[f][beta]`), with U in f64 of the f32 positions.
+/// positions (`[f][beta]`), with U in f64 of the f32 positions. Positions are checked as the
+/// GPU resamplers check them (`NonFinite`, or `InvalidConfig` past [`MAX_ABS_POSITION`]);
+/// non-finite intensities (f16 infinities from an overflowed first kernel) propagate into J
+/// as they do on the GPU.
 pub fn resample_reference(
     config: &ResampleConfig,
     intensity: &[u16],
@@ -158,6 +197,8 @@ pub fn resample_reference(
             return Err(Error::ShapeMismatch { what, expected, actual });
         }
     }
+    check_position_values("theta", theta)?;
+    check_position_values("theta'", theta_prime)?;
     let (m, n, k) = (config.m, config.n, config.k() as usize);
     let mut out = vec![0.0; config.output_len()];
     for f in 0..config.channels as usize {
@@ -285,6 +326,8 @@ pub struct Resampler<'g> {
     gemm: GemmLaunch,
     weights_kernel: CudaFunction,
     weights: DeviceBuffer<u16>,
+    /// The W kernel's rejection word (non-zero: a position failed its check).
+    rejected: DeviceBuffer<u32>,
     beams_set: bool,
 }
 
@@ -308,7 +351,8 @@ impl<'g> Resampler<'g> {
         let gemm = GemmLaunch::new(gpu, GEMM.name, hopper, GEMM.smem_bytes())?;
         let weights_kernel = gpu.function("frb_resample_weights")?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
-        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, beams_set: false })
+        let rejected = gpu.alloc::<u32>(1, 0)?;
+        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, rejected, beams_set: false })
     }
 
     pub fn config(&self) -> &ResampleConfig {
@@ -322,26 +366,34 @@ impl<'g> Resampler<'g> {
     }
 
     /// W from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
-    /// again whenever the beams move (tracking beams).
+    /// again whenever the beams move (tracking beams). The W kernel checks every position
+    /// and this call waits for it (one 4-byte read-back): a NaN or infinity is `NonFinite`
+    /// (the argument and first index), `|theta| > MAX_ABS_POSITION` `InvalidConfig`; after
+    /// such an error W is unusable and `resample` refuses to run until `set_beams` succeeds.
     pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
         let c = self.config;
-        check_positions(&c, theta, theta_prime)?;
+        check_positions(self.gpu, &c, theta, theta_prime)?;
+        self.beams_set = false;
+        self.rejected.poison(0)?;
         let mut launch = self.gpu.stream().launch_builder(&self.weights_kernel);
         launch
             .arg(theta.raw())
             .arg(theta_prime.raw())
-            .arg(self.weights.raw_mut())
+            .arg(self.weights.arg_mut())
             .arg(&c.beams)
             .arg(&c.m)
-            .arg(&c.n);
+            .arg(&c.n)
+            .arg(self.rejected.arg_mut());
         let config = LaunchConfig {
             grid_dim: (c.beams.div_ceil(WEIGHT_WARPS), c.channels, 1),
             block_dim: (32 * WEIGHT_WARPS, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: arguments match `frb_resample_weights`; the position buffers hold F B values
-        // and W holds F B 4MN halves of a validated configuration (4MN a multiple of 64).
+        // SAFETY: arguments match `frb_resample_weights`; the position buffers hold F B values,
+        // W holds F B 4MN halves of a validated configuration (4MN a multiple of 64) and the
+        // rejection word one u32.
         unsafe { launch.launch(config) }.during("launching the FRB resampling weights")?;
+        check_rejected(&self.rejected, theta, theta_prime)?;
         self.beams_set = true;
         Ok(())
     }
@@ -349,13 +401,13 @@ impl<'g> Resampler<'g> {
     /// `J = I W` per channel: I f16 `[f][tbar][p][q]`, J f16 `[f][tbar][beta]`.
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = self.config;
-        check_io(&c, self.beams_set, intensity, out)?;
+        check_io(self.gpu, &c, self.beams_set, intensity, out)?;
         let k = c.k();
         let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
         launch
             .arg(intensity.raw())
             .arg(self.weights.raw())
-            .arg(out.raw_mut())
+            .arg(out.arg_mut())
             .arg(&c.times)
             .arg(&c.beams)
             .arg(&k);
@@ -369,22 +421,47 @@ impl<'g> Resampler<'g> {
     }
 }
 
-/// Checks for a `set_beams` call: theta and theta' hold one value per (channel, beam).
+/// Checks for a `set_beams` call: theta and theta' hold one value per (channel, beam) and
+/// belong to `gpu`. (Their values are checked by the W and U kernels: [`check_rejected`].)
 fn check_positions(
+    gpu: &Gpu,
     c: &ResampleConfig,
     theta: &DeviceBuffer<f32>,
     theta_prime: &DeviceBuffer<f32>,
 ) -> Result<()> {
-    for (what, actual) in [("theta", theta.len()), ("theta'", theta_prime.len())] {
-        if actual != c.positions_len() {
-            return Err(Error::ShapeMismatch { what, expected: c.positions_len(), actual });
+    for (what, buffer) in [("theta", theta), ("theta'", theta_prime)] {
+        if buffer.len() != c.positions_len() {
+            return Err(Error::ShapeMismatch { what, expected: c.positions_len(), actual: buffer.len() });
         }
+        gpu.check_owner(buffer, what)?;
     }
     Ok(())
 }
 
-/// Checks for a `resample` call: beam positions set, I and J of the configuration's sizes.
+/// After a W or U kernel: reads back its rejection word (waiting for the kernel). Zero: every
+/// position was finite and within [`MAX_ABS_POSITION`]. Else the positions are downloaded
+/// and the first bad one reported as the CPU references report it (`NonFinite` with its
+/// argument and index, or `InvalidConfig`).
+fn check_rejected(
+    rejected: &DeviceBuffer<u32>,
+    theta: &DeviceBuffer<f32>,
+    theta_prime: &DeviceBuffer<f32>,
+) -> Result<()> {
+    if rejected.download()?[0] == 0 {
+        return Ok(());
+    }
+    for (what, buffer) in [("theta", theta), ("theta'", theta_prime)] {
+        check_position_values(what, &buffer.download()?)?;
+    }
+    Err(Error::InvalidConfig(
+        "the device rejected a beam position that the host finds valid (internal error)".into(),
+    ))
+}
+
+/// Checks for a `resample` call: beam positions set, I and J of the configuration's sizes
+/// and on `gpu`.
 fn check_io(
+    gpu: &Gpu,
     c: &ResampleConfig,
     beams_set: bool,
     intensity: &DeviceBuffer<u16>,
@@ -400,6 +477,8 @@ fn check_io(
             return Err(Error::ShapeMismatch { what, expected, actual });
         }
     }
+    gpu.check_owner(intensity, "FRB intensity")?;
+    gpu.check_owner(out, "FRB beams")?;
     Ok(())
 }
 
@@ -419,6 +498,8 @@ pub struct FusedResampler<'g> {
     u_kernel: CudaFunction,
     u_m: DeviceBuffer<f32>,
     u_n: DeviceBuffer<f32>,
+    /// The U kernel's rejection word (non-zero: a position failed its check).
+    rejected: DeviceBuffer<u32>,
     beams_set: bool,
 }
 
@@ -470,7 +551,8 @@ impl<'g> FusedResampler<'g> {
         let per_beam = config.positions_len();
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
         let u_n = gpu.alloc::<f32>(per_beam * 2 * config.n as usize, 0)?;
-        Ok(FusedResampler { gpu, config, gemm, rs, tma, u_kernel, u_m, u_n, beams_set: false })
+        let rejected = gpu.alloc::<u32>(1, 0)?;
+        Ok(FusedResampler { gpu, config, gemm, rs, tma, u_kernel, u_m, u_n, rejected, beams_set: false })
     }
 
     pub fn config(&self) -> &ResampleConfig {
@@ -488,28 +570,35 @@ impl<'g> FusedResampler<'g> {
     }
 
     /// U from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
-    /// again whenever the beams move.
+    /// again whenever the beams move. Checked as [`Resampler::set_beams`] checks them (by the
+    /// U kernel; this call waits for it); after an error `resample` refuses to run until
+    /// `set_beams` succeeds.
     pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
         let c = self.config;
-        check_positions(&c, theta, theta_prime)?;
+        check_positions(self.gpu, &c, theta, theta_prime)?;
+        self.beams_set = false;
+        self.rejected.poison(0)?;
         let mut launch = self.gpu.stream().launch_builder(&self.u_kernel);
         launch
             .arg(theta.raw())
             .arg(theta_prime.raw())
-            .arg(self.u_m.raw_mut())
-            .arg(self.u_n.raw_mut())
+            .arg(self.u_m.arg_mut())
+            .arg(self.u_n.arg_mut())
             .arg(&c.beams)
             .arg(&c.m)
-            .arg(&c.n);
+            .arg(&c.n)
+            .arg(self.rejected.arg_mut());
         let config = LaunchConfig {
             grid_dim: (c.beams.div_ceil(U_THREADS), 2 * (c.m + c.n), c.channels),
             block_dim: (U_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: arguments match `frb_resample_u`; the position buffers hold F B values and
+        // SAFETY: arguments match `frb_resample_u`; the position buffers hold F B values,
         // U^M, U^N hold F 2M B and F 2N B floats of a validated configuration (2M, 2N
-        // multiples of 4); the grid's y is at most 96 and z at most 65535 (validated).
+        // multiples of 4) and the rejection word one u32; the grid's y is at most 96 and z at
+        // most 65535 (validated).
         unsafe { launch.launch(config) }.during("launching the FRB resampling U kernel")?;
+        check_rejected(&self.rejected, theta, theta_prime)?;
         self.beams_set = true;
         Ok(())
     }
@@ -518,7 +607,7 @@ impl<'g> FusedResampler<'g> {
     /// `[f][tbar][beta]`.
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
         let c = self.config;
-        check_io(&c, self.beams_set, intensity, out)?;
+        check_io(self.gpu, &c, self.beams_set, intensity, out)?;
         // (A poisoned lock only means a panic elsewhere: the maps are written before their
         // addresses are recorded, so they stay consistent.)
         let mut maps = self.tma.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
@@ -530,7 +619,7 @@ impl<'g> FusedResampler<'g> {
             .arg(intensity.raw())
             .arg(self.u_m.raw())
             .arg(self.u_n.raw())
-            .arg(out.raw_mut())
+            .arg(out.arg_mut())
             .arg(&c.times)
             .arg(&c.beams);
         if self.rs {

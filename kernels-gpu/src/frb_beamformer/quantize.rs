@@ -4,6 +4,11 @@
 //! `Q[f][beta][tbar] = clamp(rne(fma(J[f][tbar][beta], scale[f][beta], offset[f][beta])), 0, qmax)`
 //! with `rne` round half to even, the fma rounded once in f32, `qmax` = 255 ([`Format::U8`]) or
 //! 15 ([`Format::U4`]); NaN gives 0. The receiver decodes `J ~ (Q - offset) / scale`.
+//! Non-finite values are quantised and counted as clipped, never rejected (J is data, and
+//! scale and offset stay on the device): a NaN J, scale or offset (or an fma that is NaN,
+//! e.g. an infinite J times a zero scale) gives 0, `+inf` gives `qmax` and `-inf` 0, each
+//! counted in `saturated`. The CPU reference (`quantize_reference` on the host) does the same,
+//! value by value.
 //! Intensities are non-negative, so the codes are unsigned; `offset` lets a team centre a
 //! baseline-subtracted stream (e.g. `offset = 128 - mean * scale`).
 //! `saturated[f][beta]` (u32) counts the values of a row that clipped (rounded below 0 or
@@ -59,9 +64,16 @@ impl Format {
 }
 
 /// Bytes of one output row of `times` samples: the packed samples, padded to 16 bytes.
+/// Saturates at `u32::MAX` where that does not fit 32 bits (U8 rows of more than
+/// `2^32 - 16` samples, far past what the quantiser accepts).
 pub const fn row_bytes(times: u32, format: Format) -> u32 {
     let packed = (times as u64 * format.bits() as u64).div_ceil(8);
-    (packed.div_ceil(16) * 16) as u32
+    let bytes = packed.div_ceil(16) * 16;
+    if bytes > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        bytes as u32
+    }
 }
 
 /// The 16-byte chunk swizzle of tile row `beam`: beams `8c + j` for the 8 values of `c` a
@@ -373,6 +385,10 @@ mod tests {
         assert_eq!(row_bytes(1, Format::U4), 16);
         assert_eq!(row_bytes(32, Format::U4), 16);
         assert_eq!(row_bytes(33, Format::U4), 32);
+        // The largest rows: exact in 64 bits, saturated where 32 bits cannot hold them.
+        assert_eq!(row_bytes(u32::MAX, Format::U4), 1 << 31);
+        assert_eq!(row_bytes(u32::MAX - 16, Format::U8), u32::MAX - 15);
+        assert_eq!(row_bytes(u32::MAX, Format::U8), u32::MAX);
     }
 
     #[test]
@@ -386,5 +402,9 @@ mod tests {
         assert_eq!(quantize_scaled(14.5, 15), (14, false));
         assert_eq!(quantize_scaled(f32::NAN, 255), (0, true));
         assert_eq!(quantize_scaled(f32::INFINITY, 15), (15, true));
+        assert_eq!(quantize_scaled(f32::NEG_INFINITY, 255), (0, true));
+        assert_eq!(quantize_scaled(-f32::NAN, 15), (0, true));
+        assert_eq!(quantize_scaled(f32::MAX, 255), (255, true));
+        assert_eq!(quantize_scaled(f32::MIN, 255), (0, true));
     }
 }

@@ -152,6 +152,19 @@ pub const WEIGHT_WARPS: u32 = 4;
 /// Largest 2M or 2N of the seed's cases (Table 2: M, N <= 24).
 pub const MAX_HALF_GRID: u32 = 48;
 
+/// Largest accepted |theta| of a beam position (grid units): over 100x the largest
+/// physical position of eq. 1. [`u_function`] forms U in f32 from `2 theta`, which overflows
+/// to infinity (and U to NaN) near `|theta| = 2^127`; within the bound f32 still resolves
+/// 2^-11 grid units.
+pub const MAX_ABS_POSITION: f32 = 4096.0;
+
+/// Whether a beam position is one the W and U kernels accept: finite and within
+/// [`MAX_ABS_POSITION`] (NaN fails the comparison).
+#[inline(always)]
+pub fn position_ok(theta: f32) -> bool {
+    theta.abs() <= MAX_ABS_POSITION
+}
+
 /// `U^N_q(theta)` of eq. 7 in f32 (the device's weights). Stable for every theta.
 #[inline(always)]
 pub fn u_function(n: u32, q: u32, theta: f32) -> f32 {
@@ -521,8 +534,11 @@ mod device {
     /// U^M and U^N of eq. 7 in f32 for the fused GEMM: `U^M[f][p/4][beta][p % 4]` =
     /// `U^M_p(theta[f][beta])` and likewise `U^N` of theta' (the W kernel's `u_function`, so
     /// the fused path's products are the W kernel's bit for bit). Grid: x = beam groups of
-    /// [`U_THREADS`], y = x in `0 .. 2M + 2N` (p, then 2M + q), z = channels.
+    /// [`U_THREADS`], y = x in `0 .. 2M + 2N` (p, then 2M + q), z = channels. Sets
+    /// `*rejected = 1` if a position fails [`position_ok`] (each is checked by the threads of
+    /// `x = 0` and `x = 2M`; the host clears the word before and reads it after).
     #[no_mangle]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe extern "ptx-kernel" fn frb_resample_u(
         theta: *const f32,
         theta_prime: *const f32,
@@ -531,6 +547,7 @@ mod device {
         beams: u32,
         m: u32,
         n: u32,
+        rejected: *mut u32,
     ) {
         let beam = U_THREADS * block_idx_x() + thread_idx_x();
         let (x, channel) = (block_idx_y(), block_idx_z());
@@ -538,10 +555,14 @@ mod device {
             return;
         }
         let at = (channel * beams + beam) as usize;
+        let position = if x < 2 * m { *theta.add(at) } else { *theta_prime.add(at) };
+        if (x == 0 || x == 2 * m) && !position_ok(position) {
+            *rejected = 1;
+        }
         let (order, u, x, value) = if x < 2 * m {
-            (m, u_m, x, u_function(m, x, *theta.add(at)))
+            (m, u_m, x, u_function(m, x, position))
         } else {
-            (n, u_n, x - 2 * m, u_function(n, x - 2 * m, *theta_prime.add(at)))
+            (n, u_n, x - 2 * m, u_function(n, x - 2 * m, position))
         };
         let rows = channel as usize * (2 * order / 4) as usize + (x / 4) as usize;
         *u.add(4 * (rows * beams as usize + beam as usize) + (x % 4) as usize) = value;
@@ -549,7 +570,10 @@ mod device {
 
     /// W for one beam per warp: `W[f][beta][2N p + q] = U^M_p(theta) U^N_q(theta')` as f16.
     /// Grid: x = beam groups of [`WEIGHT_WARPS`], y = channels; 32 [`WEIGHT_WARPS`] threads.
+    /// Sets `*rejected = 1` if a position fails [`position_ok`] (the host clears the word
+    /// before and reads it after).
     #[no_mangle]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe extern "ptx-kernel" fn frb_resample_weights(
         theta: *const f32,
         theta_prime: *const f32,
@@ -557,6 +581,7 @@ mod device {
         beams: u32,
         m: u32,
         n: u32,
+        rejected: *mut u32,
     ) {
         let (warp, lane) = (warp_id(), lane_id());
         let beam = WEIGHT_WARPS * block_idx_x() + warp;
@@ -566,6 +591,9 @@ mod device {
         }
         let at = (channel * beams + beam) as usize;
         let (t, t_prime) = (*theta.add(at), *theta_prime.add(at));
+        if lane == 0 && !(position_ok(t) && position_ok(t_prime)) {
+            *rejected = 1;
+        }
         // U values held in registers, two per lane along each axis (2M, 2N <= 64).
         let up = [lane, lane + 32].map(|p| if p < 2 * m { u_function(m, p, t) } else { 0.0 });
         let uq = [lane, lane + 32].map(|q| if q < 2 * n { u_function(n, q, t_prime) } else { 0.0 });

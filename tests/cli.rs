@@ -1,0 +1,241 @@
+//! The command line refuses what it cannot do as asked: every bad argument (out of its type's
+//! range, out of the option's range, non-finite, a derived size that does not fit, an
+//! unwritable output folder, an unknown option, a missing value) exits with status 2 and a
+//! message on stderr naming the option, before any work: nothing on stdout (no stage ran, no
+//! table row) and no output folder made. A valid small run on the CPU still exits 0.
+//!
+//! These run the built binary and need no GPU: every rejection happens before a GPU is
+//! opened, and the valid run passes `--cpu`.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh folder for one test, removed first if a previous run left it.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("radio-kernels-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+/// Runs the binary with `args` in `cwd` (so a default `demo-out` would land there).
+fn radio_kernels(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_radio-kernels"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the radio-kernels binary runs")
+}
+
+/// Runs the demo with `args` plus an `--out` folder that does not exist yet, and checks the
+/// refusal: status 2, a first stderr line `error: <option>...` naming every option in
+/// `named`, nothing on stdout, and no output folder (nor default `demo-out`) created.
+fn demo_refuses(test: &str, args: &[&str], named: &[&str]) -> String {
+    let dir = scratch(test);
+    let out = dir.join("figures");
+    let mut all: Vec<&str> = args.to_vec();
+    let out_arg = out.to_str().expect("a UTF-8 temp path");
+    all.extend(["--out", out_arg]);
+    let message = refuses(&dir, &all, named);
+    assert!(!out.exists(), "{args:?}: the output folder was created");
+    assert!(!dir.join("demo-out").exists(), "{args:?}: demo-out was created");
+    let _ = std::fs::remove_dir_all(&dir);
+    message
+}
+
+/// Runs the binary with `args` in `cwd` and checks the refusal (see [`demo_refuses`]); returns
+/// the error line.
+fn refuses(cwd: &Path, args: &[&str], named: &[&str]) -> String {
+    let output = radio_kernels(cwd, args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: stdout {stdout:?}, stderr {stderr:?}");
+    assert!(stdout.is_empty(), "{args:?}: work was done or printed: {stdout:?}");
+    let line = stderr.lines().next().unwrap_or_default().to_string();
+    assert!(line.starts_with(&format!("error: {}", named[0])), "{args:?}: {stderr:?}");
+    for name in named {
+        assert!(line.contains(name), "{args:?}: the message does not name {name}: {line:?}");
+    }
+    line
+}
+
+#[test]
+fn dishes_past_u32_are_refused_not_wrapped() {
+    let line = demo_refuses("dishes", &["--dishes", "4294967360"], &["--dishes"]);
+    assert!(line.contains("4294967360") && line.contains("out of range"), "{line}");
+}
+
+#[test]
+fn channels_past_u32_are_refused_not_wrapped() {
+    let line = demo_refuses("channels", &["--channels", "4294967424"], &["--channels"]);
+    assert!(line.contains("4294967424") && line.contains("out of range"), "{line}");
+}
+
+#[test]
+fn sources_past_u32_are_refused_not_wrapped() {
+    let line = demo_refuses("sources", &["--sources", "4294967299"], &["--sources"]);
+    assert!(line.contains("4294967299") && line.contains("out of range"), "{line}");
+}
+
+#[test]
+fn negative_seconds_are_refused_not_clamped() {
+    let line = demo_refuses("seconds-negative", &["--seconds", "-1"], &["--seconds"]);
+    assert!(line.contains("-1"), "{line}");
+}
+
+#[test]
+fn nan_seconds_are_refused_not_clamped() {
+    let line = demo_refuses("seconds-nan", &["--seconds", "NaN"], &["--seconds"]);
+    assert!(line.contains("NaN") && line.contains("finite"), "{line}");
+    demo_refuses("seconds-inf", &["--seconds", "inf"], &["--seconds"]);
+}
+
+#[test]
+fn seconds_whose_spectra_do_not_fit_are_refused_not_wrapped() {
+    // 343.5974 s at 128 channels is 2^32 + 256 spectra, which a u32 product wraps to 256.
+    let line = demo_refuses(
+        "seconds-wrap",
+        &["--channels", "128", "--seconds", "343.5974"],
+        &["--seconds", "--channels"],
+    );
+    assert!(line.contains("4294967552 spectra"), "{line}");
+}
+
+#[test]
+fn zero_cases_are_refused_not_clamped() {
+    let dir = scratch("cases");
+    let line = refuses(&dir, &["selftest", "--cases", "0"], &["--cases"]);
+    assert!(line.contains("out of range"), "{line}");
+    refuses(&dir, &["selftest", "--cases", "4097"], &["--cases"]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unknown_options_are_refused() {
+    let line = demo_refuses("unknown", &["--frobnicate"], &["--frobnicate"]);
+    assert!(line.contains("unknown option"), "{line}");
+    // An option of another subcommand is unknown here.
+    demo_refuses("unknown-cases", &["demo", "--cases", "3"], &["--cases"]);
+    let dir = scratch("unknown-bench");
+    refuses(&dir, &["bench", "--seed", "3"], &["--seed"]);
+    refuses(&dir, &["selftest", "--dishes", "64"], &["--dishes"]);
+    refuses(&dir, &["frobnicate"], &["frobnicate"]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn missing_values_are_refused() {
+    let dir = scratch("missing");
+    for (args, option) in [
+        (&["--dishes"][..], "--dishes"),
+        (&["demo", "--seconds"][..], "--seconds"),
+        (&["selftest", "--cases"][..], "--cases"),
+        (&["bench", "--device"][..], "--device"),
+        // The next token is an option, not a value.
+        (&["--out", "--cpu"][..], "--out"),
+    ] {
+        let line = refuses(&dir, args, &[option]);
+        assert!(line.contains("missing value"), "{line}");
+    }
+    assert!(!dir.join("demo-out").exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn malformed_and_repeated_values_are_refused() {
+    for (test, args, option) in [
+        ("word", &["--dishes", "sixty-four"][..], "--dishes"),
+        ("negative", &["--sources", "-3"][..], "--sources"),
+        ("not-allowed", &["--dishes", "100"][..], "--dishes"),
+        ("not-power", &["--channels", "96"][..], "--channels"),
+        ("seed-past-u64", &["--seed", "18446744073709551616"][..], "--seed"),
+        ("zero-seconds", &["--seconds", "0"][..], "--seconds"),
+        ("twice", &["--dishes", "64", "--dishes", "256"][..], "--dishes"),
+        ("empty", &["--sources", ""][..], "--sources"),
+    ] {
+        demo_refuses(test, args, &[option]);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn arguments_that_are_not_utf8_are_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("utf8");
+    let output = Command::new(env!("CARGO_BIN_EXE_radio-kernels"))
+        .args(["--cpu", "--out"])
+        .arg(std::ffi::OsStr::from_bytes(b"figures-\xff"))
+        .current_dir(&dir)
+        .output()
+        .expect("the radio-kernels binary runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        output.stdout.is_empty() && stderr.starts_with("error: ") && stderr.contains("UTF-8"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&dir).expect("scratch").count(), 0, "something was written");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn an_unwritable_output_folder_is_refused_before_any_work() {
+    // A folder under a regular file cannot be made, even by root.
+    let dir = scratch("out");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"not a folder").expect("write the file");
+    let out = file.join("figures");
+    let args = ["--cpu", "--channels", "64", "--seconds", "1e-6", "--sources", "1", "--out"];
+    let mut all = args.to_vec();
+    all.push(out.to_str().expect("a UTF-8 temp path"));
+    let line = refuses(&dir, &all, &["--out"]);
+    assert!(line.contains(out.to_str().unwrap()), "{line}");
+    assert_eq!(std::fs::read(&file).expect("the file is still there"), b"not a folder");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn help_exits_zero_with_the_usage() {
+    let dir = scratch("help");
+    for args in [&["--help"][..], &["selftest", "-h"][..], &["help"][..]] {
+        let output = radio_kernels(&dir, args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert!(String::from_utf8_lossy(&output.stdout).starts_with("usage: radio-kernels"), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_small_valid_cpu_run_exits_zero_and_writes_its_figures() {
+    let dir = scratch("valid");
+    let out = dir.join("figures");
+    let output = radio_kernels(
+        &dir,
+        &[
+            "demo",
+            "--cpu",
+            "--channels",
+            "64",
+            "--seconds",
+            "1e-6",
+            "--sources",
+            "1",
+            "--seed",
+            "7",
+            "--out",
+            out.to_str().expect("a UTF-8 temp path"),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stdout {stdout}\nstderr {stderr}");
+    // On the CPU, one heap of 128 spectra (the fewest that cover 1 us) at 64 channels.
+    assert!(stdout.contains("64 ch x 128 spectra"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("PFB channelizer")), "{stdout}");
+    for figure in ["pfb_channel_response.png", "visibilities.png", "frb_map.png", "beam_power.png"] {
+        assert!(out.join(figure).is_file(), "{figure} missing");
+    }
+    // The write probe is gone.
+    let left: Vec<_> = std::fs::read_dir(&out).expect("figures").flatten().map(|e| e.file_name()).collect();
+    assert_eq!(left.len(), 4, "{left:?}");
+    let _ = std::fs::remove_dir_all(dir);
+}

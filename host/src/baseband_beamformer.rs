@@ -14,6 +14,7 @@
 //! ones.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::baseband_beamformer as layout;
 pub use radio_kernels_gpu::baseband_beamformer::{CHUNK, POLS};
@@ -99,37 +100,37 @@ impl BeamformerConfig {
     /// whenever the size fits in `usize` (every configuration `validate()` accepts) and
     /// saturate at `usize::MAX` otherwise.
     pub fn e_len(&self) -> usize {
-        saturating_product(&[self.times, self.freqs, POLS, self.dishes])
+        size::product(&[self.times, self.freqs, POLS, self.dishes])
     }
     /// A size in complex values (ci8 `[f][p][beta][d]`).
     pub fn weights_len(&self) -> usize {
-        saturating_product(&[self.freqs, POLS, self.beams, self.dishes])
+        size::product(&[self.freqs, POLS, self.beams, self.dishes])
     }
     /// Number of shifts (`[f][p][beta]`).
     pub fn shifts_len(&self) -> usize {
-        saturating_product(&[self.freqs, POLS, self.beams])
+        size::product(&[self.freqs, POLS, self.beams])
     }
     /// J size in bytes (ci4 `[beta][f][p][tau]`).
     pub fn output_len(&self) -> usize {
-        saturating_product(&[self.beams, self.freqs, POLS, self.times])
+        size::product(&[self.beams, self.freqs, POLS, self.times])
     }
     /// Position of `E[tau][f][p][d]`. This and the other index helpers compute exactly in
     /// u128: meaningful for in-range arguments of a valid configuration, they saturate at
     /// `usize::MAX` where the position does not fit in `usize`.
     pub fn e_index(&self, tau: u32, f: u32, p: u32, d: u32) -> usize {
-        saturating_index(&[(tau, 1), (f, self.freqs), (p, POLS), (d, self.dishes)])
+        size::row_major(&[(tau, 1), (f, self.freqs), (p, POLS), (d, self.dishes)])
     }
     /// Position of `A[f][p][beta][d]`.
     pub fn weight_index(&self, f: u32, p: u32, beam: u32, d: u32) -> usize {
-        saturating_index(&[(f, 1), (p, POLS), (beam, self.beams), (d, self.dishes)])
+        size::row_major(&[(f, 1), (p, POLS), (beam, self.beams), (d, self.dishes)])
     }
     /// Position of `s[f][p][beta]`.
     pub fn shift_index(&self, f: u32, p: u32, beam: u32) -> usize {
-        saturating_index(&[(f, 1), (p, POLS), (beam, self.beams)])
+        size::row_major(&[(f, 1), (p, POLS), (beam, self.beams)])
     }
     /// Position of `J[beta][f][p][tau]`.
     pub fn output_index(&self, beam: u32, f: u32, p: u32, tau: u32) -> usize {
-        saturating_index(&[(beam, 1), (f, self.freqs), (p, POLS), (tau, self.times)])
+        size::row_major(&[(beam, 1), (f, self.freqs), (p, POLS), (tau, self.times)])
     }
     /// Useful operations of one launch: 8 per complex multiply-accumulate, `8 P F B D T`.
     pub fn useful_ops(&self) -> f64 {
@@ -165,22 +166,6 @@ impl BeamformerConfig {
         }
         Ok(())
     }
-}
-
-/// The product of `factors`, exact in u128, saturated at `usize::MAX`.
-fn saturating_product(factors: &[u32]) -> usize {
-    let product = factors.iter().map(|&f| f as u128).product::<u128>(); // < 2^128: four u32
-    usize::try_from(product).unwrap_or(usize::MAX)
-}
-
-/// The row-major position `((i0 n1 + i1) n2 + i2) ...` of indices `(i, n)` (the first `n`
-/// unused), exact in u128 while it fits, saturated at `usize::MAX`.
-fn saturating_index(indices: &[(u32, u32)]) -> usize {
-    indices
-        .iter()
-        .try_fold(0u128, |at, &(i, n)| at.checked_mul(n as u128)?.checked_add(i as u128))
-        .and_then(|at| usize::try_from(at).ok())
-        .unwrap_or(usize::MAX)
 }
 
 /// The exact CPU reference: the formula of the module comment with i64 sums.

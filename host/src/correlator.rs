@@ -11,6 +11,7 @@
 //! configuration and saturate, never wrap or panic, on invalid ones.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::correlator as layout;
 use radio_kernels_gpu::correlator::hopper;
@@ -105,7 +106,7 @@ impl CorrelatorConfig {
         self.checked_output_len().unwrap_or(usize::MAX)
     }
     fn checked_input_bytes(&self) -> Option<usize> {
-        exact_product(&[
+        size::checked_product(&[
             self.times as u128,
             self.channels as u128,
             self.stations as u128,
@@ -114,7 +115,7 @@ impl CorrelatorConfig {
         ])
     }
     fn checked_output_len(&self) -> Option<usize> {
-        exact_product(&[
+        size::checked_product(&[
             self.channels as u128,
             self.baselines() as u128,
             self.pols as u128,
@@ -202,12 +203,6 @@ impl CorrelatorConfig {
         }
         Ok(())
     }
-}
-
-/// The product of `factors` if it fits in `usize`.
-fn exact_product(factors: &[u128]) -> Option<usize> {
-    let product = factors.iter().try_fold(1u128, |acc, &f| acc.checked_mul(f))?;
-    usize::try_from(product).ok()
 }
 
 /// The exact CPU reference: `V[c][b(i,j)][pi][pj] = sum_t x_i,pi conj(x_j,pj)` in i64.

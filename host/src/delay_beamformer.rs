@@ -28,6 +28,7 @@
 //! allocations (see [`DeviceBuffer`]).
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::delay_beamformer as layout;
 pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, VARIANTS};
@@ -37,11 +38,6 @@ use std::sync::OnceLock;
 
 /// Most time groups of one launch: the grid's y dimension.
 pub const MAX_GROUPS: u32 = 65535;
-
-/// `value` as usize, or `usize::MAX` when it does not fit.
-fn saturate(value: u128) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
-}
 
 /// One single-polarisation beam.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,28 +124,30 @@ impl DelayBeamformerConfig {
     /// Input length in complex samples: `antennas * channels * times * pols`. Exact for a
     /// configuration `validate()` accepts; saturates at `usize::MAX` for others.
     pub fn input_len(&self) -> usize {
-        saturate(self.input_len_exact())
+        size::saturate(self.input_len_exact())
     }
     /// Position of `x[antenna][channel][time][pol]` in the input (exact for indices inside a
     /// valid configuration; saturates at `usize::MAX`).
     pub fn input_index(&self, antenna: u32, channel: u32, time: u32, pol: u32) -> usize {
         let (c, t, p) = (self.channels as u128, self.times as u128, self.pols as u128);
-        saturate(((antenna as u128 * c + channel as u128) * t + time as u128) * p + pol as u128)
+        size::saturate(((antenna as u128 * c + channel as u128) * t + time as u128) * p + pol as u128)
     }
     /// Weights and delays: `antennas * beams` values, `[antenna][beam]` (exact for a valid
     /// configuration; saturates at `usize::MAX`).
     pub fn steering_len(&self) -> usize {
-        saturate(self.antennas as u128 * self.beams.len() as u128)
+        size::saturate(self.antennas as u128 * self.beams.len() as u128)
     }
     /// Output length in complex samples: `beams * channels * times` (exact for a valid
     /// configuration; saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
-        saturate(self.output_len_exact())
+        size::saturate(self.output_len_exact())
     }
     /// Position of `y[beam][channel][time]` in the output (exact for indices inside a valid
     /// configuration; saturates at `usize::MAX`).
     pub fn output_index(&self, beam: u32, channel: u32, time: u32) -> usize {
-        saturate((beam as u128 * self.channels as u128 + channel as u128) * self.times as u128 + time as u128)
+        size::saturate(
+            (beam as u128 * self.channels as u128 + channel as u128) * self.times as u128 + time as u128,
+        )
     }
     /// Bytes one launch must move: the input read once and the output written once (exact
     /// for a valid configuration; saturates at `u64::MAX`).

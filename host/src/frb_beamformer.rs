@@ -10,6 +10,7 @@
 use crate::error::{Error, Result};
 use crate::fragment::{from_slots, to_slots};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::CudaFunction;
 use half::f16;
 use radio_kernels_gpu::frb_beamformer::*;
@@ -828,21 +829,6 @@ pub const FRB_MAX_ROWS: u64 = u32::MAX as u64;
 /// Largest number of blocks of one first-kernel launch (the grid's x dimension, `2^31 - 1`).
 pub const FRB_MAX_BLOCKS: u64 = (1 << 31) - 1;
 
-/// `x` as usize, or `usize::MAX` where it does not fit (sizes of configurations `validate`
-/// rejects).
-fn saturate(x: u128) -> usize {
-    usize::try_from(x).unwrap_or(usize::MAX)
-}
-
-/// The row-major index `((a0 n1 + a1) n2 + a2) ...` of `terms = [(a0, _), (a1, n1), ...]`
-/// in saturating u128 arithmetic (exact wherever it fits, which covers every valid
-/// configuration), as usize (saturated).
-fn row_major(terms: &[(u32, u32)]) -> usize {
-    let index =
-        terms.iter().fold(0u128, |acc, &(a, n)| acc.saturating_mul(n as u128).saturating_add(a as u128));
-    saturate(index)
-}
-
 /// The first f16 word whose real or imaginary half is not finite (all exponent bits set).
 fn first_non_finite_c16(words: &[u32]) -> Option<usize> {
     words.iter().position(|&w| w & 0x7c00 == 0x7c00 || (w >> 16) & 0x7c00 == 0x7c00)
@@ -953,27 +939,27 @@ impl FrbConfig {
     }
     /// E size in bytes (ci4 `[tau][f][pol][d]`; saturates at `usize::MAX`).
     pub fn e_len(&self) -> usize {
-        saturate(self.e_len_exact())
+        size::saturate(self.e_len_exact())
     }
     /// W size in complex values (`[f][pol][m][n]`; saturates at `usize::MAX`).
     pub fn weights_len(&self) -> usize {
-        saturate(self.freqs as u128 * FRB_POLS as u128 * self.m as u128 * self.n as u128)
+        size::saturate(self.freqs as u128 * FRB_POLS as u128 * self.m as u128 * self.n as u128)
     }
     /// I size (`[f][tbar][p][q]`; saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
-        saturate(self.output_len_exact())
+        size::saturate(self.output_len_exact())
     }
     /// Byte of E holding `(tau, f, pol, d)` (saturates at `usize::MAX`).
     pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
-        row_major(&[(tau, 1), (f, self.freqs), (pol, FRB_POLS), (d, self.dishes)])
+        size::row_major(&[(tau, 1), (f, self.freqs), (pol, FRB_POLS), (d, self.dishes)])
     }
     /// Entry of W holding `(f, pol, m, n)` (saturates at `usize::MAX`).
     pub fn weight_index(&self, f: u32, pol: u32, m: u32, n: u32) -> usize {
-        row_major(&[(f, 1), (pol, FRB_POLS), (m, self.m), (n, self.n)])
+        size::row_major(&[(f, 1), (pol, FRB_POLS), (m, self.m), (n, self.n)])
     }
     /// Entry of I holding `(f, tbar, p, q)` (saturates at `usize::MAX`).
     pub fn output_index(&self, f: u32, tbar: u32, p: u32, q: u32) -> usize {
-        row_major(&[
+        size::row_major(&[
             (f, 1),
             (tbar, self.out_times()),
             (p, self.m.saturating_mul(2)),

@@ -9,6 +9,7 @@ pub mod frb_beamformer;
 pub mod pfb;
 pub mod runtime;
 pub mod selftest;
+mod size;
 
 pub use error::{DriverContext, Error, Result};
 pub use runtime::{

@@ -44,6 +44,7 @@ use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{
     allow_dynamic_shared, launch_1d, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg,
 };
+use crate::size;
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
 use radio_kernels_gpu::pfb as layout;
@@ -197,7 +198,7 @@ impl ChannelizerConfig {
     /// Bytes of one pushed chunk per polarisation, `chunk_samples x bits / 8` (exact in u64 for
     /// any field values; saturated at `usize::MAX` only where usize is narrower).
     pub fn chunk_bytes(&self) -> usize {
-        to_usize(self.chunk_samples as u128 * self.bits as u128 / 8)
+        size::saturate(self.chunk_samples as u128 * self.bits as u128 / 8)
     }
     /// Packets of one pushed chunk per polarisation, `chunk_samples / packet_samples`; 0 when
     /// `packet_samples` is 0 (a configuration [`validate`](Self::validate) rejects).
@@ -208,13 +209,13 @@ impl ChannelizerConfig {
     /// exact where it fits usize (always for a valid configuration, at most 2^31), else
     /// saturated at `usize::MAX`.
     pub fn output_values(&self) -> usize {
-        to_usize(self.output_values_exact())
+        size::saturate(self.output_values_exact())
     }
     /// Output bytes of one chunk, [`output_values`](Self::output_values) times the format's
     /// bytes per value: exact where it fits usize (always for a valid configuration, at most
     /// 2^32), else saturated at `usize::MAX`.
     pub fn output_bytes(&self) -> usize {
-        to_usize(self.output_values_exact() * self.output.bytes_per_value() as u128)
+        size::saturate(self.output_values_exact() * self.output.bytes_per_value() as u128)
     }
     /// Samples the device buffer of each polarisation holds: one output chunk's windows,
     /// the delay range on both sides, one pushed chunk, and word-alignment slack, rounded up
@@ -232,7 +233,7 @@ impl ChannelizerConfig {
         let n = self.channels as u128;
         let index = ((heap as u128 * n + channel as u128) * self.spectra_per_heap as u128 + s as u128) * 2
             + pol as u128;
-        to_usize(index)
+        size::saturate(index)
     }
 
     /// `2 n x spectra_per_chunk`, exact.
@@ -261,11 +262,6 @@ pub const MAX_OUTPUT_VALUES: u64 = 1 << 31;
 /// Most samples per polarisation the kept input may hold: the largest multiple of
 /// [`SAMPLE_GRANULE`] below 2^32, since the kernels take window offsets as u32 samples.
 pub const MAX_CAPACITY_SAMPLES: u64 = (1 << 32) - SAMPLE_GRANULE as u64;
-
-/// `value` as usize, saturated (exact on 64-bit targets for every value below 2^64).
-fn to_usize(value: u128) -> usize {
-    usize::try_from(value).unwrap_or(usize::MAX)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Sample packing

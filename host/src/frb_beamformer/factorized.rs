@@ -9,18 +9,12 @@ use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::resample::u_function;
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::factorized::{
     kernel_name, FactorLayout, BLOCK_TIMES, FACTOR_WARPS, GROUP_TIMES, MAX_GRID_AXIS,
 };
-
-/// The product of `factors` as usize, saturating (at `usize::MAX`) where it does not fit:
-/// sizes of configurations `validate` rejects.
-fn saturate(factors: &[u128]) -> usize {
-    let product = factors.iter().fold(1u128, |p, &f| p.saturating_mul(f));
-    usize::try_from(product).unwrap_or(usize::MAX)
-}
 
 /// One factorized job: `channels` channels of `times` slow samples of the `2M x 2N` grid, to
 /// the `g x g_prime` beam grid of each channel.
@@ -78,19 +72,19 @@ impl FactorizedConfig {
     }
     /// f16 values of I, `F T 4MN`.
     pub fn intensity_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.times as u128, 4 * self.m as u128, self.n as u128])
+        size::product(&[self.channels as u128, self.times as u128, 4 * self.m as u128, self.n as u128])
     }
     /// theta per channel: `[f][gamma]`, `F G`.
     pub fn theta_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.g as u128])
+        size::product(&[self.channels as u128, self.g as u128])
     }
     /// theta' per channel: `[f][gamma']`, `F G'`.
     pub fn theta_prime_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.g_prime as u128])
+        size::product(&[self.channels as u128, self.g_prime as u128])
     }
     /// f16 values of J, `F T G G'`.
     pub fn output_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.times as u128, self.g as u128, self.g_prime as u128])
+        size::product(&[self.channels as u128, self.times as u128, self.g as u128, self.g_prime as u128])
     }
     /// Useful flops (eq. 149): `2 G 2M 2N` (eq. 143) + `2 G G' 2N` (eq. 144) per sample.
     pub fn flops(&self) -> f64 {

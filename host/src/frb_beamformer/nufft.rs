@@ -462,8 +462,7 @@ impl NufftPlan {
 /// length of a slice, so an impossible size is a `ShapeMismatch`).
 fn io_lens(channels: u32, times: u32, k: usize, beams: u32) -> (usize, usize) {
     let samples = channels as u128 * times as u128;
-    let saturate = |x: u128| usize::try_from(x).unwrap_or(usize::MAX);
-    (saturate(samples * k as u128), saturate(samples * beams as u128))
+    (crate::size::saturate(samples * k as u128), crate::size::saturate(samples * beams as u128))
 }
 
 /// FFTs the columns of a `rows x cols` row-major array in place (through a transpose).

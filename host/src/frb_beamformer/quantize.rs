@@ -11,6 +11,7 @@
 //! [`quantize_reference`] and the kernel agree on every such value.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::quantize::{row_bytes, Format, THREADS, TILE_B, TILE_T};
@@ -27,12 +28,6 @@ pub struct QuantizeConfig {
 /// Largest beam count of a quantisation job, 2^31: the kernel's beam indices are 32-bit,
 /// with a tile of [`TILE_B`] beams of headroom.
 pub const MAX_BEAMS: u32 = 1 << 31;
-
-/// `x` as usize, or `usize::MAX` where it does not fit (sizes of configurations `validate`
-/// rejects).
-fn saturate(x: u128) -> usize {
-    usize::try_from(x).unwrap_or(usize::MAX)
-}
 
 impl QuantizeConfig {
     /// Every size positive, the grid within its limits, the output addressable.
@@ -68,20 +63,20 @@ impl QuantizeConfig {
     }
     /// f16 values of J, `F T B`.
     pub fn input_len(&self) -> usize {
-        saturate(self.channels as u128 * self.times as u128 * self.beams as u128)
+        size::saturate(self.channels as u128 * self.times as u128 * self.beams as u128)
     }
     /// Entries of scale, offset and the saturation counts: `[f][beta]`, `F B`.
     pub fn params_len(&self) -> usize {
-        saturate(self.channels as u128 * self.beams as u128)
+        size::saturate(self.channels as u128 * self.beams as u128)
     }
     /// Output bytes: `[f][beta][row_bytes]`.
     pub fn output_len(&self) -> usize {
-        saturate(self.channels as u128 * self.beams as u128 * self.row_bytes_exact())
+        size::saturate(self.channels as u128 * self.beams as u128 * self.row_bytes_exact())
     }
     /// Bytes the kernel must move at least: J, the codes, scale and offset.
     pub fn bytes_moved(&self) -> usize {
         let params = self.channels as u128 * self.beams as u128;
-        saturate(2 * params * self.times as u128 + params * self.row_bytes_exact() + 8 * params)
+        size::saturate(2 * params * self.times as u128 + params * self.row_bytes_exact() + 8 * params)
     }
 }
 

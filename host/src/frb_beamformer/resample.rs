@@ -30,6 +30,7 @@
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
+use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
@@ -55,13 +56,6 @@ pub(crate) fn check_position_values(what: &'static str, values: &[f32]) -> Resul
         )));
     }
     Ok(())
-}
-
-/// The product of `factors` as usize, saturating (at `usize::MAX`) where it does not fit:
-/// sizes of configurations `validate` rejects.
-fn saturate(factors: &[u128]) -> usize {
-    let product = factors.iter().fold(1u128, |p, &f| p.saturating_mul(f));
-    usize::try_from(product).unwrap_or(usize::MAX)
 }
 
 /// `U^N_q(theta)` of eq. 7: `(1/N) sum_{s=0}^{N} A_s cos(pi (2 theta - q) s / N)`.
@@ -151,24 +145,24 @@ impl ResampleConfig {
     }
     /// f16 values of I, `F T 4MN` (saturates at `usize::MAX`).
     pub fn intensity_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.times as u128, self.k_exact()])
+        size::product(&[self.channels as u128, self.times as u128, self.k_exact()])
     }
     /// f16 values of W, `F B 4MN` (saturates at `usize::MAX`).
     pub fn weights_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.beams as u128, self.k_exact()])
+        size::product(&[self.channels as u128, self.beams as u128, self.k_exact()])
     }
     /// f32 values of U^M and U^N together (the fused path's state): `F B (2M + 2N)`
     /// (saturates at `usize::MAX`).
     pub fn u_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.beams as u128, 2 * self.m as u128 + 2 * self.n as u128])
+        size::product(&[self.channels as u128, self.beams as u128, 2 * self.m as u128 + 2 * self.n as u128])
     }
     /// Beam positions per axis: `[f][beta]`, `F B`.
     pub fn positions_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.beams as u128])
+        size::product(&[self.channels as u128, self.beams as u128])
     }
     /// f16 values of J, `F T B` (saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
-        saturate(&[self.channels as u128, self.times as u128, self.beams as u128])
+        size::product(&[self.channels as u128, self.times as u128, self.beams as u128])
     }
     /// Useful flops: `2 * 4MN` per output.
     pub fn flops(&self) -> f64 {

@@ -13,6 +13,7 @@ pub use radio_kernels_gpu as gpu_shared;
 pub use radio_kernels_host::*;
 
 pub mod demo;
+pub mod stream;
 pub mod summary;
 
 /// The PTX module of every kernel (target sm_80, PTX ISA 8.5), built from `kernels-gpu`.

@@ -5,7 +5,10 @@
 //! reference, print a table and write figures; without a GPU they say so and run the chain on
 //! the CPU references at a smaller size. `radio-kernels selftest` checks every tensor-core
 //! wrapper and intrinsic against the CPU. `radio-kernels bench` measures the headline
-//! configuration of each kernel family ([`radio_kernels::summary`]).
+//! configuration of each kernel family ([`radio_kernels::summary`]). `radio-kernels stream`
+//! runs each streaming engine from host memory for a few seconds of data and reports its
+//! sustained rate against the transfer ceilings measured in the same run
+//! ([`radio_kernels::stream`]).
 //!
 //! Arguments are checked before any work: every option is parsed in its own type and range
 //! (no wrapping casts, no clamping, floats finite), the sizes derived from several of them
@@ -15,6 +18,7 @@
 //! on stderr and exits with status 2; a failed run exits with 1.
 use radio_kernels::demo::{self, Options as DemoOptions};
 use radio_kernels::selftest::{check_sparse_mma, cpu_checks, gpu_checks, Check, SparseForm};
+use radio_kernels::stream::{self, EngineKind, Selection};
 use radio_kernels::{Error, Gpu};
 use std::num::{IntErrorKind, ParseIntError};
 use std::path::PathBuf;
@@ -25,6 +29,8 @@ const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--
                      [--out DIR] [--cpu] [--device N] [--seed N]
        radio-kernels selftest [--device N] [--cases N] [--seed N]
        radio-kernels bench [--device N]
+       radio-kernels stream [--engine E] [--seconds S] [--depth N] [--device N]
+                     [--stations N] [--channels N] [--bits B] [--sample-rate GHZ]
 
   demo         (the default) simulate a CHORD-pathfinder observation and run it through the
                PFB, correlator, baseband, FRB and delay beamformers on the GPU, checking each
@@ -42,6 +48,20 @@ const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--
   --seed N     random seed, 0..=2^64-1 (default: time-based for selftest, 1 for the demo)
   bench        measure the headline configuration of each kernel family (BENCHMARKS.md)
                on this GPU, against the ceilings measured in the same run
+  stream       run each streaming engine from pinned host memory at its headline
+               configuration and report its sustained rate, real-time factor, fraction of
+               the transfer bound and of the kernel-only rate, and host CPU time, against
+               the PCIe ceilings measured in the same run (and, for the PFB, Merry's model)
+  --engine E   all (default: every engine), correlator, pfb, baseband, delay or frb
+  --seconds S  (stream) seconds of telescope data per engine, more than 0 and at most
+               3600 (default 2); at least 32 chunks run whatever S
+  --depth N    slots of each ring, 1..=16 (default 3: upload, compute and download overlap)
+  --stations N correlator stations, 1..=65535 (default 512; 2 pols, 16 channels, T = 8192)
+  --channels N (stream) PFB channels, a power of two in 64..=32768 (default 1024, 4096
+               and 32768; chunks of 2^24 samples per polarisation)
+  --bits B     PFB input bits: 4, 8, 10, 12 or 16 (default 10)
+  --sample-rate GHZ  PFB digitiser rate per polarisation for the real-time factor, more
+               than 0 and at most 1000 (default 1.712, MeerKAT L band)
 
 A bad argument exits with status 2 before any work.";
 
@@ -53,6 +73,7 @@ enum Sub {
     Demo,
     Selftest,
     Bench,
+    Stream,
 }
 
 impl Sub {
@@ -61,6 +82,7 @@ impl Sub {
             Sub::Demo => "demo",
             Sub::Selftest => "selftest",
             Sub::Bench => "bench",
+            Sub::Stream => "stream",
         }
     }
 }
@@ -68,14 +90,19 @@ impl Sub {
 /// Every option: its name, whether it takes a value, and the subcommands that accept it.
 const OPTIONS: &[(&str, bool, &[Sub])] = &[
     ("--dishes", true, &[Sub::Demo]),
-    ("--channels", true, &[Sub::Demo]),
-    ("--seconds", true, &[Sub::Demo]),
+    ("--channels", true, &[Sub::Demo, Sub::Stream]),
+    ("--seconds", true, &[Sub::Demo, Sub::Stream]),
     ("--sources", true, &[Sub::Demo]),
     ("--out", true, &[Sub::Demo]),
     ("--cpu", false, &[Sub::Demo]),
-    ("--device", true, &[Sub::Demo, Sub::Selftest, Sub::Bench]),
+    ("--device", true, &[Sub::Demo, Sub::Selftest, Sub::Bench, Sub::Stream]),
     ("--seed", true, &[Sub::Demo, Sub::Selftest]),
     ("--cases", true, &[Sub::Selftest]),
+    ("--engine", true, &[Sub::Stream]),
+    ("--depth", true, &[Sub::Stream]),
+    ("--stations", true, &[Sub::Stream]),
+    ("--bits", true, &[Sub::Stream]),
+    ("--sample-rate", true, &[Sub::Stream]),
 ];
 
 /// The command line split into a subcommand and its options, each given at most once, with
@@ -143,6 +170,7 @@ fn scan(args: &[String]) -> Result<Option<Given>, String> {
         Some("demo") => (Sub::Demo, &args[1..]),
         Some("selftest") => (Sub::Selftest, &args[1..]),
         Some("bench") => (Sub::Bench, &args[1..]),
+        Some("stream") => (Sub::Stream, &args[1..]),
         Some("help") => return Ok(None),
         _ => (Sub::Demo, args),
     };
@@ -157,7 +185,7 @@ fn scan(args: &[String]) -> Result<Option<Given>, String> {
             return Err(if arg.starts_with('-') {
                 format!("{arg}: unknown option")
             } else {
-                format!("{arg}: unexpected argument (subcommands: demo, selftest, bench)")
+                format!("{arg}: unexpected argument (subcommands: demo, selftest, bench, stream)")
             });
         };
         if !subs.contains(&sub) {
@@ -223,6 +251,8 @@ enum Command {
         seed: Option<u64>,
     },
     Bench,
+    /// Checked ([`stream::Options::validate`]).
+    Stream(stream::Options),
 }
 
 struct Cli {
@@ -241,6 +271,7 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
     let seed = given.whole::<u64>("--seed", "0..=18446744073709551615", |_| true)?;
     let command = match given.sub {
         Sub::Bench => Command::Bench,
+        Sub::Stream => Command::Stream(stream_options(&given)?),
         Sub::Selftest => {
             let cases = given.whole::<usize>("--cases", "1..=4096", |c| (1..=4096).contains(&c))?;
             Command::Selftest { cases: cases.unwrap_or(64), seed }
@@ -267,6 +298,91 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
         }
     };
     Ok(Some(Cli { command, device }))
+}
+
+/// The finite number of option `name` in `text`, more than 0 and at most `max`; `what`
+/// describes the accepted values for the message.
+fn positive_at_most(name: &str, text: &str, max: f64, what: &str) -> Result<f64, String> {
+    let value: f64 = text.parse().map_err(|_| format!("{name}: `{text}` is not a number ({what})"))?;
+    if !value.is_finite() {
+        return Err(format!("{name}: {text} is not a finite number ({what})"));
+    }
+    if value <= 0.0 || value > max {
+        return Err(format!("{name}: {text} is out of range ({what})"));
+    }
+    Ok(value)
+}
+
+/// The options of `radio-kernels stream`: each in its type and range, the engine-shape
+/// options only with an engine that takes them, and every shape they give checked
+/// ([`stream::Options::validate`]).
+fn stream_options(given: &Given) -> Result<stream::Options, String> {
+    let engines = "all, correlator, pfb, baseband, delay or frb";
+    let selection = match given.get("--engine") {
+        None | Some("all") => Selection::All,
+        Some(name) => match EngineKind::from_name(name) {
+            Some(kind) => Selection::One(kind),
+            None => return Err(format!("--engine: `{name}` is not an engine ({engines})")),
+        },
+    };
+    let seconds = given
+        .get("--seconds")
+        .map(|s| {
+            positive_at_most(
+                "--seconds",
+                s,
+                stream::MAX_SECONDS,
+                "more than 0 and at most 3600 seconds of data",
+            )
+        })
+        .transpose()?;
+    let depth = given.whole::<usize>("--depth", "1..=16", |d| (1..=stream::MAX_DEPTH).contains(&d))?;
+    let stations = given.whole::<u32>("--stations", "1..=65535", |n| (1..=65535).contains(&n))?;
+    let channels = given.whole::<u32>("--channels", "a power of two in 64..=32768", |n| {
+        n.is_power_of_two() && (64..=32768).contains(&n)
+    })?;
+    let bits = given.whole::<u32>("--bits", "4, 8, 10, 12 or 16", |b| [4, 8, 10, 12, 16].contains(&b))?;
+    let sample_rate_hz = given
+        .get("--sample-rate")
+        .map(|s| positive_at_most("--sample-rate", s, 1000.0, "GHz, more than 0 and at most 1000"))
+        .transpose()?
+        .map(|ghz| ghz * 1e9);
+    // A shape option must reach an engine that runs.
+    for (name, kind) in [
+        ("--stations", EngineKind::Correlator),
+        ("--channels", EngineKind::Pfb),
+        ("--bits", EngineKind::Pfb),
+        ("--sample-rate", EngineKind::Pfb),
+    ] {
+        if given.has(name) && !selection.includes(kind) {
+            return Err(format!(
+                "{name}: applies to the {} engine, which is not selected by --engine",
+                kind.name()
+            ));
+        }
+    }
+    let defaults = stream::Options::default();
+    let options = stream::Options {
+        selection,
+        run: stream::RunOptions { seconds: seconds.unwrap_or(defaults.run.seconds), ..defaults.run },
+        depth: depth.unwrap_or(defaults.depth),
+        stations,
+        channels,
+        bits,
+        sample_rate_hz,
+    };
+    // Every range is checked above; this checks the shapes they give (e.g. a correlator
+    // input this host cannot address), naming the option.
+    if let Err(e) = stream::correlator_config(options.correlator_stations()) {
+        return Err(format!("--stations: {}", message(&e)));
+    }
+    for n in options.pfb_channels() {
+        if let Err(e) = stream::pfb_config(n, options.pfb_bits()) {
+            return Err(format!("--channels: {}", message(&e)));
+        }
+    }
+    options.validate().map_err(|e| format!("stream: {}", message(&e)))?;
+    Ok(options)
 }
 
 /// An error's text without the "invalid configuration: " of the library's messages, which
@@ -301,6 +417,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Demo { args, options, cpu } => run_demo(&args, options, cpu, cli.device),
         Command::Bench => bench(cli.device),
+        Command::Stream(options) => run_stream(&options, cli.device),
         Command::Selftest { cases, seed } => {
             let seed = seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
@@ -438,6 +555,24 @@ fn bench(device: Option<usize>) -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             println!("radio-kernels bench stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_stream(options: &stream::Options, device: Option<usize>) -> ExitCode {
+    let gpu = match open_gpu(device) {
+        Err(exit) => return exit,
+        Ok(Ok(gpu)) => gpu,
+        Ok(Err(e)) => {
+            eprintln!("radio-kernels stream needs a GPU: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match stream::run(&gpu, options) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("radio-kernels stream stopped: {e}");
             ExitCode::FAILURE
         }
     }

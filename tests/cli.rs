@@ -239,3 +239,114 @@ fn a_small_valid_cpu_run_exits_zero_and_writes_its_figures() {
     assert_eq!(left.len(), 4, "{left:?}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Runs `radio-kernels stream` with `args` in a scratch folder and checks the refusal (see
+/// [`refuses`]); returns the error line.
+fn stream_refuses(test: &str, args: &[&str], named: &[&str]) -> String {
+    let dir = scratch(test);
+    let mut all = vec!["stream"];
+    all.extend_from_slice(args);
+    let line = refuses(&dir, &all, named);
+    assert_eq!(std::fs::read_dir(&dir).expect("scratch").count(), 0, "{args:?}: something was written");
+    let _ = std::fs::remove_dir_all(dir);
+    line
+}
+
+#[test]
+fn stream_options_out_of_range_are_refused_before_any_work() {
+    for (test, args, option, says) in [
+        ("stream-seconds-zero", &["--seconds", "0"][..], "--seconds", "out of range"),
+        ("stream-seconds-negative", &["--seconds", "-2"][..], "--seconds", "out of range"),
+        ("stream-seconds-nan", &["--seconds", "NaN"][..], "--seconds", "finite"),
+        ("stream-seconds-inf", &["--seconds", "inf"][..], "--seconds", "finite"),
+        ("stream-seconds-long", &["--seconds", "3601"][..], "--seconds", "out of range"),
+        ("stream-seconds-word", &["--seconds", "two"][..], "--seconds", "not a number"),
+        ("stream-depth-zero", &["--depth", "0"][..], "--depth", "out of range"),
+        ("stream-depth-deep", &["--depth", "17"][..], "--depth", "out of range"),
+        ("stream-depth-wrap", &["--depth", "18446744073709551619"][..], "--depth", "out of range"),
+        ("stream-stations-zero", &["--stations", "0"][..], "--stations", "out of range"),
+        ("stream-stations-wrap", &["--stations", "4294967808"][..], "--stations", "out of range"),
+        ("stream-engine", &["--engine", "xengine"][..], "--engine", "not an engine"),
+        ("stream-engine-empty", &["--engine", ""][..], "--engine", "empty"),
+    ] {
+        let line = stream_refuses(test, args, &[option]);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn stream_pfb_shapes_are_checked() {
+    // Each is refused for its range before any work, naming the option.
+    for (test, args, option) in [
+        ("stream-channels-power", &["--channels", "1000"][..], "--channels"),
+        ("stream-channels-big", &["--channels", "65536"][..], "--channels"),
+        ("stream-bits", &["--bits", "9"][..], "--bits"),
+        ("stream-rate-zero", &["--sample-rate", "0"][..], "--sample-rate"),
+        ("stream-rate-nan", &["--sample-rate", "nan"][..], "--sample-rate"),
+    ] {
+        stream_refuses(test, args, &[option]);
+    }
+    // A shape option of an engine that does not run is refused.
+    let line = stream_refuses(
+        "stream-shape-other-engine",
+        &["--engine", "correlator", "--channels", "1024"],
+        &["--channels"],
+    );
+    assert!(line.contains("pfb"), "{line}");
+}
+
+#[test]
+fn stream_options_belong_to_stream_only() {
+    let dir = scratch("stream-foreign");
+    refuses(&dir, &["stream", "--seed", "3"], &["--seed"]);
+    refuses(&dir, &["stream", "--cpu"], &["--cpu"]);
+    refuses(&dir, &["stream", "--dishes", "64"], &["--dishes"]);
+    refuses(&dir, &["stream", "--engine", "correlator", "--engine", "pfb"], &["--engine"]);
+    refuses(&dir, &["stream", "--depth"], &["--depth"]);
+    refuses(&dir, &["bench", "--engine", "correlator"], &["--engine"]);
+    refuses(&dir, &["selftest", "--depth", "3"], &["--depth"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    demo_refuses("demo-engine", &["--engine", "correlator"], &["--engine"]);
+    demo_refuses("demo-stations", &["demo", "--stations", "512"], &["--stations"]);
+}
+
+#[test]
+fn stream_help_names_the_subcommand_and_its_options() {
+    let dir = scratch("stream-help");
+    let output = radio_kernels(&dir, &["stream", "--help"]);
+    assert_eq!(output.status.code(), Some(0));
+    let usage = String::from_utf8_lossy(&output.stdout);
+    for word in ["radio-kernels stream", "--engine", "--depth", "--stations", "--bits", "--sample-rate"] {
+        assert!(usage.contains(word), "the usage does not mention {word}: {usage}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn stream_on_a_device_that_does_not_exist_is_refused() {
+    // With or without a driver, an explicit --device past the devices is a usage error.
+    let line =
+        stream_refuses("stream-device", &["--engine", "correlator", "--device", "4096"], &["--device"]);
+    assert!(line.contains("4096"), "{line}");
+}
+
+#[test]
+fn stream_without_a_gpu_fails_with_the_typed_error_not_a_panic() {
+    if radio_kernels::Gpu::device_count().is_ok_and(|n| n > 0) {
+        println!("a GPU is present: this test covers machines without one");
+        return;
+    }
+    let dir = scratch("stream-no-gpu");
+    let output = radio_kernels(&dir, &["stream", "--seconds", "0.5"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stdout {stdout:?}, stderr {stderr:?}");
+    assert!(stdout.is_empty(), "{stdout}");
+    let expected = match radio_kernels::open(0) {
+        Err(e) => e.to_string(),
+        Ok(_) => unreachable!("no device was counted"),
+    };
+    assert!(stderr.contains("needs a GPU") && stderr.contains(&expected), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -2,12 +2,17 @@
 //! inputs (E = -8 - 8i and A = -128 - 128i forced in) for the (D, B) pairs, every dish
 //! count's kernel at its smallest and largest block, shifts {0, 1, 7, 15, 31} and the active
 //! range, the extreme product at every shift, saturation, a plane-wave steering check, input
-//! validation and device ownership; E and J past 2^32 bytes; and a property test over random
-//! valid shapes, shifts and extremes.
+//! validation and device ownership; E and J past 2^32 bytes; a property test over random
+//! valid shapes, shifts and extremes; the launcher on a caller's stream; and the streaming
+//! engine, bit for bit against one-shot calls per chunk and one long call (random chunk
+//! lengths, counts, ring depths and take schedules), with back-pressure, registered memory
+//! and weight changes between chunks.
 mod common;
 
 use common::*;
-use radio_kernels::baseband_beamformer::{beamform_reference, BasebandBeamformer, BeamformerConfig, POLS};
+use radio_kernels::baseband_beamformer::{
+    beamform_reference, BasebandBeamformer, BeamformerConfig, CHUNK, POLS,
+};
 use radio_kernels::gpu_shared::baseband_beamformer::{max_warps, BEAMS_PER_WARP, KERNELS};
 use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
 use radio_kernels::{Error, Gpu};
@@ -501,4 +506,309 @@ fn property_random_shapes_are_bit_exact() {
         prop_assert_eq!(wrong, 0, "{} of {} outputs wrong", wrong, got.len());
         Ok(())
     });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams and the streaming engine
+
+/// `len` random bytes from a SplitMix64 stream seeded by `rng`: fast enough in unoptimised
+/// test builds for inputs of many MB.
+fn random_bytes(len: usize, rng: &mut StdRng) -> Vec<u8> {
+    let mut state: u64 = rng.random();
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// As [`random_inputs`] (one E byte and one weight in eight forced to the most negative
+/// value, at a random place in each group of eight), generated in bulk.
+fn random_inputs_fast(c: &BeamformerConfig, rng: &mut StdRng) -> Inputs {
+    let mut e = random_bytes(c.e_len(), rng);
+    for group in (0..e.len()).step_by(8) {
+        let at = group + (e[group] as usize & 7);
+        if at < e.len() {
+            e[at] = 0x88;
+        }
+    }
+    let bytes = random_bytes(2 * c.weights_len(), rng);
+    let mut weights: Vec<[i8; 2]> = bytes.chunks_exact(2).map(|w| [w[0] as i8, w[1] as i8]).collect();
+    for group in (0..weights.len()).step_by(8) {
+        let at = group + (weights[group][0] as u8 as usize & 7);
+        if at < weights.len() {
+            weights[at] = [-128, -128];
+        }
+    }
+    let active = ((600.0 * (c.dishes as f64).sqrt() / 4.0).log2()) as i32;
+    let shifts = (0..c.shifts_len())
+        .map(|_| {
+            if rng.random() {
+                [0, 1, 7, 15, 31][rng.random_range(0..5)]
+            } else {
+                rng.random_range(active - 2..=active + 1)
+            }
+        })
+        .collect();
+    Inputs { e, weights, shifts }
+}
+
+/// J of one one-shot call on `e`, into a poisoned buffer.
+fn one_shot(gpu: &Gpu, beamformer: &BasebandBeamformer, e: &[u8]) -> Vec<u8> {
+    let mut j = gpu.alloc::<u8>(beamformer.config().output_len(), 0xA5).unwrap();
+    beamformer.beamform(&gpu.upload(e).unwrap(), &mut j).unwrap();
+    j.download().unwrap()
+}
+
+/// Streams `chunks` (each `e_len()` bytes) through the pinned input slots of an engine of
+/// `depth` slots, taking outputs when the ring is full and, at random, earlier; returns the
+/// outputs in order.
+fn stream_chunks(
+    beamformer: &BasebandBeamformer,
+    depth: usize,
+    chunks: &[&[u8]],
+    rng: &mut StdRng,
+) -> Vec<Vec<u8>> {
+    let mut engine = beamformer.streaming(depth).unwrap();
+    engine.poison_outputs(Some(0xA5));
+    let mut got = Vec::new();
+    for chunk in chunks {
+        while engine.pending() == depth || (engine.pending() > 0 && rng.random_bool(0.3)) {
+            got.push(engine.output().unwrap().unwrap().to_vec());
+        }
+        engine.input().unwrap().copy_from_slice(chunk);
+        engine.submit().unwrap();
+    }
+    while let Some(j) = engine.output().unwrap() {
+        got.push(j.to_vec());
+    }
+    assert_eq!(engine.submitted(), chunks.len() as u64);
+    got
+}
+
+/// The streaming engine equals, bit for bit, one-shot calls on each chunk and one call over
+/// all the chunks at once (`k T` samples, J re-sliced along time), for random chunk lengths,
+/// chunk counts, ring depths and take schedules; shapes with one launch and with two (no
+/// kernel takes 9 warps at 896 dishes). The one-shot call is checked against the CPU
+/// reference on the smallest shape.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streaming_equals_one_shot_calls_and_one_long_call() {
+    let gpu = gpu();
+    let mut rng = rng();
+    for (dishes, beams, freqs) in [(64, 16, 8), (512, 96, 4), (896, 72, 2), (1024, 64, 3)] {
+        let c = config(dishes, beams, freqs, CHUNK * rng.random_range(1..=4));
+        let k = rng.random_range(3..=8u32);
+        let long = config(dishes, beams, freqs, c.times * k);
+        let inputs = random_inputs_fast(&long, &mut rng);
+        let chunks: Vec<&[u8]> = inputs.e.chunks(c.e_len()).collect();
+        assert_eq!(chunks.len(), k as usize);
+        let beamformer = BasebandBeamformer::new(&gpu, c, &inputs.weights, &inputs.shifts).unwrap();
+        let expected: Vec<Vec<u8>> = chunks.iter().map(|e| one_shot(&gpu, &beamformer, e)).collect();
+        if dishes == 64 {
+            let reference = beamform_reference(&c, chunks[0], &inputs.weights, &inputs.shifts).unwrap();
+            assert_exact(&c, &expected[0], &reference);
+        }
+        // One long call: E is the chunks end to end (time is its slowest axis); J interleaves
+        // them (time is its fastest).
+        let long_beamformer = BasebandBeamformer::new(&gpu, long, &inputs.weights, &inputs.shifts).unwrap();
+        let long_j = one_shot(&gpu, &long_beamformer, &inputs.e);
+        for (n, j) in expected.iter().enumerate() {
+            for beam in 0..beams {
+                for f in 0..freqs {
+                    for p in 0..POLS {
+                        let row = &j[c.output_index(beam, f, p, 0)..][..c.times as usize];
+                        let at = long.output_index(beam, f, p, n as u32 * c.times);
+                        assert!(
+                            row == &long_j[at..at + c.times as usize],
+                            "{c:?}: chunk {n} of {k}, J[beam {beam}][f {f}][p {p}] differs from one long call"
+                        );
+                    }
+                }
+            }
+        }
+        let depth = rng.random_range(1..=4);
+        let got = stream_chunks(&beamformer, depth, &chunks, &mut rng);
+        assert_eq!(got.len(), expected.len());
+        for (n, (g, e)) in got.iter().zip(&expected).enumerate() {
+            println!("{c:?}: depth {depth}, chunk {n} of {k}");
+            assert_exact(&c, g, e);
+        }
+    }
+}
+
+/// A full output ring refuses a submit (`Backlog`) and changes nothing: the pending outputs,
+/// the chunk count and the input slot's bytes stay, and after one output is taken the same
+/// submit goes on with the same bytes. Chunks from registered memory (any byte offset), a
+/// weight change between chunks (the chunks before keep the old weights), and the refused
+/// calls: an offset past the registered memory and shifts outside 0..=31.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streaming_back_pressure_registered_memory_and_weight_changes() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let c = config(512, 96, 2, 256);
+    let k = 7usize;
+    let long = config(c.dishes, c.beams, c.freqs, c.times * k as u32);
+    let first = random_inputs_fast(&long, &mut rng);
+    let second = random_inputs_fast(&c, &mut rng);
+    let len = c.e_len();
+    // Chunk n of the registered memory starts at byte `skew + n * len`.
+    let skew = rng.random_range(1..64usize);
+    let mut host = vec![0u8; skew + first.e.len()];
+    host[skew..].copy_from_slice(&first.e);
+    let chunk = |n: usize| &first.e[n * len..(n + 1) * len];
+    let changed_at = rng.random_range(1..k);
+    let old = BasebandBeamformer::new(&gpu, c, &first.weights, &first.shifts).unwrap();
+    let new = BasebandBeamformer::new(&gpu, c, &second.weights, &second.shifts).unwrap();
+    let expected: Vec<Vec<u8>> =
+        (0..k).map(|n| one_shot(&gpu, if n < changed_at { &old } else { &new }, chunk(n))).collect();
+
+    // Pinned slots, depth 2: the third submit without a take is refused.
+    let mut engine = old.streaming(2).unwrap();
+    engine.poison_outputs(Some(0x5A));
+    let mut got = Vec::new();
+    for n in 0..k {
+        if n == changed_at {
+            engine.set_weights(&second.weights, &second.shifts).unwrap();
+        }
+        engine.input().unwrap().copy_from_slice(chunk(n));
+        match engine.submit() {
+            Ok(()) => {}
+            Err(Error::Backlog { slots, .. }) => {
+                assert_eq!((slots, engine.pending(), engine.submitted()), (2, 2, n as u64));
+                assert!(engine.input().unwrap() == chunk(n), "the refused submit changed the input slot");
+                got.push(engine.output().unwrap().unwrap().to_vec());
+                engine.submit().unwrap();
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    while let Some(j) = engine.output().unwrap() {
+        got.push(j.to_vec());
+    }
+    assert_eq!(got.len(), k);
+    for (g, e) in got.iter().zip(&expected) {
+        assert_exact(&c, g, e);
+    }
+    drop(engine);
+
+    // Registered memory at a skewed offset; refused calls change nothing.
+    let mut engine = old.streaming(3).unwrap();
+    let registered = gpu.register_host(&mut host).unwrap();
+    let mut got = Vec::new();
+    let mut refused = 0;
+    for n in 0..k {
+        if n == changed_at {
+            let mut bad = second.shifts.clone();
+            let at = rng.random_range(0..bad.len());
+            bad[at] = 32;
+            assert!(matches!(engine.set_weights(&second.weights, &bad), Err(Error::InvalidConfig(_))));
+            assert!(matches!(
+                engine.set_weights(&second.weights[1..], &second.shifts),
+                Err(Error::ShapeMismatch { .. })
+            ));
+            engine.set_weights(&second.weights, &second.shifts).unwrap();
+        }
+        if engine.pending() < 3 {
+            let before = (engine.pending(), engine.submitted());
+            assert!(matches!(
+                engine.submit_registered(&registered, skew + k * len - len + 1),
+                Err(Error::InvalidConfig(_))
+            ));
+            assert_eq!((engine.pending(), engine.submitted()), before);
+        }
+        match engine.submit_registered(&registered, skew + n * len) {
+            Ok(()) => {}
+            Err(Error::Backlog { slots, .. }) => {
+                assert_eq!((slots, engine.pending(), engine.submitted()), (3, 3, n as u64));
+                refused += 1;
+                got.push(engine.output().unwrap().unwrap().to_vec());
+                engine.submit_registered(&registered, skew + n * len).unwrap();
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(refused > 0, "the ring never filled");
+    while let Some(j) = engine.output().unwrap() {
+        got.push(j.to_vec());
+    }
+    assert_eq!(got.len(), k);
+    for (g, e) in got.iter().zip(&expected) {
+        assert_exact(&c, g, e);
+    }
+    assert!(engine.output().unwrap().is_none());
+}
+
+/// The engine runs under the engine-independent driver (`pump`): every submit completes, its
+/// outputs are released, and nothing stays pending; a zero-slot ring is refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streaming_engine_runs_under_pump() {
+    use radio_kernels::streaming::{pump, Engine};
+    let gpu = gpu();
+    let mut rng = rng();
+    let c = config(512, 96, 4, 1024);
+    let inputs = random_inputs_fast(&c, &mut rng);
+    let beamformer = BasebandBeamformer::new(&gpu, c, &inputs.weights, &inputs.shifts).unwrap();
+    assert!(matches!(beamformer.streaming(0), Err(Error::InvalidConfig(_))));
+    let mut engine = beamformer.streaming(3).unwrap();
+    engine.input().unwrap().copy_from_slice(&inputs.e);
+    let mut progress = Vec::new();
+    pump(&mut engine, 10, |n| progress.push(n)).unwrap();
+    assert_eq!(progress, (1..=10).collect::<Vec<u64>>());
+    assert_eq!((Engine::pending(&engine), engine.free_outputs(), engine.submitted()), (0, 3, 10));
+    // Two more chunks from the other slots, then the first slot again with E: its J is the
+    // one-shot's.
+    engine.submit().unwrap();
+    engine.submit().unwrap();
+    engine.input().unwrap().copy_from_slice(&inputs.e);
+    engine.submit().unwrap();
+    let expected = one_shot(&gpu, &beamformer, &inputs.e);
+    let mut last = Vec::new();
+    while let Some(j) = engine.output().unwrap() {
+        last = j.to_vec();
+    }
+    assert_exact(&c, &last, &expected);
+}
+
+/// The launcher on a caller's stream: `set_weights` and `beamform` run there (ordered with
+/// the caller's own work on it) and give the default stream's bytes; switching streams waits
+/// for the old one; a stream of another GPU is refused (needs two GPUs for that part).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_launcher_runs_on_a_callers_stream() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let c = config(512, 96, 2, 512);
+    let first = random_inputs_fast(&c, &mut rng);
+    let second = random_inputs_fast(&c, &mut rng);
+    let mut beamformer = BasebandBeamformer::new(&gpu, c, &first.weights, &first.shifts).unwrap();
+    let expected_first = one_shot(&gpu, &beamformer, &first.e);
+    let stream = gpu.new_stream().unwrap();
+    beamformer.set_stream(&stream).unwrap();
+    assert!(std::sync::Arc::ptr_eq(beamformer.stream(), &stream));
+    let e = gpu.upload(&first.e).unwrap();
+    let mut j = gpu.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+    beamformer.beamform(&e, &mut j).unwrap();
+    stream.synchronize().unwrap();
+    assert_exact(&c, &j.download().unwrap(), &expected_first);
+    // New weights on the caller's stream, and one more launch there: the download (default
+    // stream) waits for it through the buffer's events.
+    beamformer.set_weights(&second.weights, &second.shifts).unwrap();
+    j.poison(0xA5).unwrap();
+    beamformer.beamform(&e, &mut j).unwrap();
+    let got = j.download().unwrap();
+    let fresh = BasebandBeamformer::new(&gpu, c, &second.weights, &second.shifts).unwrap();
+    assert_exact(&c, &got, &one_shot(&gpu, &fresh, &first.e));
+    beamformer.set_stream(gpu.stream()).unwrap();
+    if let Some(other) = second_gpu() {
+        let foreign = other.new_stream().unwrap();
+        assert!(matches!(beamformer.set_stream(&foreign), Err(Error::WrongDevice { .. })));
+    }
 }

@@ -585,3 +585,86 @@ fn property_random_shapes_are_bit_exact() {
         Ok(())
     });
 }
+
+/// The streaming X-engine with integrations of k chunks equals one-shot accumulation over the
+/// same data, integration by integration, for several ring depths; chunks come from the
+/// pinned slots and from registered host memory; a full output ring refuses a submit
+/// (`Backlog`) without losing anything, and the stream continues with the same bytes.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streaming_engine_equals_one_shot_integrations() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let launch = CorrelatorConfig {
+        stations: 64,
+        pols: 2,
+        channels: 3,
+        times: 128,
+        format: Format::Ci8,
+        order: Order::StationPol,
+    };
+    let per_integration = rng.random_range(2..5usize);
+    let integrations = 4;
+    let total = per_integration * integrations;
+    let long = CorrelatorConfig { times: launch.times * total as u32, ..launch };
+    let mut input = random_input(&long, &mut rng);
+    let bytes = launch.input_bytes();
+    for_each_path(&gpu, |wgmma| {
+        let correlator = Correlator::new(&gpu, launch).unwrap();
+        let expected: Vec<Vec<[i64; 2]>> = input
+            .chunks(bytes * per_integration)
+            .map(|part| {
+                let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
+                for chunk in part.chunks(bytes) {
+                    correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
+                }
+                accumulator.download().unwrap()
+            })
+            .collect();
+        for depth in [1, 3, 4] {
+            // Pinned slots, outputs taken as soon as the ring is full.
+            let mut engine = correlator.streaming(per_integration, depth).unwrap();
+            let mut got = Vec::new();
+            for chunk in input.chunks(bytes) {
+                if engine.pending() == depth {
+                    got.push(engine.output().unwrap().unwrap().to_vec());
+                }
+                engine.input().unwrap().copy_from_slice(chunk);
+                engine.submit().unwrap();
+            }
+            while let Some(v) = engine.output().unwrap() {
+                got.push(v.to_vec());
+            }
+            assert_eq!(got, expected, "pinned slots, depth {depth}, wgmma {wgmma}");
+        }
+        // Registered memory, and the back-pressure path: with every output slot full the
+        // submit that starts an integration is refused and changes nothing.
+        let depth = 2;
+        let mut engine = correlator.streaming(per_integration, depth).unwrap();
+        let registered = gpu.register_host(&mut input).unwrap();
+        let mut got = Vec::new();
+        let mut refused = 0;
+        for k in 0..total {
+            match engine.submit_registered(&registered, k * bytes) {
+                Ok(()) => {}
+                Err(Error::Backlog { slots, .. }) => {
+                    assert_eq!(slots, depth);
+                    assert_eq!(engine.pending(), depth);
+                    refused += 1;
+                    got.push(engine.output().unwrap().unwrap().to_vec());
+                    engine.submit_registered(&registered, k * bytes).unwrap();
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        while let Some(v) = engine.output().unwrap() {
+            got.push(v.to_vec());
+        }
+        assert!(refused > 0, "the ring never filled");
+        assert_eq!(got, expected, "registered memory, wgmma {wgmma}");
+        assert!(matches!(
+            engine.submit_registered(&registered, total * bytes - 1),
+            Err(Error::InvalidConfig(_))
+        ));
+    });
+}

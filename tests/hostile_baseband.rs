@@ -3,9 +3,11 @@
 //! `validate()` either errors or every size helper is exact (checked against u128
 //! arithmetic), and nothing panics; the limits themselves (last value accepted, first
 //! rejected); and the weight, shift and reference checks on short or inconsistent input
-//! (shifts outside 0..=31 included) return typed errors.
+//! (shifts outside 0..=31 included) return typed errors; the time model of the streaming
+//! engine (chunks are consecutive pieces of one long E, interleaved in J, with one weight
+//! set for every chunk length), and that the engine can move to a worker thread.
 use proptest::prelude::*;
-use radio_kernels::baseband_beamformer::{beamform_reference, BeamformerConfig, CHUNK, POLS};
+use radio_kernels::baseband_beamformer::{beamform_reference, BasebandStream, BeamformerConfig, CHUNK, POLS};
 use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
 use radio_kernels::Error;
 
@@ -242,4 +244,56 @@ fn the_kernels_index_functions_are_exact_at_the_limits() {
         }
         assert_eq!(block_items(items, blocks - 1, blocks).1, items);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Chunks of `T` samples streamed `k` at a time are the launch of `k T` samples cut along
+    /// time: chunk n's E is bytes `n e_len() ..` of the long E (time is E's slowest axis), its
+    /// J row `(beta, f, p)` is the long J's from time `n T` (time is J's fastest axis), and the
+    /// weights and shifts of both have the same shape. This is what the streaming tests on
+    /// the GPU compare against; sizes stay exact up to the validation limits.
+    #[test]
+    fn chunks_are_the_long_launch_cut_along_time(
+        shape in (1u32..=16, 1u32..=16, 1u32..=65535, 1u32..=512, 1u32..=64),
+        at in (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
+    ) {
+        let (groups, warps, freqs, chunks128, k) = shape;
+        let dishes = 64 * groups;
+        let c = BeamformerConfig { dishes, beams: 8 * warps.min(128 / groups), freqs, times: CHUNK * chunks128 };
+        c.validate().unwrap();
+        let long = BeamformerConfig { times: c.times * k, ..c };
+        match long.validate() {
+            Err(Error::InvalidConfig(_)) => {
+                // Only the 32-bit work-item index limits a long launch of a valid chunk shape.
+                prop_assert!(long.items() > u32::MAX as u64);
+                return Ok(());
+            }
+            Err(other) => prop_assert!(false, "{other:?}"),
+            Ok(()) => {}
+        }
+        prop_assert_eq!(long.e_len() as u128, k as u128 * c.e_len() as u128);
+        prop_assert_eq!(long.output_len() as u128, k as u128 * c.output_len() as u128);
+        prop_assert_eq!((long.weights_len(), long.shifts_len()), (c.weights_len(), c.shifts_len()));
+        let (n, tau, f, p) = (at.0 % k, at.1 % c.times, at.2 % freqs, at.3 % POLS);
+        let (d, beam) = (at.4 % dishes, at.4 % c.beams);
+        prop_assert_eq!(
+            long.e_index(n * c.times + tau, f, p, d),
+            n as usize * c.e_len() + c.e_index(tau, f, p, d)
+        );
+        prop_assert_eq!(
+            long.output_index(beam, f, p, n * c.times + tau),
+            long.output_index(beam, f, p, 0) + (n * c.times + tau) as usize
+        );
+        prop_assert_eq!(c.output_index(beam, f, p, tau), c.output_index(beam, f, p, 0) + tau as usize);
+        prop_assert_eq!(long.output_index(beam, f, p, 0) / long.times as usize, c.output_index(beam, f, p, 0) / c.times as usize);
+    }
+}
+
+/// The streaming engine is `Send` (documented: it may move to a worker thread).
+#[test]
+fn the_streaming_engine_can_move_to_a_worker_thread() {
+    fn send<T: Send>(_: std::marker::PhantomData<T>) {}
+    send(std::marker::PhantomData::<BasebandStream<'static, 'static>>);
 }

@@ -4,11 +4,14 @@
 //! saturate without panicking; the last configuration inside each limit and the first outside;
 //! steering with NaN, infinities and huge values, which either errors or returns finite
 //! coefficients that the launcher accepts; the CPU reference on extreme weights and delays
-//! (finite values, consistent saturation counts) and on short or inconsistent arguments.
+//! (finite values, consistent saturation counts) and on short or inconsistent arguments; the
+//! time model of the streaming engine (chunks are the long launch cut along time, with one
+//! steering for every chunk length; the dither states belong to a plan, not to absolute
+//! time), and that the engine can move to a worker thread.
 use proptest::prelude::*;
 use radio_kernels::delay_beamformer::{
     beamform_reference, check_steering, coefficient_reference, reference_states, steering, Beam,
-    DelayBeamformerConfig, Plan, MAX_GROUPS, THREADS,
+    DelayBeamformerConfig, DelayOutput, DelayStream, Plan, MAX_GROUPS, THREADS,
 };
 use radio_kernels::Error;
 
@@ -539,4 +542,58 @@ fn the_reference_refuses_short_and_inconsistent_arguments() {
     assert!(matches!(reference_states(1, u64::MAX - 2, 0, 4), Err(Error::InvalidConfig(_))));
     assert_eq!(reference_states(1, u64::MAX - 3, 0, 4).unwrap().len(), 4);
     assert!(matches!(reference_states(1, 0, 0, usize::MAX), Err(Error::InvalidConfig(_))));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Chunks of `T` spectra streamed `k` at a time against the launch of `k T` spectra: x
+    /// sample `(a, c, t, p)` of chunk n is the long launch's `(a, c, n T + t, p)`, each chunk's
+    /// `(a, c)` row of `T x P` samples is contiguous (so the long x is the chunks' rows
+    /// interleaved), and y `(b, c, t)` likewise; the steering has one shape for every chunk
+    /// length.
+    #[test]
+    fn chunks_are_the_long_launch_cut_along_time(
+        shape in (1u32..=700, 1u32..=2, 1u32..=300, 1u32..=2048, 1u32..=40, 1usize..=70),
+        at in (any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>(), any::<u32>()),
+    ) {
+        let (antennas, pols, channels, times8, k, beams) = shape;
+        let c = DelayBeamformerConfig {
+            antennas,
+            pols,
+            channels,
+            first_channel: 7,
+            times: 8 * times8,
+            beams: (0..beams).map(|b| Beam { pol: b as u32 % pols, dither: b % 3 == 0 }).collect(),
+        };
+        c.validate().unwrap();
+        let long = DelayBeamformerConfig { times: c.times * k, ..c.clone() };
+        long.validate().unwrap();
+        prop_assert_eq!(long.input_len() as u128, k as u128 * c.input_len() as u128);
+        prop_assert_eq!(long.output_len() as u128, k as u128 * c.output_len() as u128);
+        prop_assert_eq!(long.steering_len(), c.steering_len());
+        let (n, a, ch, t, p) = (at.0 % k, at.1 % antennas, at.2 % channels, at.3 % c.times, at.4 % pols);
+        let beam = at.4 % beams as u32;
+        let (pols, times, long_t) = (pols as usize, c.times as usize, (n * c.times + t) as usize);
+        let row = c.input_index(a, ch, 0, 0);
+        prop_assert_eq!(c.input_index(a, ch, t, p), row + t as usize * pols + p as usize);
+        prop_assert_eq!(row, (a as usize * channels as usize + ch as usize) * times * pols);
+        prop_assert_eq!(
+            long.input_index(a, ch, n * c.times + t, p),
+            long.input_index(a, ch, 0, 0) + long_t * pols + p as usize
+        );
+        prop_assert_eq!(long.output_index(beam, ch, n * c.times + t), long.output_index(beam, ch, 0) + long_t);
+        prop_assert_eq!(c.output_index(beam, ch, t), c.output_index(beam, ch, 0) + t as usize);
+    }
+}
+
+/// The streaming engine is `Send` and its outputs are plain borrowed slices (documented: the
+/// engine may move to a worker thread).
+#[test]
+fn the_streaming_engine_can_move_to_a_worker_thread() {
+    use std::marker::PhantomData;
+    fn send<T: Send>(_: PhantomData<T>) {}
+    fn share<T: Send + Sync + Copy>(_: PhantomData<T>) {}
+    send(PhantomData::<DelayStream<'static, 'static>>);
+    share(PhantomData::<DelayOutput<'static>>);
 }

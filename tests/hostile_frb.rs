@@ -4,12 +4,14 @@
 //! and 2^64, NaN and infinities in float fields, `validate()` (or the constructor) either
 //! errors or every size helper is exact (checked against u128 arithmetic), and nothing
 //! panics. The public CPU helpers (the short-FFT emulations and matrices, the references) on
-//! short, inconsistent or non-finite input return typed errors.
+//! short, inconsistent or non-finite input return typed errors. The streaming engine's chain
+//! check accepts exactly the stages whose shapes agree.
 use proptest::prelude::*;
 use radio_kernels::frb_beamformer::factorized::{factorized_reference, FactorizedConfig, MAX_GRID_AXIS};
 use radio_kernels::frb_beamformer::nufft::{beam_taps, fine_len, NufftParams, NufftPlan, NUFFT_DEFAULT};
 use radio_kernels::frb_beamformer::quantize::{quantize_reference, Format, QuantizeConfig};
 use radio_kernels::frb_beamformer::resample::{resample_reference, u_closed_form, ResampleConfig};
+use radio_kernels::frb_beamformer::streaming::{check_chain, ResamplingShape};
 use radio_kernels::frb_beamformer::{
     check_fft_buffers, compress_sparse, decompress_universal, direct_image_f64, emulate_direct_dft,
     emulate_eo_dft, emulate_warp_fft, ffts_per_group, frb_intensity_reference,
@@ -479,4 +481,92 @@ fn references_reject_short_arrays() {
     let fc = FactorizedConfig { channels: 1, times: 1, m: 8, n: 8, g: 2, g_prime: 3 };
     assert!(matches!(fc.expand(&[0.0; 2], &[0.0; 2]), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(FactorizedConfig { g: 0, ..fc }.expand(&[], &[0.0; 3]), Err(Error::InvalidConfig(_))));
+}
+
+/// The three stages of a streaming engine, chained from `c` with `beams` beams, and one field
+/// (chosen by `which`; 7 and up: none) replaced by `value`.
+fn chained(
+    c: &FrbConfig,
+    beams: u32,
+    format: Format,
+    which: u8,
+    value: u32,
+) -> (ResamplingShape, QuantizeConfig) {
+    let mut r = ResamplingShape { channels: c.freqs, times: c.out_times(), m: c.m, n: c.n, beams };
+    let mut q = QuantizeConfig { channels: c.freqs, times: c.out_times(), beams, format };
+    match which {
+        0 => r.channels = value,
+        1 => r.times = value,
+        2 => r.m = value,
+        3 => r.n = value,
+        4 => q.channels = value,
+        5 => q.times = value,
+        6 => q.beams = value,
+        _ => {}
+    }
+    (r, q)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// `check_chain` on stages derived from any first-kernel configuration with one field
+    /// possibly changed to anything: `Ok` exactly when both configurations are valid and
+    /// every shared size agrees; otherwise `InvalidConfig` or `ShapeMismatch`; never a panic.
+    #[test]
+    fn chain_check_accepts_exactly_the_stages_that_agree(
+        c in frb_config(),
+        beams in prop_oneof![1u32..=6000, field()],
+        u4 in any::<bool>(),
+        which in 0u8..10,
+        value in field(),
+    ) {
+        let format = if u4 { Format::U4 } else { Format::U8 };
+        let (r, q) = chained(&c, beams, format, which, value);
+        let agree = r.channels == c.freqs
+            && r.times == c.out_times()
+            && (r.m, r.n) == (c.m, c.n)
+            && q.channels == c.freqs
+            && q.times == c.out_times()
+            && q.beams == r.beams;
+        let result = check_chain(&c, r, &q);
+        match &result {
+            Ok(()) => prop_assert!(c.validate().is_ok() && q.validate().is_ok() && agree),
+            Err(Error::InvalidConfig(_)) => prop_assert!(c.validate().is_err() || q.validate().is_err()),
+            Err(Error::ShapeMismatch { expected, actual, .. }) => {
+                prop_assert!(!agree && expected != actual, "{result:?}")
+            }
+            Err(other) => prop_assert!(false, "unexpected error {other:?}"),
+        }
+    }
+}
+
+/// Each mismatch names its field; shapes convert from both resampling configurations.
+#[test]
+fn chain_mismatches_name_the_field() {
+    let c = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 4, times: 96, t_ds: 3 };
+    for (which, field) in [
+        (0, "resampling channels"),
+        (1, "resampling slow samples"),
+        (2, "resampling grid M"),
+        (3, "resampling grid N"),
+        (4, "quantiser channels"),
+        (5, "quantiser slow samples"),
+        (6, "quantiser beams"),
+    ] {
+        let (r, q) = chained(&c, 100, Format::U8, which, 7);
+        assert!(
+            matches!(check_chain(&c, r, &q), Err(Error::ShapeMismatch { what, expected, actual: 7 })
+                if what.starts_with(field) && expected != 7),
+            "{field}"
+        );
+    }
+    let (r, q) = chained(&c, 100, Format::U4, 9, 0);
+    assert!(check_chain(&c, r, &q).is_ok());
+    let rc = ResampleConfig { channels: 4, times: 32, m: 8, n: 12, beams: 100 };
+    assert_eq!(ResamplingShape::from(&rc), r);
+    let fc = FactorizedConfig { channels: 4, times: 32, m: 8, n: 12, g: 10, g_prime: 10 };
+    assert_eq!(ResamplingShape::from(&fc), r);
+    assert!(matches!(check_chain(&FrbConfig { t_ds: 5, ..c }, r, &q), Err(Error::InvalidConfig(_))));
+    assert!(matches!(check_chain(&c, r, &QuantizeConfig { channels: 0, ..q }), Err(Error::InvalidConfig(_))));
 }

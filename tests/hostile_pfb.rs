@@ -5,7 +5,9 @@
 //! any of them; the limits themselves (last value accepted, first rejected); and the public
 //! CPU helpers (`reference_chunk`, `unpack_sample`, `output_value`, `pack_samples`,
 //! `hann_sinc_weights`, `Schedule::new`, `lost_flags`, `fused_twiddles`,
-//! `quantise_reference`) on short, inconsistent or non-finite input return typed errors.
+//! `quantise_reference`) on short, inconsistent or non-finite input return typed errors; and
+//! `max_outputs_per_push` bounds every push of simulated streams whose delays change (and is
+//! reached), which the streaming engine's output ring relies on.
 use proptest::prelude::*;
 use radio_kernels::pfb::{
     fused_twiddles, hann_sinc_weights, lost_flags, output_value, pack_samples, quantise_reference,
@@ -137,6 +139,11 @@ fn call_every_helper(c: &ChannelizerConfig, heap: u32, channel: u32, s: u32, pol
     let _ = c.output_index(heap, channel, s, pol);
     let _ = c.output_index(u32::MAX, u32::MAX, u32::MAX, u32::MAX);
     let _ = (c.output.bytes_per_value(), c.output.max());
+    let most = c.max_outputs_per_push();
+    assert!(most >= 1, "{c:?}: at least one output chunk per push");
+    if exact_spectra(c) == 0 || c.channels == 0 {
+        assert_eq!(most, usize::MAX, "{c:?}: saturates without spectra");
+    }
 }
 
 proptest! {
@@ -176,6 +183,9 @@ proptest! {
                 prop_assert!(c.output_values() as u64 <= MAX_OUTPUT_VALUES);
                 prop_assert!(c.capacity_samples() <= MAX_CAPACITY_SAMPLES);
                 prop_assert!(c.spectra_per_chunk() <= u32::MAX as u64);
+                let per_chunk = 2 * c.channels as u128 * exact_spectra(&c);
+                let span = c.chunk_samples as u128 + 2 * c.max_delay as u128;
+                prop_assert_eq!(c.max_outputs_per_push() as u128, span.div_ceil(per_chunk));
                 // In-range indices are exact and inside the output.
                 let (h, k, sp) = (heap % c.heaps_per_chunk, channel % c.channels, s % c.spectra_per_heap);
                 let index = c.output_index(h, k, sp, pol);
@@ -476,4 +486,129 @@ fn the_cpu_helpers_reject_out_of_range_input() {
     assert_eq!(quantise_reference(127.5, 127), (127, true));
     assert_eq!(quantise_reference(126.5, 127), (126, false));
     let _ = quantise_reference(1e300, i32::MIN);
+}
+
+/// Output chunks each push completes, as `Channelizer::push` (and `ChannelizerStream::submit`)
+/// plans them: a chunk is complete once the stream's end reaches its last window's end, with
+/// `models(k)` in force at push k.
+fn simulate_pushes(
+    c: &ChannelizerConfig,
+    pushes: usize,
+    mut models: impl FnMut(usize) -> [DelayModel; 2],
+) -> Vec<usize> {
+    let (window, spectra) = (c.window() as i64, c.spectra_per_chunk() as i64);
+    let (mut end, mut next) = (0i64, 0i64);
+    (0..pushes)
+        .map(|k| {
+            end += c.chunk_samples as i64;
+            let m = models(k);
+            let mut done = 0;
+            loop {
+                let s = Schedule::new(c, &m, next).expect("delays within max_delay");
+                let last = s.starts.iter().flatten().map(|&x| x + window).max().unwrap();
+                if last > end {
+                    break done;
+                }
+                done += 1;
+                next += spectra;
+            }
+        })
+        .collect()
+}
+
+/// The bound is reached: output chunks one push long, the delay flipped from -max_delay to
+/// +max_delay (windows suddenly 2 max_delay earlier), and that push completes
+/// `ceil((C + 2 max_delay) / (2 n S))` = 3 chunks; no push completes more.
+#[test]
+fn max_outputs_per_push_is_reached_by_a_delay_flip_and_never_passed() {
+    let c = ChannelizerConfig {
+        channels: 64,
+        taps: 1,
+        bits: 8,
+        spectra_per_heap: 8,
+        heaps_per_chunk: 1,
+        chunk_samples: 1024,
+        packet_samples: 256,
+        max_delay: 1024,
+        output: OutputFormat::Ci8,
+    };
+    c.validate().unwrap();
+    assert_eq!(c.max_outputs_per_push(), 3);
+    let late = DelayModel { delay: -1024.0, ..Default::default() };
+    let early = DelayModel { delay: 1024.0, ..Default::default() };
+    let counts = simulate_pushes(&c, 20, |k| if k < 10 { [late, late] } else { [early, early] });
+    assert_eq!(counts[10], 3, "{counts:?}");
+    assert!(counts.iter().all(|&n| n <= 3), "{counts:?}");
+    // Without the delay range, exactly one chunk per push once the first window is in.
+    let still = ChannelizerConfig { max_delay: 0, ..c };
+    assert_eq!(still.max_outputs_per_push(), 1);
+    let counts = simulate_pushes(&still, 20, |_| [DelayModel::default(); 2]);
+    assert!(counts.iter().all(|&n| n <= 1) && counts.iter().sum::<usize>() >= 18, "{counts:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// `max_outputs_per_push` bounds every push of a stream whose delay models change at random
+    /// pushes (steps anywhere in the delay range, and delay rates), for input chunks shorter
+    /// and longer than output chunks: the streaming engine's output ring relies on it.
+    #[test]
+    fn max_outputs_per_push_bounds_every_push(
+        log_channels in 6u32..=9,
+        taps in 1u32..=8,
+        spectra_per_heap in (1u32..=4).prop_map(|k| 4 * k),
+        heaps_per_chunk in 1u32..=3,
+        chunk_words in 1u32..=256,
+        max_delay in prop_oneof![Just(0u32), 0u32..3000],
+        seed in any::<u64>(),
+    ) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let c = ChannelizerConfig {
+            channels: 1 << log_channels,
+            taps,
+            bits: 8,
+            spectra_per_heap,
+            heaps_per_chunk,
+            chunk_samples: 32 * chunk_words,
+            packet_samples: 32,
+            max_delay,
+            output: OutputFormat::Ci8,
+        };
+        prop_assert!(c.validate().is_ok());
+        let most = c.max_outputs_per_push();
+        // Enough pushes for a few output chunks (the first is complete by `2nS + 2nT + D`).
+        let first = 2 * c.channels as u64 * c.spectra_per_chunk() + c.window() + max_delay as u64;
+        let pushes = ((3 * first + 2 * max_delay as u64) / c.chunk_samples as u64 + 5).min(3000) as usize;
+        let length = pushes as f64 * c.chunk_samples as f64;
+        let d = max_delay as f64;
+        let model = |rng: &mut rand::rngs::StdRng| {
+            if rng.random_range(0..3) == 0 {
+                // A delay rate that stays within max_delay / 2 of a delay within max_delay / 2.
+                let rate = d / 2.0 / length;
+                DelayModel {
+                    delay: rng.random_range(-d / 2.0..=d / 2.0),
+                    delay_rate: rng.random_range(-rate..=rate),
+                    ..Default::default()
+                }
+            } else {
+                DelayModel { delay: rng.random_range(-d..=d), ..Default::default() }
+            }
+        };
+        let mut models = [model(&mut rng), model(&mut rng)];
+        let mut changes = Vec::new();
+        for _ in 0..pushes {
+            if rng.random_range(0..4) == 0 {
+                models = [model(&mut rng), model(&mut rng)];
+            }
+            changes.push(models);
+        }
+        let counts = simulate_pushes(&c, pushes, |k| changes[k]);
+        for (k, &n) in counts.iter().enumerate() {
+            prop_assert!(n <= most, "push {k} completed {n} > {most} chunks: {counts:?}");
+        }
+        if pushes as u64 * c.chunk_samples as u64 >= first {
+            prop_assert!(counts.iter().sum::<usize>() > 0);
+        }
+    }
 }

@@ -12,13 +12,22 @@
 //! enforces (`F * 2 * T / 128 < 2^32`). The size and index helpers are exact (u128
 //! arithmetic) for every valid configuration and saturate, never wrap or panic, on invalid
 //! ones.
+//!
+//! Streams: [`BasebandBeamformer::beamform`] and [`BasebandBeamformer::set_weights`] work on
+//! the launcher's stream ([`BasebandBeamformer::set_stream`]); the streaming engine
+//! ([`BasebandBeamformer::streaming`], module [`streaming`]) runs E chunks from host memory
+//! to J in host memory on its own lanes.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
+use bytemuck::Pod;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::baseband_beamformer as layout;
 pub use radio_kernels_gpu::baseband_beamformer::{CHUNK, POLS};
 use radio_kernels_gpu::packing::{pack_ci4, shift_round_saturate_i4, unpack_ci4};
+
+pub mod streaming;
+pub use streaming::BasebandStream;
 
 /// CHORD's sampling time, 4096 / 2.4 GHz (the seed rounds it to 1.7 us).
 pub const SAMPLE_TIME_S: f64 = 4096.0 / 2.4e9;
@@ -220,6 +229,8 @@ pub struct BasebandBeamformer<'g> {
     launches: Vec<Launch>,
     weights: DeviceBuffer<[i8; 2]>,
     shifts: DeviceBuffer<i32>,
+    /// The stream `beamform` and `set_weights` work on.
+    stream: Stream,
 }
 
 /// One kernel launch of a beamform call: beams `first_beam .. first_beam + beams`.
@@ -297,36 +308,68 @@ impl<'g> BasebandBeamformer<'g> {
         }
         let weights = gpu.upload(weights)?;
         let shifts = gpu.upload(shifts)?;
-        Ok(BasebandBeamformer { gpu, config, launches, weights, shifts })
+        let stream = gpu.stream().clone();
+        Ok(BasebandBeamformer { gpu, config, launches, weights, shifts, stream })
     }
 
     pub fn config(&self) -> &BeamformerConfig {
         &self.config
     }
 
-    /// Replaces the weights and shifts (same validation as [`BasebandBeamformer::new`]).
-    /// Ordered on the GPU's stream, so launches before it use the old ones.
-    pub fn set_weights(&mut self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
-        self.config.check_weights(weights, shifts)?;
-        self.weights.upload(weights)?;
-        self.shifts.upload(shifts)
+    /// Runs `beamform` and `set_weights` on `stream` (the GPU's default stream until set), so
+    /// that callers can order their own work with ours; [`Error::WrongDevice`] for a stream of
+    /// another GPU. The new stream first waits (on the GPU) for the work enqueued on the old
+    /// one. The streaming engine uses its own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "baseband beamformer stream")
     }
 
-    /// One launch on the GPU's stream: J (`output_len()` bytes) from E (`e_len()` bytes).
+    /// The stream `beamform` and `set_weights` work on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Replaces the weights and shifts (same validation as [`BasebandBeamformer::new`]),
+    /// copied on the launcher's [`stream`](Self::stream) after its earlier launches (which
+    /// use the old ones) and before its later ones. A [`BasebandStream`] has its own copy
+    /// ([`BasebandStream::set_weights`]).
+    pub fn set_weights(&mut self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
+        self.config.check_weights(weights, shifts)?;
+        upload_on(&self.stream, &mut self.weights, weights)?;
+        upload_on(&self.stream, &mut self.shifts, shifts)
+    }
+
+    /// One launch on the launcher's [`stream`](Self::stream): J (`output_len()` bytes) from E
+    /// (`e_len()` bytes).
     pub fn beamform(&self, e: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u8>) -> Result<()> {
+        self.launch(e, &self.weights, &self.shifts, output, &self.stream)
+    }
+
+    /// The kernel launches of one beamform on `stream`, with weights and shifts of this
+    /// configuration (the launcher's, or a streaming engine's copy).
+    fn launch(
+        &self,
+        e: &DeviceBuffer<u8>,
+        weights: &DeviceBuffer<[i8; 2]>,
+        shifts: &DeviceBuffer<i32>,
+        output: &mut DeviceBuffer<u8>,
+        stream: &Stream,
+    ) -> Result<()> {
         self.gpu.check_owner(e, "beamformer E")?;
         self.gpu.check_owner(output, "beamformer output J")?;
         let c = &self.config;
         c.check_len("beamformer E (bytes)", c.e_len(), e.len())?;
         c.check_len("beamformer output J (bytes)", c.output_len(), output.len())?;
+        c.check_len("beamformer weights (complex values)", c.weights_len(), weights.len())?;
+        c.check_len("beamformer shifts", c.shifts_len(), shifts.len())?;
         let fps = c.freqs * POLS;
         for part in &self.launches {
             let first = part.first_beam as usize;
-            let weights = self.weights.raw().slice(first * c.dishes as usize * 2..);
-            let shifts = self.shifts.raw().slice(first * 4..);
+            let weights = weights.raw().slice(first * c.dishes as usize * 2..);
+            let shifts = shifts.raw().slice(first * 4..);
             let j_offset = first * fps as usize * c.times as usize;
             let mut j = output.arg_mut().slice_mut(j_offset..);
-            let mut launch = self.gpu.stream().launch_builder(&part.kernel);
+            let mut launch = stream.launch_builder(&part.kernel);
             launch
                 .arg(e.raw())
                 .arg(&weights)
@@ -339,9 +382,10 @@ impl<'g> BasebandBeamformer<'g> {
             // SAFETY: arguments match `baseband_beamform_d*` (kernels-gpu
             // baseband_beamformer.rs) for this dish count and block size; E, A, s and J hold
             // `e_len()`, `weights_len()`, `shifts_len()` and `output_len()` elements of a
-            // validated configuration and the views start at beam `first_beam` of layouts with
-            // `beams` beams (`beam_stride`); cudarc allocations are 256-byte aligned and the
-            // offsets are multiples of 16 bytes, as the kernel's 16-byte accesses need.
+            // validated configuration (checked above) and the views start at beam
+            // `first_beam` of layouts with `beams` beams (`beam_stride`); cudarc allocations
+            // are 256-byte aligned and the offsets are multiples of 16 bytes, as the kernel's
+            // 16-byte accesses need.
             unsafe {
                 launch.launch(launch_1d(
                     part.blocks,
@@ -353,6 +397,23 @@ impl<'g> BasebandBeamformer<'g> {
         }
         Ok(())
     }
+}
+
+/// Copies `data` into `buffer` (same length) on `stream`. The source is pageable memory, which
+/// the driver stages before the call returns.
+fn upload_on<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, data: &[T]) -> Result<()> {
+    if buffer.len() != data.len() {
+        return Err(Error::ShapeMismatch {
+            what: "upload source",
+            expected: buffer.len(),
+            actual: data.len(),
+        });
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    let mut view = buffer.arg_mut().slice_mut(0..std::mem::size_of_val(data));
+    stream.memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view).during("copying weights to the device")
 }
 
 #[cfg(test)]

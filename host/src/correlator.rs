@@ -10,8 +10,9 @@
 //! offsets throughout; the size helpers here are exact (u128 arithmetic) for every valid
 //! configuration and saturate, never wrap or panic, on invalid ones.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
+use crate::streaming::{InputRing, Lanes, OutputRing, RegisteredHost};
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::correlator as layout;
 use radio_kernels_gpu::correlator::hopper;
@@ -288,6 +289,8 @@ pub struct Correlator<'g> {
     /// Time slices per launch (grid z) and stages per slice.
     slices: u32,
     slice_stages: u32,
+    /// The stream `correlate` and `accumulate` launch on.
+    stream: Stream,
 }
 
 impl<'g> Correlator<'g> {
@@ -383,7 +386,8 @@ impl<'g> Correlator<'g> {
         let blocks = config.channels as u64 * Correlator::blocks_per_channel(&config, wgmma) as u64;
         let slots = per_sm.max(1) as u64 * gpu.sm_count() as u64;
         let (slices, slice_stages) = time_slices(blocks, slots, config.times / TIME_TILE)?;
-        Ok(Correlator { gpu, config, kernel, aligned, wgmma, threads, smem, slices, slice_stages })
+        let stream = gpu.stream().clone();
+        Ok(Correlator { gpu, config, kernel, aligned, wgmma, threads, smem, slices, slice_stages, stream })
     }
 
     /// Blocks per channel (the grid's x).
@@ -409,12 +413,24 @@ impl<'g> Correlator<'g> {
         &self.config
     }
 
+    /// Launches `correlate` and `accumulate` on `stream` (the GPU's default stream until
+    /// set), so that callers can order their own work with ours; [`Error::WrongDevice`] for
+    /// a stream of another GPU. Streaming engines use their own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "correlator stream")
+    }
+
+    /// The stream `correlate` and `accumulate` launch on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
     fn launch<T: bytemuck::Pod>(
         &self,
         input: &DeviceBuffer<u8>,
         output: &mut DeviceBuffer<T>,
         accumulate: bool,
-        stream: &crate::Stream,
+        stream: &Stream,
     ) -> Result<()> {
         self.gpu.check_owner(input, "correlator input")?;
         self.gpu.check_owner(output, "correlator output")?;
@@ -432,7 +448,7 @@ impl<'g> Correlator<'g> {
             (true, _) => Output::Add64,
             (false, 1) => Output::Store32,
             (false, _) => {
-                output.poison(0)?;
+                output.poison_on(stream, 0)?;
                 Output::Add32
             }
         };
@@ -464,7 +480,7 @@ impl<'g> Correlator<'g> {
 
     /// One launch: writes `output` (complex int32, every value) from `input`.
     pub fn correlate(&self, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<[i32; 2]>) -> Result<()> {
-        self.launch(input, output, false, self.gpu.stream())
+        self.launch(input, output, false, &self.stream)
     }
 
     /// One launch added to a complex int64 accumulator (long integrations).
@@ -473,105 +489,175 @@ impl<'g> Correlator<'g> {
         input: &DeviceBuffer<u8>,
         accumulator: &mut DeviceBuffer<[i64; 2]>,
     ) -> Result<()> {
-        self.launch(input, accumulator, true, self.gpu.stream())
+        self.launch(input, accumulator, true, &self.stream)
     }
 
-    /// Streaming integration (seed sec. 5, Algorithm 1): correlates the host chunks (each
-    /// `input_bytes()` long, consecutive in time) into one int64 result through an
-    /// [`Integration`].
+    /// Correlates the host chunks (each `input_bytes()` long, consecutive in time) into one
+    /// int64 integration through an [`Integration`].
     pub fn integrate(&self, chunks: &[&[u8]]) -> Result<Vec<[i64; 2]>> {
         for chunk in chunks {
             self.config.check_input_len(chunk.len())?;
         }
         let mut integration = self.integration()?;
         for chunk in chunks {
-            integration.buffer()?.copy_from_slice(chunk);
+            integration.input()?.copy_from_slice(chunk);
             integration.submit()?;
         }
         integration.finish()
     }
 
-    /// A streaming integration with its pinned buffers, for producers that write chunks
-    /// straight into pinned memory (no extra host copy).
+    /// A streaming integration that runs until [`Integration::finish`]: the
+    /// [`streaming`](Self::streaming) engine with one integration of any length.
     pub fn integration(&self) -> Result<Integration<'_, 'g>> {
+        self.streaming(0, crate::streaming::DEFAULT_DEPTH)
+    }
+
+    /// The streaming X-engine: voltage chunks (`input_bytes()` each) in, one integration of
+    /// `chunks_per_integration` chunks out (0: until [`Integration::finish`]), with `depth`
+    /// input slots and as many output slots ([`crate::streaming`]).
+    pub fn streaming(&self, chunks_per_integration: usize, depth: usize) -> Result<Integration<'_, 'g>> {
         let gpu = self.gpu;
-        let bytes = self.config.input_bytes();
-        let context = gpu.context();
-        let mut pinned = [
-            // SAFETY: the allocation is zeroed below, before any reference to it exists.
-            unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
-            // SAFETY: as above.
-            unsafe { context.alloc_pinned::<u8>(bytes) }.during("allocating pinned memory")?,
-        ];
-        for buffer in &mut pinned {
-            let start = buffer.as_mut_ptr().during("mapping pinned memory")?;
-            // SAFETY: `start` addresses the `bytes` bytes just allocated, which nothing else
-            // uses yet; zeroing them makes every later `&mut [u8]` over them (`buffer()`)
-            // refer to initialised memory.
-            unsafe { std::ptr::write_bytes(start, 0, bytes) };
-        }
         Ok(Integration {
             correlator: self,
-            copy_stream: gpu.new_stream()?,
-            pinned,
-            device: [gpu.alloc::<u8>(bytes, 0)?, gpu.alloc::<u8>(bytes, 0)?],
-            accumulator: gpu.alloc::<[i64; 2]>(self.config.output_len(), 0)?,
-            submitted: 0,
+            lanes: Lanes::new(gpu)?,
+            input: InputRing::new(gpu, depth, self.config.input_bytes())?,
+            output: OutputRing::new(gpu, depth, self.config.output_len(), "correlator's integrations")?,
+            chunks_per_integration,
+            in_integration: 0,
         })
     }
 }
 
-/// Streaming integration (seed sec. 5, Algorithm 1). Chunks alternate between two pinned
-/// host buffers and two device buffers: the upload of chunk p + 1 (on a copy stream)
-/// overlaps the correlation of chunk p (on the GPU's stream), and every chunk is added to
-/// one complex int64 accumulator on the device.
+/// The streaming X-engine (Clark, La Plante & Greenhill, sec. 5, Algorithm 1), on the ring of
+/// [`crate::streaming`]: the upload of chunk p + 1 (upload lane) overlaps the correlation of
+/// chunk p (compute lane), which is added to a complex int64 accumulator, the device slot of
+/// the output ring; a full integration is downloaded once (download lane) while the next one
+/// accumulates in the next slot.
 pub struct Integration<'c, 'g> {
     correlator: &'c Correlator<'g>,
-    copy_stream: crate::Stream,
-    pinned: [cudarc::driver::PinnedHostSlice<u8>; 2],
-    device: [DeviceBuffer<u8>; 2],
-    accumulator: DeviceBuffer<[i64; 2]>,
-    submitted: usize,
+    lanes: Lanes,
+    input: InputRing<u8>,
+    output: OutputRing<[i64; 2]>,
+    /// Chunks per integration (0: until `finish`) and chunks in the current one.
+    chunks_per_integration: usize,
+    in_integration: usize,
 }
 
 impl Integration<'_, '_> {
     /// The pinned buffer for the next chunk (`input_bytes()` long): zeros at first, then the
-    /// chunk last submitted from it. Waits until the upload that last read it has finished.
-    pub fn buffer(&mut self) -> Result<&mut [u8]> {
-        self.pinned[self.submitted % 2].as_mut_slice().during("mapping pinned memory")
+    /// chunk last submitted from it. Waits only for the upload that last read it.
+    pub fn input(&mut self) -> Result<&mut [u8]> {
+        self.input.host_mut()
     }
 
-    /// Uploads the chunk in the current buffer and adds its correlation to the accumulator.
+    /// As [`input`](Self::input) (the name of earlier releases).
+    pub fn buffer(&mut self) -> Result<&mut [u8]> {
+        self.input()
+    }
+
+    /// Uploads the chunk in the current input slot and adds its correlation to the
+    /// integration; enqueues the integration's download when it is complete.
+    /// [`Error::Backlog`] (nothing changed) when it would start an integration while every
+    /// output slot holds one not yet taken.
     pub fn submit(&mut self) -> Result<()> {
-        let slot = self.submitted % 2;
-        let bytes = self.correlator.config.input_bytes();
-        // cudarc's event tracking orders this copy after the kernel that last read
-        // device[slot], and the kernel after this copy.
-        self.copy_stream
-            .memcpy_htod(&self.pinned[slot], &mut self.device[slot].arg_mut().slice_mut(0..bytes))
-            .during("copying a chunk to the device")?;
-        self.correlator.launch(
-            &self.device[slot],
-            &mut self.accumulator,
-            true,
-            self.correlator.gpu.stream(),
-        )?;
-        self.submitted += 1;
+        self.begin_chunk()?;
+        self.input.upload(&self.lanes)?;
+        self.correlate_uploaded()
+    }
+
+    /// As [`submit`](Self::submit), the chunk copied straight from `source` at element
+    /// `offset` (registered host memory, e.g. a receive buffer; no host copy).
+    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, u8>, offset: usize) -> Result<()> {
+        self.input.check_registered(source, offset)?;
+        self.begin_chunk()?;
+        self.input.upload_registered(&self.lanes, source, offset)?;
+        self.correlate_uploaded()
+    }
+
+    /// Zeroes the next output slot when the chunk starts an integration.
+    fn begin_chunk(&mut self) -> Result<()> {
+        if self.in_integration == 0 {
+            let accumulator = self.output.next_device()?;
+            accumulator.poison_on(self.lanes.compute(), 0)?;
+        }
         Ok(())
     }
 
-    /// Chunks submitted since the start (or the last `finish`).
-    pub fn submitted(&self) -> usize {
-        self.submitted
+    /// Correlates the chunk just uploaded into the accumulator (compute lane).
+    fn correlate_uploaded(&mut self) -> Result<()> {
+        let slot = (self.input.uploaded() - 1) % self.input.depth() as u64;
+        let input = self.input.device(slot as usize);
+        let accumulator = self.output.next_device()?;
+        self.correlator.launch(input, accumulator, true, self.lanes.compute())?;
+        self.in_integration += 1;
+        if self.in_integration == self.chunks_per_integration {
+            self.end_integration()?;
+        }
+        Ok(())
     }
 
-    /// Waits for every chunk, returns the integrated visibilities and starts over.
+    /// Ends the current integration now (enqueues its download), if it holds any chunk.
+    pub fn end_integration(&mut self) -> Result<()> {
+        if self.in_integration > 0 {
+            self.output.download(&self.lanes)?;
+            self.in_integration = 0;
+        }
+        Ok(())
+    }
+
+    /// The oldest complete integration not yet taken (complex int64, `output_len()` values),
+    /// once downloaded; `None` when none is pending.
+    pub fn output(&mut self) -> Result<Option<&[[i64; 2]]>> {
+        self.output.take()
+    }
+
+    /// Integrations complete (enqueued) and not yet taken.
+    pub fn pending(&self) -> usize {
+        self.output.pending()
+    }
+
+    /// Chunks in the current integration.
+    pub fn submitted(&self) -> usize {
+        self.in_integration
+    }
+
+    /// Ends the current integration and returns it, and any earlier one not yet taken is
+    /// dropped first; an integration of no chunks is all zeros.
     pub fn finish(&mut self) -> Result<Vec<[i64; 2]>> {
-        self.correlator.gpu.synchronize()?;
-        let result = self.accumulator.download()?;
-        self.accumulator.poison(0)?;
-        self.submitted = 0;
-        Ok(result)
+        if self.in_integration == 0 {
+            while self.output.free() == 0 {
+                self.output.take()?;
+            }
+            self.begin_chunk()?;
+            self.output.download(&self.lanes)?;
+        } else {
+            self.end_integration()?;
+        }
+        while self.output.pending() > 1 {
+            self.output.take()?;
+        }
+        Ok(self.output.take()?.map(<[_]>::to_vec).unwrap_or_default())
+    }
+}
+
+impl crate::streaming::Engine for Integration<'_, '_> {
+    fn submit(&mut self) -> Result<()> {
+        Integration::submit(self)
+    }
+    fn skip_output(&mut self) -> Result<bool> {
+        Ok(self.output.take()?.is_some())
+    }
+    fn pending(&self) -> usize {
+        self.output.pending()
+    }
+    fn free_outputs(&self) -> usize {
+        self.output.free()
+    }
+    fn max_outputs_per_submit(&self) -> usize {
+        1
+    }
+    fn flush(&mut self) -> Result<()> {
+        self.end_integration()
     }
 }
 

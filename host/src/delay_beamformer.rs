@@ -26,15 +26,25 @@
 //! buffers, must belong to the beamformer's GPU ([`Gpu::check_owner`]), else
 //! [`Error::WrongDevice`]. Device buffers need no alignment check: they are driver
 //! allocations (see [`DeviceBuffer`]).
+//!
+//! Streams: the launcher's calls ([`DelayBeamformer::beamform`],
+//! [`DelayBeamformer::beamform_steered`], [`DelayBeamformer::upload_steering`],
+//! [`DelayBeamformer::dither_state`]) work on its stream ([`DelayBeamformer::set_stream`]);
+//! the streaming engine ([`DelayBeamformer::streaming`], module [`streaming`]) runs chunks of
+//! x from host memory to beams and saturation counts in host memory on its own lanes.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
+use bytemuck::Pod;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::delay_beamformer as layout;
 pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, VARIANTS};
 use radio_kernels_gpu::xorwow::{self, Jump, STATE_WORDS};
 pub use radio_kernels_gpu::xorwow::{dither, Xorwow};
 use std::sync::OnceLock;
+
+pub mod streaming;
+pub use streaming::{DelayOutput, DelayStream};
 
 /// Most time groups of one launch: the grid's y dimension.
 pub const MAX_GROUPS: u32 = 65535;
@@ -635,6 +645,8 @@ pub struct DelayBeamformer<'g> {
     plan: Plan,
     kernel: CudaFunction,
     slot_table: DeviceBuffer<u32>,
+    /// The stream the launcher's calls work on.
+    stream: Stream,
 }
 
 impl<'g> DelayBeamformer<'g> {
@@ -658,7 +670,22 @@ impl<'g> DelayBeamformer<'g> {
         }
         let plan = Plan::new(&config, per_sm.saturating_mul(gpu.sm_count()))?;
         let slot_table = gpu.upload(&plan.slot_table)?;
-        Ok(DelayBeamformer { gpu, config, plan, kernel, slot_table })
+        let stream = gpu.stream().clone();
+        Ok(DelayBeamformer { gpu, config, plan, kernel, slot_table, stream })
+    }
+
+    /// Runs the launcher's calls (`beamform`, `beamform_steered`, `upload_steering`,
+    /// `dither_state`) on `stream` (the GPU's default stream until set), so that callers can
+    /// order their own work with ours; [`Error::WrongDevice`] for a stream of another GPU.
+    /// The new stream first waits (on the GPU) for the work enqueued on the old one. The
+    /// streaming engine uses its own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "delay beamformer stream")
+    }
+
+    /// The stream the launcher's calls work on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
     }
 
     pub fn config(&self) -> &DelayBeamformerConfig {
@@ -683,29 +710,32 @@ impl<'g> DelayBeamformer<'g> {
             )));
         }
         let count = count as u32; // checked above
-        let base = self.gpu.upload(&curand_init(seed, first_subsequence, offset).to_words())?;
+        let stream = &self.stream;
+        let base = upload_on(self.gpu, stream, &curand_init(seed, first_subsequence, offset).to_words())?;
         let matrices: Vec<u32> = jumps().sequence[..32].iter().flatten().flatten().copied().collect();
-        let matrices = self.gpu.upload(&matrices)?;
+        let matrices = upload_on(self.gpu, stream, &matrices)?;
         let mut buffer = self.gpu.alloc::<u32>(count as usize * STATE_WORDS, 0xA5)?;
         let kernel = self.gpu.function("delay_beamformer_dither_init")?;
-        let mut launch = self.gpu.stream().launch_builder(&kernel);
+        let mut launch = stream.launch_builder(&kernel);
         launch.arg(buffer.arg_mut()).arg(&count).arg(base.raw()).arg(matrices.raw());
         // SAFETY: matches `delay_beamformer_dither_init(states, count, base, jumps)`: `count`
         // states of STATE_WORDS words, one base state, 32 jump matrices of 160 x 5 words,
         // all allocated on this GPU just above.
         unsafe { launch.launch(launch_1d(count.div_ceil(256), 256, 0)) }
             .during("initialising dither states")?;
-        self.gpu.synchronize()?; // the uploads must outlive the kernel that reads them
+        // The uploads must outlive the kernel that reads them.
+        stream.synchronize().during("waiting for the dither states")?;
         Ok(DitherState { buffer, count, plan: self.plan.clone(), seed, first_subsequence })
     }
 
-    /// Checks `weights` and `delays` ([`check_steering`]) and uploads them for
-    /// [`beamform_steered`](Self::beamform_steered).
+    /// Checks `weights` and `delays` ([`check_steering`]) and uploads them (on the launcher's
+    /// stream) for [`beamform_steered`](Self::beamform_steered) and
+    /// [`streaming`](Self::streaming).
     pub fn upload_steering(&self, weights: &[[f32; 2]], delays: &[f32]) -> Result<DeviceSteering> {
         check_steering(&self.config, weights, delays)?;
         Ok(DeviceSteering {
-            weights: self.gpu.upload(weights)?,
-            delays: self.gpu.upload(delays)?,
+            weights: upload_on(self.gpu, &self.stream, weights)?,
+            delays: upload_on(self.gpu, &self.stream, delays)?,
             antennas: self.config.antennas,
             beams: self.config.beams.len(),
             last_channel: self.config.last_channel(),
@@ -717,11 +747,11 @@ impl<'g> DelayBeamformer<'g> {
     /// must come from this beamformer's [`dither_state`](Self::dither_state); it advances.
     ///
     /// Every buffer must belong to this beamformer's GPU (`WrongDevice`) and have its
-    /// configuration's length (`ShapeMismatch`). `weights` and `delays` are downloaded and
-    /// checked ([`check_steering`]: `NonFinite` for NaN, infinity or f32 overflow in the
-    /// kernel's steering), which waits for the GPU; for repeated launches with the same
-    /// steering, [`upload_steering`](Self::upload_steering) checks once and
-    /// [`beamform_steered`](Self::beamform_steered) launches without waiting.
+    /// configuration's length (`ShapeMismatch`). `weights` and `delays` are downloaded (on the
+    /// launcher's stream) and checked ([`check_steering`]: `NonFinite` for NaN, infinity or
+    /// f32 overflow in the kernel's steering), which waits for that stream; for repeated
+    /// launches with the same steering, [`upload_steering`](Self::upload_steering) checks
+    /// once and [`beamform_steered`](Self::beamform_steered) launches without waiting.
     pub fn beamform(
         &self,
         input: &DeviceBuffer<[i8; 2]>,
@@ -732,13 +762,15 @@ impl<'g> DelayBeamformer<'g> {
         saturated: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         self.check_arguments(input, weights, delays, dither.as_deref(), output, saturated)?;
-        check_steering(&self.config, &weights.download()?, &delays.download()?)?;
-        self.launch(input, weights, delays, dither, output, saturated)
+        let (w, d) = (download_on(&self.stream, weights)?, download_on(&self.stream, delays)?);
+        check_steering(&self.config, &w, &d)?;
+        self.launch(input, weights, delays, dither, output, saturated, &self.stream)
     }
 
     /// [`beamform`](Self::beamform) with steering checked by
     /// [`upload_steering`](Self::upload_steering) (of a beamformer with the same antennas,
-    /// beams and a last channel at least this one's, on this GPU).
+    /// beams and a last channel at least this one's, on this GPU), launched on the
+    /// launcher's stream without a host wait.
     pub fn beamform_steered(
         &self,
         input: &DeviceBuffer<[i8; 2]>,
@@ -747,6 +779,21 @@ impl<'g> DelayBeamformer<'g> {
         output: &mut DeviceBuffer<[i8; 2]>,
         saturated: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
+        self.check_steered(steering)?;
+        self.check_arguments(
+            input,
+            &steering.weights,
+            &steering.delays,
+            dither.as_deref(),
+            output,
+            saturated,
+        )?;
+        self.launch(input, &steering.weights, &steering.delays, dither, output, saturated, &self.stream)
+    }
+
+    /// `InvalidConfig` unless `steering` was checked for this beamformer's antennas and beams
+    /// up to (at least) its last channel.
+    fn check_steered(&self, steering: &DeviceSteering) -> Result<()> {
         let c = &self.config;
         if steering.antennas != c.antennas
             || steering.beams != c.beams.len()
@@ -763,15 +810,7 @@ impl<'g> DelayBeamformer<'g> {
                 c.last_channel()
             )));
         }
-        self.check_arguments(
-            input,
-            &steering.weights,
-            &steering.delays,
-            dither.as_deref(),
-            output,
-            saturated,
-        )?;
-        self.launch(input, &steering.weights, &steering.delays, dither, output, saturated)
+        Ok(())
     }
 
     /// Ownership (`WrongDevice`), lengths (`ShapeMismatch`) and the dither state
@@ -791,9 +830,6 @@ impl<'g> DelayBeamformer<'g> {
         self.gpu.check_owner(delays, "delay beamformer delays")?;
         self.gpu.check_owner(output, "delay beamformer output")?;
         self.gpu.check_owner(saturated, "delay beamformer saturation counts")?;
-        if let Some(state) = dither {
-            self.gpu.check_owner(&state.buffer, "dither state")?;
-        }
         let shapes = [
             ("delay beamformer input (complex samples)", c.input_len(), input.len()),
             ("delay beamformer weights", c.steering_len(), weights.len()),
@@ -806,16 +842,29 @@ impl<'g> DelayBeamformer<'g> {
                 return Err(Error::ShapeMismatch { what, expected, actual });
             }
         }
+        self.check_dither(dither)
+    }
+
+    /// The dither state: `WrongDevice` for another GPU's, `InvalidConfig` when missing for
+    /// dithered beams or made for another plan.
+    fn check_dither(&self, dither: Option<&DitherState>) -> Result<()> {
+        if let Some(state) = dither {
+            self.gpu.check_owner(&state.buffer, "dither state")?;
+        }
         match dither {
-            Some(state) if c.dithered() && state.plan != self.plan => Err(Error::InvalidConfig(
+            Some(state) if self.config.dithered() && state.plan != self.plan => Err(Error::InvalidConfig(
                 "the dither state was made for another beamformer (plan differs)".into(),
             )),
-            None if c.dithered() => Err(Error::InvalidConfig("dithered beams need a DitherState".into())),
+            None if self.config.dithered() => {
+                Err(Error::InvalidConfig("dithered beams need a DitherState".into()))
+            }
             _ => Ok(()),
         }
     }
 
-    /// The launch, after [`check_arguments`](Self::check_arguments) and the steering checks.
+    /// The launch on `stream`, after [`check_arguments`](Self::check_arguments) and the
+    /// steering checks.
+    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         input: &DeviceBuffer<[i8; 2]>,
@@ -824,15 +873,16 @@ impl<'g> DelayBeamformer<'g> {
         dither: Option<&mut DitherState>,
         output: &mut DeviceBuffer<[i8; 2]>,
         saturated: &mut DeviceBuffer<u32>,
+        stream: &Stream,
     ) -> Result<()> {
         let c = &self.config;
         // No beam dithered: the states stay as they are.
         let states = dither.filter(|_| c.dithered());
-        saturated.poison(0)?;
+        saturated.poison_on(stream, 0)?;
         let p = &self.plan;
         let null = 0u64;
         let beams = c.beams.len() as u32;
-        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        let mut launch = stream.launch_builder(&self.kernel);
         launch
             .arg(input.raw())
             .arg(weights.raw())
@@ -863,6 +913,30 @@ impl<'g> DelayBeamformer<'g> {
         unsafe { launch.launch(config) }.during("launching the delay beamformer")?;
         Ok(())
     }
+}
+
+/// A new device buffer holding `data`, copied on `stream` (the allocation's fill is on the
+/// GPU's stream, ordered before the copy by the buffer's events).
+fn upload_on<T: Pod>(gpu: &Gpu, stream: &Stream, data: &[T]) -> Result<DeviceBuffer<T>> {
+    let mut buffer = gpu.alloc::<T>(data.len(), 0)?;
+    if !data.is_empty() {
+        let mut view = buffer.arg_mut().slice_mut(0..std::mem::size_of_val(data));
+        stream.memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view).during("copying to the device")?;
+    }
+    Ok(buffer)
+}
+
+/// `buffer` copied to a new host vector on `stream` (waits for the stream).
+fn download_on<T: Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
+    let mut out = vec![T::zeroed(); buffer.len()];
+    if !out.is_empty() {
+        let view = buffer.raw().slice(0..std::mem::size_of_val(out.as_slice()));
+        stream
+            .memcpy_dtoh(&view, bytemuck::cast_slice_mut::<T, u8>(&mut out))
+            .during("copying from the device")?;
+        stream.synchronize().during("waiting for the download")?;
+    }
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ pub enum Error {
     /// A streaming engine refuses further use: an earlier device error struck part-way
     /// through a step, so its kept state may be inconsistent. `reset()` starts a new stream.
     StreamBroken { engine: &'static str, cause: String },
+    /// A streaming engine's output slots all hold outputs not yet taken: take one (the
+    /// engine's `output()`) before submitting another chunk.
+    Backlog { what: &'static str, slots: usize },
     /// A CUDA library the call needs (e.g. `cufft`) cannot be loaded on this machine.
     MissingLibrary(&'static str),
     /// A CUDA library call failed with status `code`; `during` says which step.
@@ -65,6 +68,10 @@ impl fmt::Display for Error {
             Error::WrongDevice { what } => {
                 write!(f, "{what} belongs to another GPU (CUDA context) than the one it is used with")
             }
+            Error::Backlog { what, slots } => write!(
+                f,
+                "all {slots} slots of the {what} hold outputs not yet taken; take one before submitting more"
+            ),
             Error::MissingLibrary(library) => write!(
                 f,
                 "the CUDA library lib{library} cannot be loaded (not installed or not on the library path)"

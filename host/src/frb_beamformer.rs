@@ -7,9 +7,14 @@
 //! Index maps and kernels: `radio_kernels_gpu::frb_beamformer`.
 //!
 //! Complex f16 data is one `u32` per value, real part in bits 0..16 (`packing::pack_f16x2`).
-use crate::error::{Error, Result};
+//!
+//! The first kernel ([`FrbBeamformer`]), the resamplers ([`resample`], [`factorized`],
+//! [`nufft`]) and the quantiser ([`quantize`]) each run on one stream, the GPU's default
+//! until `set_stream`; [`FrbStream`] chains the first kernel, a resampler and the quantiser
+//! on the device and streams E chunks through them from host memory ([`streaming`]).
+use crate::error::{DriverContext, Error, Result};
 use crate::fragment::{from_slots, to_slots};
-use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
 use cudarc::driver::CudaFunction;
 use half::f16;
@@ -658,6 +663,8 @@ pub struct ShortFft<'g> {
     batch_kernel: CudaFunction,
     loop_kernel: CudaFunction,
     gammas: DeviceBuffer<u32>,
+    /// The stream `run` and `run_loop` launch on.
+    stream: Stream,
 }
 
 impl<'g> ShortFft<'g> {
@@ -685,7 +692,19 @@ impl<'g> ShortFft<'g> {
             batch_kernel: gpu.function(batch)?,
             loop_kernel: gpu.function(looped)?,
             gammas: gpu.upload(&image)?,
+            stream: gpu.stream().clone(),
         })
+    }
+
+    /// Launches `run` and `run_loop` on `stream` (the GPU's default stream until set);
+    /// [`Error::WrongDevice`] for a stream of another GPU.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "short FFT stream")
+    }
+
+    /// The stream `run` and `run_loop` launch on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
     }
 
     pub fn n(&self) -> u32 {
@@ -712,7 +731,7 @@ impl<'g> ShortFft<'g> {
         let per_block = (FFT_THREADS / 32 * self.ffts_per_group()) as usize;
         let blocks = batch.div_ceil(per_block) as u32;
         let batch = batch as u32;
-        let mut launch = self.gpu.stream().launch_builder(&self.batch_kernel);
+        let mut launch = self.stream.launch_builder(&self.batch_kernel);
         launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.arg_mut()).arg(&batch);
         // SAFETY: matches `frb_short_fft_n*(gammas, x, y, batch)`; the lengths were checked and
         // the kernel touches only the first `batch` arrays.
@@ -750,7 +769,7 @@ impl<'g> ShortFft<'g> {
         }
         self.gpu.check_owner(x, "loop FFT input")?;
         self.gpu.check_owner(y, "loop FFT output")?;
-        let mut launch = self.gpu.stream().launch_builder(&self.loop_kernel);
+        let mut launch = self.stream.launch_builder(&self.loop_kernel);
         launch.arg(self.gammas.raw()).arg(x.raw()).arg(y.arg_mut()).arg(&iterations).arg(&salt);
         // SAFETY: matches `frb_short_fft_loop_n*(gammas, x, y, iterations, salt)`; x holds 4
         // words and y one per thread.
@@ -1025,13 +1044,30 @@ pub struct FrbBeamformer<'g> {
     tbar_per_block: u32,
     shared_bytes: u32,
     threads: u32,
+    /// The stream `beamform` launches on.
+    stream: Stream,
 }
 
 impl<'g> FrbBeamformer<'g> {
     /// Validates `config`, the dish map (`grid[d] = (m, n)`) and the weights (complex f16
     /// `[f][pol][m][n]`, re in bits 0..16; a NaN or infinite half is `NonFinite` with the
-    /// word's index), and uploads them.
+    /// word's index), uploads them, and runs [`warm_up`](Self::warm_up) so that the kernel's
+    /// one-time costs are paid here and not by the first [`beamform`](Self::beamform).
     pub fn new(
+        gpu: &'g Gpu,
+        config: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+    ) -> Result<FrbBeamformer<'g>> {
+        let beamformer = FrbBeamformer::without_warm_up(gpu, config, grid, weights)?;
+        beamformer.warm_up()?;
+        Ok(beamformer)
+    }
+
+    /// As [`new`](Self::new) without the warm-up launch (for measuring the first launch's
+    /// cost).
+    #[doc(hidden)]
+    pub fn without_warm_up(
         gpu: &'g Gpu,
         config: FrbConfig,
         grid: &[(u32, u32)],
@@ -1068,7 +1104,37 @@ impl<'g> FrbBeamformer<'g> {
             threads,
             gammas_m: gpu.upload(&if eo { eo_image() } else { gamma_image(config.m)? })?,
             gammas_n: gpu.upload(&gamma_image(config.n)?)?,
+            stream: gpu.stream().clone(),
         })
+    }
+
+    /// One small launch of this beamformer's kernel (one channel, one outer block of zero E,
+    /// into scratch memory) on its stream, and a wait for it. The driver may finish setting a
+    /// kernel up only at its first launch (under lazy module loading, the default since CUDA
+    /// 12.2, a function can be loaded then; a launch can also grow the context's per-thread
+    /// local memory), and a first `beamform` timed with events would count that as kernel
+    /// time. [`new`](Self::new) calls it; later calls cost one tiny launch and a wait.
+    pub fn warm_up(&self) -> Result<()> {
+        let c = &self.config;
+        let case = c.case()?;
+        // The same entry point: T_ds up to FRB_F16_SUM_MAX_T_DS, or the first multiple of
+        // the outer block above it.
+        let t_ds = if c.t_ds <= FRB_F16_SUM_MAX_T_DS {
+            1
+        } else {
+            (FRB_F16_SUM_MAX_T_DS / case.t_outer + 1) * case.t_outer
+        };
+        let small = FrbConfig { freqs: 1, times: t_ds.max(case.t_outer), t_ds, ..*c };
+        small.validate()?;
+        if frb_beamform_kernel(&case, small.t_ds) != frb_beamform_kernel(&case, c.t_ds) {
+            return Err(Error::InvalidConfig(
+                "the FRB warm-up launch would run another kernel (internal error)".into(),
+            ));
+        }
+        let e = self.gpu.alloc::<u8>(small.e_len(), 0)?;
+        let mut i = self.gpu.alloc::<u16>(small.output_len(), 0)?;
+        self.launch_config(&small, 1, &e, &mut i, &self.stream)?;
+        self.stream.synchronize().during("waiting for the FRB kernel's warm-up launch")
     }
 
     /// Output samples per block: [`frb_output_samples_per_block`]'s choice unless set.
@@ -1098,10 +1164,49 @@ impl<'g> FrbBeamformer<'g> {
         &self.config
     }
 
+    /// The GPU this beamformer runs on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Launches `beamform` on `stream` (the GPU's default stream until set), so that callers
+    /// can order their own work with ours; [`Error::WrongDevice`] for a stream of another
+    /// GPU. Streaming engines ([`FrbStream`]) use their own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "FRB beamformer stream")
+    }
+
+    /// The stream `beamform` launches on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
     /// `I[f][tbar][p][q]` (f16 bits) from E (ci4 `[tau][f][pol][d]`). E and I may exceed
     /// 2^32 bytes and values: the kernels address their rows in 64 bits.
     pub fn beamform(&self, e: &DeviceBuffer<u8>, i: &mut DeviceBuffer<u16>) -> Result<()> {
-        let c = &self.config;
+        self.launch(e, i, &self.stream)
+    }
+
+    /// [`beamform`](Self::beamform) on `stream`.
+    pub(crate) fn launch(
+        &self,
+        e: &DeviceBuffer<u8>,
+        i: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.launch_config(&self.config, self.tbar_per_block, e, i, stream)
+    }
+
+    /// One launch of the kernel for `c`, this beamformer's configuration or one of the same
+    /// case and entry point with no more channels (the warm-up).
+    fn launch_config(
+        &self,
+        c: &FrbConfig,
+        tbar_per_block: u32,
+        e: &DeviceBuffer<u8>,
+        i: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<()> {
         self.gpu.check_owner(e, "FRB E")?;
         self.gpu.check_owner(i, "FRB intensity I")?;
         if e.len() != c.e_len() {
@@ -1114,7 +1219,7 @@ impl<'g> FrbBeamformer<'g> {
                 actual: i.len(),
             });
         }
-        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        let mut launch = stream.launch_builder(&self.kernel);
         launch
             .arg(e.raw())
             .arg(self.weights.raw())
@@ -1125,24 +1230,62 @@ impl<'g> FrbBeamformer<'g> {
             .arg(&c.freqs)
             .arg(&c.times)
             .arg(&c.t_ds)
-            .arg(&self.tbar_per_block);
+            .arg(&tbar_per_block);
         // At most FRB_MAX_BLOCKS (the split's choice and `set_output_samples_per_block`
         // ensure it).
-        let blocks = frb_blocks(c, self.tbar_per_block);
+        let blocks = frb_blocks(c, tbar_per_block);
         let blocks = u32::try_from(blocks).ok().filter(|&b| b as u64 <= FRB_MAX_BLOCKS).ok_or_else(|| {
             Error::InvalidConfig(format!(
                 "the FRB launch would need {blocks} blocks, past the grid's 2^31 - 1"
             ))
         })?;
         // SAFETY: matches `frb_beamform_d*_m*_n*(e, weights, grid, gammas_m, gammas_n, out,
-        // freqs, times, t_ds, tbar_per_block)`; every length was checked against the
-        // validated config (T <= 2^31, so the kernels' 32-bit sample counters do not wrap;
-        // E and I rows are addressed in 64 bits), the map is inside the grid, `times` is a
-        // multiple of `t_ds`, and `blocks = F * ceil(out_times / tbar_per_block)`.
+        // freqs, times, t_ds, tbar_per_block)`; every length was checked against a validated
+        // config of this beamformer's case and entry point with at most its channels (the
+        // weights hold at least `freqs` channels) (T <= 2^31, so the kernels' 32-bit sample
+        // counters do not wrap; E and I rows are addressed in 64 bits), the map is inside
+        // the grid, `times` is a multiple of `t_ds`, `tbar_per_block >= 1` and
+        // `blocks = F * ceil(out_times / tbar_per_block)`.
         unsafe { launch.launch(launch_1d(blocks, self.threads, self.shared_bytes)) }
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
     }
+}
+
+/// Enqueues the copy of `data` (exactly `buffer.len()` elements, pageable host memory) into
+/// `buffer` on `stream`. The driver stages pageable memory, so the call may wait for the
+/// stream's earlier work; set-up only, never the hot path.
+pub(crate) fn upload_on<T: bytemuck::Pod>(
+    stream: &Stream,
+    buffer: &mut DeviceBuffer<T>,
+    data: &[T],
+) -> Result<()> {
+    if data.len() != buffer.len() {
+        return Err(Error::ShapeMismatch {
+            what: "upload source",
+            expected: buffer.len(),
+            actual: data.len(),
+        });
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    let bytes: &[u8] = bytemuck::cast_slice(data);
+    let mut view = buffer.arg_mut().slice_mut(0..bytes.len());
+    stream.memcpy_htod(bytes, &mut view).during("copying to the device")
+}
+
+/// Copies `buffer` to a new host vector on `stream` and waits for it (set-up and error paths
+/// only).
+pub(crate) fn download_on<T: bytemuck::Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
+    let mut out = vec![T::zeroed(); buffer.len()];
+    if !out.is_empty() {
+        let host: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        let view = buffer.raw().slice(0..host.len());
+        stream.memcpy_dtoh(&view, host).during("copying from the device")?;
+        stream.synchronize().during("waiting for a download")?;
+    }
+    Ok(out)
 }
 
 /// Output samples per block of the first FRB kernel (blocks are channels times equal chunks
@@ -1651,3 +1794,6 @@ pub mod factorized;
 pub mod nufft;
 pub mod quantize;
 pub mod resample;
+pub mod streaming;
+
+pub use streaming::{FrbOutput, FrbResampling, FrbStream};

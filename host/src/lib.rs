@@ -1,5 +1,25 @@
 //! Host side of radio-kernels: the CUDA runtime (over cudarc), typed launchers with input
-//! validation, and the CPU references every kernel is tested against.
+//! validation, streaming engines, and the CPU references every kernel is tested against.
+//!
+//! # Streams and composition
+//!
+//! Every launcher runs on one CUDA stream, the GPU's default stream until `set_stream` gives
+//! it another (of the same GPU), so callers can order their own kernels with ours. Streaming
+//! engines ([`streaming`]) run on three lanes of their own. Device buffers carry cudarc's
+//! read and write events, so a buffer used on two streams is ordered without explicit waits.
+//! Device memory another library owns joins through [`Gpu::wrap_device`], host memory
+//! through [`Gpu::register_host`].
+//!
+//! # Threads
+//!
+//! - [`Gpu`] is `Send + Sync`: open a device once and share it (`&Gpu`, `Arc<Gpu>`) between
+//!   threads.
+//! - Launchers (`Correlator`, `BasebandBeamformer`, ...) are `Send + Sync`; their `&self`
+//!   calls may be made from several threads at once. Calls that change them (`set_stream`,
+//!   `set_weights`, ...) take `&mut self`.
+//! - Buffers, rings and streaming engines are `Send` and used from one thread at a time: move
+//!   an engine to the thread that feeds it. Engines of one GPU on several threads run
+//!   concurrently (each has its own lanes).
 pub mod baseband_beamformer;
 pub mod correlator;
 pub mod delay_beamformer;
@@ -10,8 +30,10 @@ pub mod pfb;
 pub mod runtime;
 pub mod selftest;
 mod size;
+pub mod streaming;
 
 pub use error::{DriverContext, Error, Result};
 pub use runtime::{
     launch_1d, CudaFunction, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg, Stream, Timer,
 };
+pub use streaming::{InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};

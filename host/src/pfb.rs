@@ -1,6 +1,8 @@
-//! PFB channelizer (F-engine, seed 004): configuration and validation, sample packing, PFB
-//! weights, the delay model, lost-data flags, the f64 CPU reference, and the [`Channelizer`]
-//! that runs the GPU path on a stream of chunks: the three-kernel path (FIR, cuFFT C2C,
+//! PFB channelizer (F-engine; Merry, "Efficient channelization on a graphics processing
+//! unit"): configuration and validation, sample packing, PFB weights, the delay model,
+//! lost-data flags, the f64 CPU reference, the [`Channelizer`] that runs the GPU path on a
+//! stream of chunks, and its streaming engine [`ChannelizerStream`] (pinned rings, copies
+//! overlapped with the kernels). The GPU path is the three-kernel path (FIR, cuFFT C2C,
 //! post-processing) or the fused path ([`PfbPath::Fused`], n <= 4096: FIR, FFT and
 //! post-processing in one launch). The fused path runs, on sm_90 at n = 1024, the cluster
 //! kernel (`radio_kernels_gpu::pfb::cluster`, at most 16 taps and 12-bit input, heaps of whole
@@ -24,6 +26,7 @@
 //! whole (lengths, room, every schedule it needs) before anything changes, so an invalid push
 //! (e.g. a delay past `max_delay`) leaves the stream as it was; only a device error part-way
 //! breaks it, and then it refuses further pushes until `reset` ([`Channelizer::push`]).
+//! One push completes at most [`ChannelizerConfig::max_outputs_per_push`] output chunks.
 //!
 //! Sizes: [`ChannelizerConfig::validate`] computes every size in 128-bit arithmetic and
 //! rejects an output chunk past 2^31 complex values ([`MAX_OUTPUT_VALUES`]: int8 output up to
@@ -42,7 +45,7 @@
 //! to `+-max` and NaN gives 0, and both count as clipped.
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{
-    allow_dynamic_shared, launch_1d, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg,
+    allow_dynamic_shared, launch_1d, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg, Stream,
 };
 use crate::size;
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
@@ -57,6 +60,9 @@ pub use radio_kernels_gpu::pfb::{
 };
 pub use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
+
+mod streaming;
+pub use streaming::{ChannelizerStream, PfbInput, PfbOutput, MAX_OUTPUT_SLOTS};
 
 /// Output sample format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +230,24 @@ impl ChannelizerConfig {
     /// it fits u64 (with no spectra, the `2n (spectra - 1)` term is 0), else `u64::MAX`.
     pub fn capacity_samples(&self) -> u64 {
         u64::try_from(self.capacity_exact()).unwrap_or(u64::MAX)
+    }
+    /// The most output chunks one pushed (or submitted) input chunk can complete,
+    /// `ceil((chunk_samples + 2 max_delay) / (2 n spectra_per_chunk))`, at least 1.
+    ///
+    /// Output chunk j is complete once the stream reaches its last window's end,
+    /// `2n ((j + 1) S - 1) + 2nT - coarse` for some coarse delay in `[-max_delay, max_delay]`
+    /// (any delay model, changed at any time). A push that moves the end from `E` to `E + C`
+    /// completes chunks `j0 ..= j1` where chunk `j0` was not complete at `E` (so its nominal
+    /// end passes `E - max_delay`) and chunk `j1` is at `E + C` (so its nominal end is at most
+    /// `E + C + max_delay`): `2 n S (j1 - j0) < C + 2 max_delay`. With no spectra or channels
+    /// (a configuration [`validate`](Self::validate) rejects) it saturates at `usize::MAX`.
+    pub fn max_outputs_per_push(&self) -> usize {
+        let per_chunk = 2 * self.channels as u128 * self.spectra_per_chunk() as u128;
+        if per_chunk == 0 {
+            return usize::MAX;
+        }
+        let span = self.chunk_samples as u128 + 2 * self.max_delay as u128;
+        size::saturate(span.div_ceil(per_chunk).max(1))
     }
     /// Index of output value (heap, channel, spectrum in heap, pol) in a chunk's output,
     /// `((heap n + channel) S + s) 2 + pol`: exact where it fits usize (always for in-range
@@ -453,17 +477,53 @@ impl Schedule {
         models: &[DelayModel; 2],
         first_spectrum: i64,
     ) -> Result<Schedule> {
+        let mut s = Schedule::with_capacity(0);
+        s.fill(config, models, first_spectrum)?;
+        Ok(s)
+    }
+
+    /// An empty schedule with room for `count` spectra per polarisation.
+    fn with_capacity(count: usize) -> Schedule {
+        Schedule {
+            starts: [Vec::with_capacity(count), Vec::with_capacity(count)],
+            fine: [Vec::with_capacity(count), Vec::with_capacity(count)],
+            rotation: [Vec::with_capacity(count), Vec::with_capacity(count)],
+        }
+    }
+
+    /// [`Schedule::new`] into `self`, reusing its vectors (no allocation once they hold a
+    /// chunk). On error `self` holds part of a chunk. A sine and cosine whose argument equals
+    /// the previous spectrum's (bit for bit: a constant delay or phase) are reused, which gives
+    /// the same bits as computing them again.
+    fn fill(
+        &mut self,
+        config: &ChannelizerConfig,
+        models: &[DelayModel; 2],
+        first_spectrum: i64,
+    ) -> Result<()> {
         config.validate()?;
         check_models(models)?;
         let count = config.spectra_per_chunk() as usize;
         let n2 = 2 * config.channels as i64;
         let window = config.window() as i64;
-        let mut s = Schedule {
-            starts: [Vec::with_capacity(count), Vec::with_capacity(count)],
-            fine: [Vec::with_capacity(count), Vec::with_capacity(count)],
-            rotation: [Vec::with_capacity(count), Vec::with_capacity(count)],
+        for p in 0..2 {
+            self.starts[p].clear();
+            self.fine[p].clear();
+            self.rotation[p].clear();
+            self.starts[p].reserve(count);
+            self.fine[p].reserve(count);
+            self.rotation[p].reserve(count);
+        }
+        let sin_cos = |memo: &mut Option<(u64, (f64, f64))>, x: f64| match *memo {
+            Some((bits, value)) if bits == x.to_bits() => value,
+            _ => {
+                let value = x.sin_cos();
+                *memo = Some((x.to_bits(), value));
+                value
+            }
         };
         for (p, model) in models.iter().enumerate() {
+            let (mut phase_memo, mut fine_memo) = (None, None);
             for i in 0..count as i64 {
                 let past = || {
                     Error::InvalidConfig(format!(
@@ -489,14 +549,20 @@ impl Schedule {
                 // |coarse| <= max_delay < 2^32: only the product can leave i64.
                 let start = n2.checked_mul(m).and_then(|x| x.checked_sub(d.coarse)).ok_or_else(past)?;
                 start.checked_add(window).ok_or_else(past)?;
-                s.starts[p].push(start);
-                s.fine[p].push(d.fine as f32);
-                let (fs, fc) = d.phase.sin_cos();
-                let (ss, sc) = (-std::f64::consts::FRAC_PI_4 * d.fine).sin_cos();
-                s.rotation[p].push([fc as f32, fs as f32, sc as f32, ss as f32]);
+                self.starts[p].push(start);
+                self.fine[p].push(d.fine as f32);
+                let (fs, fc) = sin_cos(&mut phase_memo, d.phase);
+                let (ss, sc) = sin_cos(&mut fine_memo, -std::f64::consts::FRAC_PI_4 * d.fine);
+                self.rotation[p].push([fc as f32, fs as f32, sc as f32, ss as f32]);
             }
         }
-        Ok(s)
+        Ok(())
+    }
+
+    /// The first sample any window reads and one past the last (both polarisations).
+    fn span(&self, window: i64) -> (i64, i64) {
+        let starts = self.starts.iter().flatten();
+        starts.fold((i64::MAX, i64::MIN), |(a, b), &s| (a.min(s), b.max(s + window)))
     }
 }
 
@@ -517,6 +583,34 @@ pub fn lost_flags(
     present: [&dyn Fn(i64) -> bool; 2],
     spectra_per_heap: u32,
 ) -> Result<(Vec<bool>, Vec<bool>)> {
+    let count = check_lost_flag_args(starts, window, packet_samples, spectra_per_heap)?;
+    let p = packet_samples as i64;
+    let mut spectra = Vec::with_capacity(count);
+    for (&s0, &s1) in starts[0].iter().zip(&starts[1]) {
+        let mut lost = false;
+        for (pol, start) in [s0, s1].into_iter().enumerate() {
+            let end = start.checked_add(window as i64 - 1).ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "lost_flags: window from {start} ends past the i64 stream positions"
+                ))
+            })?;
+            lost |= start < 0 || (start / p..=end / p).any(|packet| !present[pol](packet));
+        }
+        spectra.push(lost);
+    }
+    let heaps = spectra.chunks(spectra_per_heap as usize).map(|h| h.iter().any(|&l| l)).collect();
+    Ok((spectra, heaps))
+}
+
+/// The argument checks of [`lost_flags`] (and its streaming form): positive packet and heap
+/// sizes, a window within [`MAX_WINDOW`], as many window starts for both polarisations;
+/// returns the number of spectra.
+fn check_lost_flag_args(
+    starts: &[Vec<i64>; 2],
+    window: u64,
+    packet_samples: u32,
+    spectra_per_heap: u32,
+) -> Result<usize> {
     if packet_samples == 0 || spectra_per_heap == 0 {
         return Err(Error::InvalidConfig(format!(
             "lost_flags needs positive packet_samples and spectra_per_heap, got {packet_samples} and \
@@ -536,22 +630,74 @@ pub fn lost_flags(
             actual: starts[1].len(),
         });
     }
+    Ok(count)
+}
+
+/// [`lost_flags`] into `spectra` and `heaps` (cleared first; no allocation once they hold a
+/// chunk), with `arrived(pol, packet)`; in time linear in the spectra and the packets the
+/// windows cover rather than in spectra x packets per window (the streaming path's host work).
+/// Errors as [`lost_flags`].
+#[allow(clippy::too_many_arguments)]
+fn lost_flags_into(
+    starts: &[Vec<i64>; 2],
+    window: u64,
+    packet_samples: u32,
+    spectra_per_heap: u32,
+    arrived: impl Fn(usize, i64) -> bool,
+    spectra: &mut Vec<bool>,
+    heaps: &mut Vec<bool>,
+) -> Result<()> {
+    let count = check_lost_flag_args(starts, window, packet_samples, spectra_per_heap)?;
     let p = packet_samples as i64;
-    let mut spectra = Vec::with_capacity(count);
-    for (&s0, &s1) in starts[0].iter().zip(&starts[1]) {
-        let mut lost = false;
-        for (pol, start) in [s0, s1].into_iter().enumerate() {
+    spectra.clear();
+    spectra.resize(count, false);
+    for (pol, starts) in starts.iter().enumerate() {
+        let mut scan = MissingScan::default();
+        for (lost, &start) in spectra.iter_mut().zip(starts) {
             let end = start.checked_add(window as i64 - 1).ok_or_else(|| {
                 Error::InvalidConfig(format!(
                     "lost_flags: window from {start} ends past the i64 stream positions"
                 ))
             })?;
-            lost |= start < 0 || (start / p..=end / p).any(|packet| !present[pol](packet));
+            if start < 0 || scan.any_missing(start / p, end / p, |packet| !arrived(pol, packet)) {
+                *lost = true;
+            }
         }
-        spectra.push(lost);
     }
-    let heaps = spectra.chunks(spectra_per_heap as usize).map(|h| h.iter().any(|&l| l)).collect();
-    Ok((spectra, heaps))
+    heaps.clear();
+    heaps.extend(spectra.chunks(spectra_per_heap as usize).map(|h| h.iter().any(|&l| l)));
+    Ok(())
+}
+
+/// Packets `[from, to)` scanned, and the first missing one among them: answers "is a packet
+/// of `[a, b]` missing" for windows that mostly move forward, each packet looked at about once.
+#[derive(Default)]
+struct MissingScan {
+    from: i64,
+    to: i64,
+    first: Option<i64>,
+}
+
+impl MissingScan {
+    fn any_missing(&mut self, a: i64, b: i64, missing: impl Fn(i64) -> bool) -> bool {
+        // Invariant: `first` is the first missing packet of `[from, to)`, if any.
+        if a < self.from || a > self.to || self.first.is_some_and(|k| k < a) {
+            *self = MissingScan { from: a, to: a, first: None };
+        }
+        // Now `from <= a <= to`, and no packet of `[a, first)` (or `[a, to)`) is missing.
+        if let Some(k) = self.first {
+            return k <= b;
+        }
+        while self.to <= b {
+            let packet = self.to;
+            self.to += 1;
+            if missing(packet) {
+                self.first = Some(packet);
+                return true;
+            }
+        }
+        false
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,9 +870,11 @@ pub fn output_value(output: &[u8], format: OutputFormat, i: usize) -> (i32, i32)
 // ---------------------------------------------------------------------------------------------
 // GPU: cuFFT plan
 
-/// A batched C2C cuFFT plan on the GPU's default stream.
+/// A batched C2C cuFFT plan, executed on the stream of each call.
 struct FftPlan {
     handle: cufft_sys::cufftHandle,
+    /// The stream the plan is set to (`CUstream` as an address, so the plan stays `Send`).
+    stream: usize,
 }
 
 impl FftPlan {
@@ -737,9 +885,6 @@ impl FftPlan {
         }
         gpu.context().bind_to_thread().during("binding the CUDA context")?;
         let mut n = [size as i32];
-        let fft_error = |during| {
-            move |e: cufft::CufftError| Error::Library { library: "cufft", during, code: e.0 as i32 }
-        };
         // SAFETY: a 1-D contiguous batched layout (null embeds), sizes checked by the config.
         let handle = unsafe {
             cufft::plan_many(
@@ -756,28 +901,44 @@ impl FftPlan {
             )
         }
         .map_err(fft_error("creating the cuFFT plan"))?;
-        let plan = FftPlan { handle };
-        // SAFETY: the stream belongs to the plan's context and outlives the plan (the Gpu does).
-        unsafe { cufft::set_stream(handle, gpu.stream().cu_stream() as _) }
-            .map_err(fft_error("setting the cuFFT stream"))?;
+        let mut plan = FftPlan { handle, stream: usize::MAX };
+        plan.set_stream(gpu.stream())?;
         Ok(plan)
     }
 
+    /// Makes the plan run on `stream` (`cufftSetStream`) unless it already does.
+    fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        let raw = stream.cu_stream();
+        if self.stream != raw as usize {
+            // SAFETY: the stream is alive and belongs to the plan's context; every execution
+            // sets its own stream first, so a stream dropped later is never used by the plan.
+            unsafe { cufft::set_stream(self.handle, raw as _) }
+                .map_err(fft_error("setting the cuFFT stream"))?;
+            self.stream = raw as usize;
+        }
+        Ok(())
+    }
+
+    /// Enqueues the forward transform of `input` into `output` on `stream`.
     fn forward(
-        &self,
-        gpu: &Gpu,
+        &mut self,
+        stream: &Stream,
         input: &mut DeviceBuffer<[f32; 2]>,
         output: &mut DeviceBuffer<[f32; 2]>,
     ) -> Result<()> {
-        let (i, _a) = input.arg_mut().device_ptr_mut(gpu.stream());
-        let (o, _b) = output.arg_mut().device_ptr_mut(gpu.stream());
+        stream.context().bind_to_thread().during("binding the CUDA context")?;
+        self.set_stream(stream)?;
+        let (i, _a) = input.arg_mut().device_ptr_mut(stream);
+        let (o, _b) = output.arg_mut().device_ptr_mut(stream);
         // SAFETY: both buffers hold `size * batch` complex values (the Channelizer sizes them).
-        unsafe { cufft::exec_c2c(self.handle, i as *mut _, o as *mut _, -1) }.map_err(|e| Error::Library {
-            library: "cufft",
-            during: "running the C2C transform",
-            code: e.0 as i32,
-        })
+        unsafe { cufft::exec_c2c(self.handle, i as *mut _, o as *mut _, -1) }
+            .map_err(fft_error("running the C2C transform"))
     }
+}
+
+/// The typed error of a failed cuFFT call.
+fn fft_error(during: &'static str) -> impl Fn(cufft::CufftError) -> Error {
+    move |e| Error::Library { library: "cufft", during, code: e.0 as i32 }
 }
 
 impl Drop for FftPlan {
@@ -876,27 +1037,259 @@ pub struct OutputChunk {
     pub lost_heaps: Vec<bool>,
 }
 
-/// What a checked push will do ([`Channelizer::push`]).
-struct PushPlan {
-    /// Base of the kept input once room is made for the chunk.
+/// What a checked push (or submit) will do: the kept input's base once room is made for the
+/// chunk, and the number of output chunks it completes, whose schedules are the first
+/// `complete` of the channelizer's schedule pool, followed by the pending chunk's.
+pub(crate) struct PushPlan {
     base: i64,
-    /// The output chunks the push completes: first spectrum and schedule.
-    chunks: Vec<(i64, Schedule)>,
-    /// The next chunk, not complete after the push, when its schedule is valid.
-    pending: Option<(i64, Schedule)>,
+    complete: usize,
 }
 
-/// The F-engine of one antenna on one GPU (rustfft-style planner object: it owns the weights,
-/// gains, kernels (and the cuFFT plan of the three-kernel path), device buffers and the
-/// overlap between input chunks).
-pub struct Channelizer<'g> {
-    gpu: &'g Gpu,
-    config: ChannelizerConfig,
-    models: [DelayModel; 2],
+impl PushPlan {
+    /// Output chunks the push completes.
+    pub(crate) fn complete(&self) -> usize {
+        self.complete
+    }
+}
+
+/// The kernels and the state they share across chunks: the three-kernel path's or the fused
+/// path's kernels, the weights and the gains.
+struct Kernels {
     three: Option<ThreeKernel>,
     fused: Option<Fused>,
     weights: DeviceBuffer<f32>,
     gains: DeviceBuffer<[f32; 2]>,
+}
+
+/// The buffers one output chunk's launches read and write: the kept input, the chunk's
+/// schedule (offsets into the kept input, fine delays, rotations, `2 x spectra_per_chunk`
+/// each, polarisation 0 first) and its output and saturation counts.
+struct Launch<'a> {
+    inputs: &'a [DeviceBuffer<u32>; 2],
+    offsets: &'a DeviceBuffer<u32>,
+    fine: &'a DeviceBuffer<f32>,
+    rotation: &'a DeviceBuffer<[f32; 4]>,
+    output: &'a mut DeviceBuffer<u8>,
+    saturated: &'a mut DeviceBuffer<u32>,
+}
+
+impl Kernels {
+    /// The three-kernel path's state, or a typed error on the fused path.
+    fn three_kernel(&mut self) -> Result<&mut ThreeKernel> {
+        self.three.as_mut().ok_or_else(|| {
+            Error::InvalidConfig(
+                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
+            )
+        })
+    }
+
+    /// Every launch of one output chunk on `stream`, the intermediates and output poisoned
+    /// first with `poison`, if any.
+    fn run(
+        &mut self,
+        c: &ChannelizerConfig,
+        mut l: Launch<'_>,
+        poison: Option<u8>,
+        stream: &Stream,
+    ) -> Result<()> {
+        if let Some(byte) = poison {
+            if let Some(three) = &mut self.three {
+                three.fir_out.poison_on(stream, byte)?;
+                three.fft_out.poison_on(stream, byte)?;
+            }
+            l.output.poison_on(stream, byte)?;
+        }
+        if self.fused.is_some() {
+            return self.fused(c, &mut l, stream);
+        }
+        self.fir(c, &l, stream)?;
+        self.fft(stream)?;
+        self.post(c, &mut l, stream)
+    }
+
+    /// The fused (or cluster) kernel; clears the saturation counts first.
+    fn fused(&self, c: &ChannelizerConfig, l: &mut Launch<'_>, stream: &Stream) -> Result<()> {
+        let Some(fused) = &self.fused else {
+            return Err(Error::InvalidConfig("run_fused needs a channelizer on PfbPath::Fused".into()));
+        };
+        let spectra = c.spectra_u32();
+        let g = fused.spectra_per_block;
+        l.saturated.poison_on(stream, 0)?;
+        // The cluster kernel: one wave, each cluster a run of whole batches (g divides the
+        // heap and so the chunk). The sm_80 kernel: one block per g spectra of one heap.
+        let run = fused.clusters.map(|resident| {
+            let batches = spectra / g;
+            batches.div_ceil(resident.min(batches)) * g
+        });
+        let cfg = match run {
+            Some(run) => launch_1d(
+                cluster_layout::CLUSTER_BLOCKS * spectra.div_ceil(run),
+                cluster_layout::CLUSTER_BLOCK_THREADS,
+                cluster_layout::cluster_shared_bytes(c.bits),
+            ),
+            None => launch_1d(spectra / g, FUSED_THREADS, fused_layout::fused_shared_bytes(c.channels, g)),
+        };
+        let mut launch = stream.launch_builder(&fused.kernel);
+        launch
+            .arg(l.inputs[0].raw())
+            .arg(l.inputs[1].raw())
+            .arg(l.offsets.raw())
+            .arg(self.weights.raw())
+            .arg(fused.twiddles.raw())
+            .arg(self.gains.raw())
+            .arg(l.fine.raw())
+            .arg(l.rotation.raw())
+            .arg(l.output.arg_mut())
+            .arg(l.saturated.arg_mut());
+        match &run {
+            Some(run) => launch.arg(&c.taps).arg(&spectra).arg(&c.spectra_per_heap).arg(&c.bits).arg(run),
+            None => launch
+                .arg(&c.channels)
+                .arg(&c.taps)
+                .arg(&spectra)
+                .arg(&c.spectra_per_heap)
+                .arg(&c.bits)
+                .arg(&g),
+        };
+        // SAFETY: matches `pfb_cluster_t*_ci*(input0, input1, offsets, weights, twiddles, gains,
+        // fine, rotation, out, saturated, taps, spectra, spectra_per_heap, bits, run)` (n = 1024,
+        // heap and run whole batches) or `pfb_fused_t*_ci*(.., saturated, channels, taps,
+        // spectra, spectra_per_heap, bits, g)`; the callers checked every window lies in the
+        // inputs; twiddles hold 2n values, the schedule 2 x spectra entries each, the output
+        // and saturation counts a chunk's (every `Launch` is built from buffers of those sizes).
+        unsafe { launch.launch(cfg) }.during("launching the fused PFB kernel")?;
+        Ok(())
+    }
+
+    /// The FIR launch.
+    fn fir(&mut self, c: &ChannelizerConfig, l: &Launch<'_>, stream: &Stream) -> Result<()> {
+        let weights = &self.weights;
+        let three = self.three.as_mut().ok_or_else(|| {
+            Error::InvalidConfig(
+                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
+            )
+        })?;
+        let spectra = c.spectra_u32();
+        let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
+        let width = layout::fir_block_width(c.channels);
+        let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
+        let cfg = LaunchConfig {
+            // `width` divides n, so a block's threads share their spectra.
+            grid_dim: ((threads / width as u64) as u32, 2, 1),
+            block_dim: (width, 1, 1),
+            shared_mem_bytes: layout::fir_shared_bytes(c.bits, width, layout::fir_variant(c.taps)),
+        };
+        let mut launch = stream.launch_builder(&three.fir);
+        launch
+            .arg(l.inputs[0].raw())
+            .arg(l.inputs[1].raw())
+            .arg(l.offsets.raw())
+            .arg(weights.raw())
+            .arg(three.fir_out.arg_mut())
+            .arg(&c.channels)
+            .arg(&c.taps)
+            .arg(&spectra)
+            .arg(&per_thread)
+            .arg(&c.bits);
+        // SAFETY: matches `pfb_fir_t*(input0, input1, offsets, weights, out, channels, taps,
+        // spectra, per_thread, bits)`; the callers checked every window lies in the inputs, the
+        // offsets hold 2 x spectra entries and fir_out 2 x spectra x n values.
+        unsafe { launch.launch(cfg) }.during("launching the PFB FIR")?;
+        Ok(())
+    }
+
+    /// The cuFFT C2C launch.
+    fn fft(&mut self, stream: &Stream) -> Result<()> {
+        let three = self.three_kernel()?;
+        three.fft.forward(stream, &mut three.fir_out, &mut three.fft_out)
+    }
+
+    /// The post-processing launch; clears the saturation counts first.
+    fn post(&mut self, c: &ChannelizerConfig, l: &mut Launch<'_>, stream: &Stream) -> Result<()> {
+        let gains = &self.gains;
+        let three = self.three.as_mut().ok_or_else(|| {
+            Error::InvalidConfig(
+                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
+            )
+        })?;
+        let spectra = c.spectra_u32();
+        l.saturated.poison_on(stream, 0)?;
+        let tile = layout::POST_TILE_LOG2;
+        let cfg = LaunchConfig {
+            grid_dim: (layout::post_blocks(c.channels, spectra, tile), 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: layout::POST_SHARED_BYTES,
+        };
+        let mut launch = stream.launch_builder(&three.post);
+        launch
+            .arg(three.fft_out.raw())
+            .arg(gains.raw())
+            .arg(l.fine.raw())
+            .arg(l.rotation.raw())
+            .arg(l.output.arg_mut())
+            .arg(l.saturated.arg_mut())
+            .arg(&c.channels)
+            .arg(&spectra)
+            .arg(&c.spectra_per_heap)
+            .arg(&tile);
+        // SAFETY: matches `pfb_post_ci*(fft, gains, fine, rotation, out, saturated, channels,
+        // spectra, spectra_per_heap, tile_log2)` with the sizes allocated in `with_path`.
+        unsafe { launch.launch(cfg) }.during("launching the PFB post-processing")?;
+        Ok(())
+    }
+}
+
+/// The schedule, output and saturation buffers of the one-shot calls (`push`, `run`).
+struct OwnChunk {
+    offsets: DeviceBuffer<u32>,
+    fine: DeviceBuffer<f32>,
+    rotation: DeviceBuffer<[f32; 4]>,
+    output: DeviceBuffer<u8>,
+    saturated: DeviceBuffer<u32>,
+    /// Host staging of the schedule's launch parameters (reused).
+    host_offsets: Vec<u32>,
+    host_fine: Vec<f32>,
+    host_rotation: Vec<[f32; 4]>,
+}
+
+/// Enqueues the copy of `data` (pageable host memory) into `buffer` (same length) on `stream`.
+fn upload_on<T: bytemuck::Pod>(
+    stream: &Stream,
+    data: &[T],
+    buffer: &mut DeviceBuffer<T>,
+    what: &'static str,
+) -> Result<()> {
+    if data.len() != buffer.len() {
+        return Err(Error::ShapeMismatch { what, expected: buffer.len(), actual: data.len() });
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    let bytes: &[u8] = bytemuck::cast_slice(data);
+    let mut view = buffer.arg_mut().slice_mut(0..bytes.len());
+    stream.memcpy_htod(bytes, &mut view).during("copying to the device")
+}
+
+/// Copies `buffer` into a new vector on `stream` (which the caller synchronises).
+fn download_on<T: bytemuck::Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
+    let mut out = vec![T::zeroed(); buffer.len()];
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+    if !bytes.is_empty() {
+        let view = buffer.raw().slice(0..bytes.len());
+        stream.memcpy_dtoh(&view, bytes).during("copying an output chunk to the host")?;
+    }
+    Ok(out)
+}
+
+/// The F-engine of one antenna on one GPU (rustfft-style planner object: it owns the weights,
+/// gains, kernels (and the cuFFT plan of the three-kernel path), device buffers and the
+/// overlap between input chunks). Its own calls run on one stream ([`set_stream`](Self::set_stream));
+/// the streaming engine [`ChannelizerStream`] runs it from pinned memory at the PCIe limit.
+pub struct Channelizer<'g> {
+    gpu: &'g Gpu,
+    config: ChannelizerConfig,
+    models: [DelayModel; 2],
+    kernels: Kernels,
     inputs: [DeviceBuffer<u32>; 2],
     spare: [DeviceBuffer<u32>; 2],
     /// Absolute sample of word 0 of `inputs` (a multiple of 32) and one past the newest sample.
@@ -906,17 +1299,18 @@ pub struct Channelizer<'g> {
     present: [Vec<bool>; 2],
     present_first: i64,
     next_spectrum: i64,
-    offsets: DeviceBuffer<u32>,
-    fine: DeviceBuffer<f32>,
-    rotation: DeviceBuffer<[f32; 4]>,
-    output: DeviceBuffer<u8>,
-    saturated: DeviceBuffer<u32>,
-    /// The schedule of the pending output chunk, with its first spectrum and the models it was
-    /// computed with.
-    last_schedule: Option<(i64, [DelayModel; 2], Schedule)>,
+    own: OwnChunk,
+    /// Schedules of the output chunks a plan completes, then the pending chunk's (reused;
+    /// grows to the most chunks one push completes, plus one).
+    schedules: Vec<Schedule>,
+    /// The first spectrum and the models of `schedules[0]`, when it holds the pending chunk's
+    /// schedule.
+    cached: Option<(i64, [DelayModel; 2])>,
     poison: Option<u8>,
     /// Why the stream broke, after a device error part-way through a push or run.
     failed: Option<String>,
+    /// The stream of the channelizer's own calls.
+    stream: Stream,
 }
 
 impl<'g> Channelizer<'g> {
@@ -1027,28 +1421,41 @@ impl<'g> Channelizer<'g> {
         let words =
             ((config.capacity_samples() * config.bits as u64 / 32) as usize + 1).next_multiple_of(4) + 16;
         let alloc_input = || gpu.alloc::<u32>(words, 0);
+        // The most packets the kept flags hold: the kept input's, one chunk's and the partial
+        // packets at both ends (reserved once, so pushes never grow them).
+        let packets =
+            (config.capacity_samples() / config.packet_samples as u64) as usize + config.chunk_packets() + 2;
         let mut ch = Channelizer {
             gpu,
             models: [DelayModel::default(); 2],
-            three,
-            fused,
-            weights: gpu.upload(&weights)?,
-            gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * n])?,
+            kernels: Kernels {
+                three,
+                fused,
+                weights: gpu.upload(&weights)?,
+                gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * n])?,
+            },
             inputs: [alloc_input()?, alloc_input()?],
             spare: [alloc_input()?, alloc_input()?],
             base: 0,
             end: 0,
-            present: [Vec::new(), Vec::new()],
+            present: [Vec::with_capacity(packets), Vec::with_capacity(packets)],
             present_first: 0,
             next_spectrum: 0,
-            offsets: gpu.alloc(2 * spectra, 0)?,
-            fine: gpu.alloc(2 * spectra, 0)?,
-            rotation: gpu.alloc(2 * spectra, 0)?,
-            output: gpu.alloc(config.output_bytes(), 0)?,
-            saturated: gpu.alloc(2 * config.heaps_per_chunk as usize, 0)?,
-            last_schedule: None,
+            own: OwnChunk {
+                offsets: gpu.alloc(2 * spectra, 0)?,
+                fine: gpu.alloc(2 * spectra, 0)?,
+                rotation: gpu.alloc(2 * spectra, 0)?,
+                output: gpu.alloc(config.output_bytes(), 0)?,
+                saturated: gpu.alloc(2 * config.heaps_per_chunk as usize, 0)?,
+                host_offsets: Vec::new(),
+                host_fine: Vec::new(),
+                host_rotation: Vec::new(),
+            },
+            schedules: Vec::new(),
+            cached: None,
             poison: None,
             failed: None,
+            stream: gpu.stream().clone(),
             config,
         };
         ch.reset()?;
@@ -1063,31 +1470,53 @@ impl<'g> Channelizer<'g> {
     /// wave of them), or `None` where the fused path runs the sm_80 kernel or the
     /// three-kernel path runs.
     pub fn resident_clusters(&self) -> Option<u32> {
-        self.fused.as_ref().and_then(|f| f.clusters)
+        self.kernels.fused.as_ref().and_then(|f| f.clusters)
     }
 
     /// The kernels this channelizer runs.
     pub fn path(&self) -> PfbPath {
-        if self.fused.is_some() {
+        if self.kernels.fused.is_some() {
             PfbPath::Fused
         } else {
             PfbPath::ThreeKernel
         }
     }
 
+    /// Runs the channelizer's own calls ([`push`](Self::push), [`run`](Self::run), the
+    /// `run_*` launches, [`set_gains`](Self::set_gains), [`reset`](Self::reset)) on `stream`
+    /// (the GPU's default stream until set): every launch, memset, cuFFT execution and copy,
+    /// so that callers can order their own work with ours; [`Error::WrongDevice`] for a stream
+    /// of another GPU. The streaming engine ([`ChannelizerStream`]) uses its own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "channelizer stream")
+    }
+
+    /// The stream of the channelizer's own calls.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
     /// Starts a new stream at sample 0 (delay models and gains are kept), and clears a failure
     /// ([`failure`](Self::failure)) once the buffers are reset.
     pub fn reset(&mut self) -> Result<()> {
+        let stream = self.stream.clone();
+        self.reset_on(&stream)
+    }
+
+    /// [`reset`](Self::reset) with the kept input zeroed on `stream`.
+    fn reset_on(&mut self, stream: &Stream) -> Result<()> {
         // The samples before the stream are zeros (and flagged lost).
         self.base = -((self.config.max_delay as u64).next_multiple_of(SAMPLE_GRANULE as u64) as i64);
         self.end = 0;
         for buffer in &mut self.inputs {
-            buffer.poison(0)?;
+            buffer.poison_on(stream, 0)?;
         }
-        self.present = [Vec::new(), Vec::new()];
+        for p in &mut self.present {
+            p.clear();
+        }
         self.present_first = 0;
         self.next_spectrum = 0;
-        self.last_schedule = None;
+        self.cached = None;
         self.failed = None;
         Ok(())
     }
@@ -1135,15 +1564,22 @@ impl<'g> Channelizer<'g> {
 
     /// Sets the complex bandpass gains, `[pol][channel]`: finite ([`Error::NonFinite`], index
     /// of the f32 component `2 (pol n + channel) + (0 re, 1 im)`) and at most
-    /// [`MAX_COEFFICIENT`] in magnitude.
+    /// [`MAX_COEFFICIENT`] in magnitude. They apply from the next output chunk computed.
     pub fn set_gains(&mut self, gains: &[[f32; 2]]) -> Result<()> {
+        let stream = self.stream.clone();
+        self.set_gains_on(gains, &stream)
+    }
+
+    /// [`set_gains`](Self::set_gains), the copy enqueued on `stream`.
+    fn set_gains_on(&mut self, gains: &[[f32; 2]], stream: &Stream) -> Result<()> {
         check_gains(&self.config, gains)?;
-        self.gains.upload(gains)
+        upload_on(stream, gains, &mut self.kernels.gains, "PFB gains")
     }
 
     /// Appends one input chunk per polarisation (`chunk_bytes()` packed bytes each) with its
     /// packet arrival flags (`chunk_packets()` each), and returns every output chunk that is
-    /// now complete, in order.
+    /// now complete, in order: the one-shot path (a pageable copy in, synchronous copies out);
+    /// [`ChannelizerStream`] gives the same bytes at the PCIe limit.
     ///
     /// A push is checked whole before anything changes: the lengths, room for the chunk in the
     /// kept input, and the schedule (delays within `max_delay`, finite) of every output chunk
@@ -1156,31 +1592,38 @@ impl<'g> Channelizer<'g> {
     /// [`reset`](Self::reset).
     pub fn push(&mut self, chunk: [&[u8]; 2], present: [&[bool]; 2]) -> Result<Vec<OutputChunk>> {
         self.check_usable()?;
-        let c = &self.config;
-        for pol in 0..2 {
-            if chunk[pol].len() != c.chunk_bytes() {
+        let expected = self.config.chunk_bytes();
+        for bytes in chunk {
+            if bytes.len() != expected {
                 return Err(Error::ShapeMismatch {
                     what: "PFB input chunk (bytes)",
-                    expected: c.chunk_bytes(),
-                    actual: chunk[pol].len(),
-                });
-            }
-            if present[pol].len() != c.chunk_packets() {
-                return Err(Error::ShapeMismatch {
-                    what: "PFB packet flags",
-                    expected: c.chunk_packets(),
-                    actual: present[pol].len(),
+                    expected,
+                    actual: bytes.len(),
                 });
             }
         }
-        let plan = self.plan_push()?;
-        let result = self.execute_push(plan, chunk, present);
+        self.check_flags(present)?;
+        let plan = self.plan()?;
+        let result = self.execute_push(&plan, chunk, present);
         self.fail(result)
     }
 
-    /// Everything a push will do, computed without changing anything: the new base of the
-    /// kept input, the schedules of the chunks it completes, and the pending chunk's schedule.
-    fn plan_push(&self) -> Result<PushPlan> {
+    /// The packet flags of one chunk per polarisation have `chunk_packets()` entries each.
+    fn check_flags(&self, present: [&[bool]; 2]) -> Result<()> {
+        let expected = self.config.chunk_packets();
+        for flags in present {
+            if flags.len() != expected {
+                return Err(Error::ShapeMismatch { what: "PFB packet flags", expected, actual: flags.len() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Everything a push will do, computed without changing the stream: the new base of the
+    /// kept input and the output chunks it completes, whose schedules (then the pending
+    /// chunk's) it leaves in the schedule pool. Only the pool changes (the pending chunk's
+    /// cached schedule is dropped when it is recomputed).
+    fn plan(&mut self) -> Result<PushPlan> {
         let c = &self.config;
         let capacity = c.capacity_samples() as i64;
         let chunk = c.chunk_samples as i64;
@@ -1204,37 +1647,49 @@ impl<'g> Channelizer<'g> {
             new_base
         };
         let window = c.window() as i64;
-        let mut chunks = Vec::new();
+        let mut complete = 0;
         let mut next = self.next_spectrum;
-        let pending = loop {
-            let schedule = match self.cached_schedule(next) {
-                Some(s) => s,
-                // Any invalid schedule fails the whole push before it changes anything: a push
-                // that completed only the chunks before it would leave a backlog of input the
-                // kept buffer is not sized for.
-                None => Schedule::new(c, &self.models, next)?,
-            };
-            let starts = schedule.starts.iter().flatten();
-            let (first, last) = starts.fold((i64::MAX, i64::MIN), |(a, b), &s| (a.min(s), b.max(s + window)));
+        loop {
+            if self.schedules.len() == complete {
+                self.schedules.push(Schedule::with_capacity(c.spectra_per_chunk() as usize));
+            }
+            // Any invalid schedule fails the whole push before it changes anything: a push that
+            // completed only the chunks before it would leave a backlog of input the kept
+            // buffer is not sized for.
+            if complete > 0 || self.cached != Some((next, self.models)) {
+                if complete == 0 {
+                    self.cached = None;
+                }
+                self.schedules[complete].fill(c, &self.models, next)?;
+            }
+            let (first, last) = self.schedules[complete].span(window);
             if last > end {
-                break Some((next, schedule));
+                break;
             }
             if first < base {
                 return Err(Error::InvalidConfig(format!(
                     "a window from sample {first} starts before the kept input (from {base}) (internal error)"
                 )));
             }
-            chunks.push((next, schedule));
+            complete += 1;
             next = next.checked_add(c.spectra_per_chunk() as i64).ok_or_else(overflow)?;
-        };
-        Ok(PushPlan { base, chunks, pending })
+        }
+        Ok(PushPlan { base, complete })
     }
 
-    /// The cached schedule of the chunk from `first`, if computed with the current models.
-    fn cached_schedule(&self, first: i64) -> Option<Schedule> {
-        match &self.last_schedule {
-            Some((f, models, s)) if *f == first && *models == self.models => Some(s.clone()),
-            _ => None,
+    /// Keeps the pending chunk's schedule (left after `plan`'s completed ones) for the next
+    /// plan, once the chunks before it have run.
+    fn finish_plan(&mut self, plan: &PushPlan) {
+        self.schedules.swap(0, plan.complete);
+        self.cached = Some((self.next_spectrum, self.models));
+    }
+
+    /// Grows the schedule pool to `count` schedules (at construction of an engine, so that its
+    /// plans never allocate).
+    fn reserve_schedules(&mut self, count: usize) {
+        let spectra = self.config.spectra_per_chunk() as usize;
+        while self.schedules.len() < count {
+            self.schedules.push(Schedule::with_capacity(spectra));
         }
     }
 
@@ -1242,39 +1697,47 @@ impl<'g> Channelizer<'g> {
     /// each complete output chunk. Only device errors can fail here.
     fn execute_push(
         &mut self,
-        plan: PushPlan,
+        plan: &PushPlan,
         chunk: [&[u8]; 2],
         present: [&[bool]; 2],
     ) -> Result<Vec<OutputChunk>> {
-        self.move_kept_input(plan.base)?;
-        let c = &self.config;
-        let at = ((self.end - self.base) as u64 * c.bits as u64 / 32) as usize;
-        let words = c.chunk_bytes() / 4;
-        for (pol, bytes) in chunk.iter().enumerate() {
-            let mut view = self.inputs[pol].arg_mut().slice_mut(4 * at..4 * (at + words));
-            self.gpu
-                .stream()
-                .memcpy_htod(*bytes, &mut view)
-                .during("copying an input chunk to the device")?;
-            self.present[pol].extend_from_slice(present[pol]);
+        let stream = self.stream.clone();
+        self.move_kept_input(plan.base, &stream)?;
+        let at = self.append_at();
+        let bytes = self.config.chunk_bytes();
+        for (pol, data) in chunk.iter().enumerate() {
+            let mut view = self.inputs[pol].arg_mut().slice_mut(4 * at..4 * at + bytes);
+            stream.memcpy_htod(*data, &mut view).during("copying an input chunk to the device")?;
         }
-        self.end += c.chunk_samples as i64;
-        let mut out = Vec::with_capacity(plan.chunks.len());
-        for (first, schedule) in plan.chunks {
-            self.run_schedule(&schedule)?;
-            out.push(self.download(first, &schedule)?);
-            self.next_spectrum = first + self.config.spectra_per_chunk() as i64;
+        self.append_flags(present);
+        let mut out = Vec::with_capacity(plan.complete);
+        for i in 0..plan.complete {
+            self.run_pooled(i)?;
+            out.push(self.download(i)?);
+            self.next_spectrum += self.config.spectra_per_chunk() as i64;
         }
-        if let Some((first, schedule)) = plan.pending {
-            self.last_schedule = Some((first, self.models, schedule));
-        }
+        self.finish_plan(plan);
         Ok(out)
     }
 
-    /// Moves the kept input from `new_base` on to the front of the spare buffers and swaps
-    /// them in (nothing when `new_base` is the current base); drops the packet flags wholly
-    /// before it.
-    fn move_kept_input(&mut self, new_base: i64) -> Result<()> {
+    /// The word of `inputs` where the next chunk goes (`end - base` is a multiple of 32).
+    fn append_at(&self) -> usize {
+        ((self.end - self.base) as u64 * self.config.bits as u64 / 32) as usize
+    }
+
+    /// Appends a chunk's packet flags and advances the end of the stream by a chunk (its
+    /// samples were copied to [`append_at`](Self::append_at)).
+    fn append_flags(&mut self, present: [&[bool]; 2]) {
+        for (kept, flags) in self.present.iter_mut().zip(present) {
+            kept.extend_from_slice(flags);
+        }
+        self.end += self.config.chunk_samples as i64;
+    }
+
+    /// Moves the kept input from `new_base` on to the front of the spare buffers (on
+    /// `stream`) and swaps them in (nothing when `new_base` is the current base); drops the
+    /// packet flags wholly before it.
+    fn move_kept_input(&mut self, new_base: i64, stream: &Stream) -> Result<()> {
         if new_base == self.base {
             return Ok(());
         }
@@ -1286,7 +1749,7 @@ impl<'g> Channelizer<'g> {
             if to > from {
                 let src = self.inputs[pol].raw().slice(4 * from..4 * to);
                 let mut dst = self.spare[pol].arg_mut().slice_mut(0..4 * (to - from));
-                self.gpu.stream().memcpy_dtod(&src, &mut dst).during("moving the kept input")?;
+                stream.memcpy_dtod(&src, &mut dst).during("moving the kept input")?;
             }
         }
         for pol in 0..2 {
@@ -1305,29 +1768,12 @@ impl<'g> Channelizer<'g> {
         Ok(())
     }
 
-    /// Launches the fused kernel, or FIR, FFT and post-processing, for the next output chunk
-    /// into the device output (no download): the benchmark hook after
-    /// [`fill_input_with`](Self::fill_input_with). Errors, changing nothing, when its schedule
-    /// is invalid or its windows are not all in the kept input.
-    pub fn run(&mut self) -> Result<()> {
-        self.check_usable()?;
-        let first = self.next_spectrum;
-        let schedule = match self.cached_schedule(first) {
-            Some(s) => s,
-            None => Schedule::new(&self.config, &self.models, first)?,
-        };
-        let result = self.run_schedule(&schedule);
-        self.last_schedule = Some((first, self.models, schedule));
-        result
-    }
-
-    /// Uploads `schedule`'s offsets and rotations and launches the chunk's kernels. Checks
-    /// first (changing nothing) that every window lies in the kept input; a device error
-    /// after that marks the channelizer failed.
-    fn run_schedule(&mut self, schedule: &Schedule) -> Result<()> {
+    /// Writes the kernels' window offsets of `schedule` (`2 x spectra_per_chunk`, polarisation
+    /// 0 first) into `offsets`; errors, changing nothing else, when a window is not wholly in
+    /// the kept input.
+    fn write_offsets(&self, schedule: &Schedule, offsets: &mut [u32]) -> Result<()> {
         let window = self.config.window() as i64;
-        let mut offsets = Vec::with_capacity(2 * schedule.starts[0].len());
-        for &start in schedule.starts.iter().flatten() {
+        for (offset, &start) in offsets.iter_mut().zip(schedule.starts.iter().flatten()) {
             if start < self.base || start + window > self.end {
                 return Err(Error::InvalidConfig(format!(
                     "window [{start}, {}) is outside the kept input [{}, {}): the buffer is too short \
@@ -1338,190 +1784,133 @@ impl<'g> Channelizer<'g> {
                 )));
             }
             // Below the capacity, < 2^32 (validate).
-            offsets.push((start - self.base) as u32);
+            *offset = (start - self.base) as u32;
         }
-        let result = self.launch_schedule(schedule, &offsets);
+        Ok(())
+    }
+
+    /// The lost-data flags of the chunk of `schedule`, from the kept packet flags, into
+    /// `spectra` and `heaps`.
+    fn lost_flags(&self, schedule: &Schedule, spectra: &mut Vec<bool>, heaps: &mut Vec<bool>) -> Result<()> {
+        let (present, present_first) = (&self.present, self.present_first);
+        let arrived = |pol: usize, packet: i64| {
+            packet >= present_first && present[pol].get((packet - present_first) as usize) == Some(&true)
+        };
+        let c = &self.config;
+        lost_flags_into(
+            &schedule.starts,
+            c.window(),
+            c.packet_samples,
+            c.spectra_per_heap,
+            arrived,
+            spectra,
+            heaps,
+        )
+    }
+
+    /// Launches the fused kernel, or FIR, FFT and post-processing, for the next output chunk
+    /// into the device output (no download): the benchmark hook after
+    /// [`fill_input_with`](Self::fill_input_with). Errors, changing nothing, when its schedule
+    /// is invalid or its windows are not all in the kept input.
+    pub fn run(&mut self) -> Result<()> {
+        self.check_usable()?;
+        let first = self.next_spectrum;
+        self.reserve_schedules(1);
+        if self.cached != Some((first, self.models)) {
+            self.cached = None;
+            self.schedules[0].fill(&self.config, &self.models, first)?;
+            self.cached = Some((first, self.models));
+        }
+        self.run_pooled(0)
+    }
+
+    /// Uploads the launch parameters of the pool's schedule `i` and launches the chunk's
+    /// kernels on the channelizer's stream. Checks first (changing nothing) that every window
+    /// lies in the kept input; a device error after that marks the channelizer failed.
+    fn run_pooled(&mut self, i: usize) -> Result<()> {
+        let spectra = 2 * self.config.spectra_per_chunk() as usize;
+        let mut offsets = std::mem::take(&mut self.own.host_offsets);
+        offsets.resize(spectra, 0);
+        let checked = self.write_offsets(&self.schedules[i], &mut offsets);
+        self.own.host_offsets = offsets;
+        checked?;
+        let schedule = &self.schedules[i];
+        let own = &mut self.own;
+        own.host_fine.clear();
+        own.host_rotation.clear();
+        for p in 0..2 {
+            own.host_fine.extend_from_slice(&schedule.fine[p]);
+            own.host_rotation.extend_from_slice(&schedule.rotation[p]);
+        }
+        let result = self.launch_own();
         self.fail(result)
     }
 
-    fn launch_schedule(&mut self, schedule: &Schedule, offsets: &[u32]) -> Result<()> {
-        if let Some(byte) = self.poison {
-            if let Some(three) = &mut self.three {
-                three.fir_out.poison(byte)?;
-                three.fft_out.poison(byte)?;
-            }
-            self.output.poison(byte)?;
-        }
-        self.offsets.upload(offsets)?;
-        self.fine.upload(&schedule.fine.concat())?;
-        self.rotation.upload(&schedule.rotation.concat())?;
-        if self.fused.is_some() {
-            return self.run_fused();
-        }
-        self.run_fir()?;
-        self.run_fft()?;
-        self.run_post()
+    /// Uploads the host schedule staging and runs the kernels into the own output.
+    fn launch_own(&mut self) -> Result<()> {
+        let Channelizer { kernels, inputs, own, config, stream, poison, .. } = self;
+        upload_on(stream, &own.host_offsets, &mut own.offsets, "PFB window offsets")?;
+        upload_on(stream, &own.host_fine, &mut own.fine, "PFB fine delays")?;
+        upload_on(stream, &own.host_rotation, &mut own.rotation, "PFB rotations")?;
+        let launch = Launch {
+            inputs,
+            offsets: &own.offsets,
+            fine: &own.fine,
+            rotation: &own.rotation,
+            output: &mut own.output,
+            saturated: &mut own.saturated,
+        };
+        kernels.run(config, launch, *poison, stream)
+    }
+
+    /// The channelizer's own launch buffers, for the `run_*` hooks.
+    fn own_launch(&mut self) -> (&mut Kernels, Launch<'_>, &ChannelizerConfig, &Stream) {
+        let Channelizer { kernels, inputs, own, config, stream, .. } = self;
+        let launch = Launch {
+            inputs,
+            offsets: &own.offsets,
+            fine: &own.fine,
+            rotation: &own.rotation,
+            output: &mut own.output,
+            saturated: &mut own.saturated,
+        };
+        (kernels, launch, config, stream)
     }
 
     /// The fused launch alone (for timing); clears the saturation counts first. `run` uploads
     /// its offsets and rotations first.
     pub fn run_fused(&mut self) -> Result<()> {
-        let Some(fused) = &self.fused else {
-            return Err(Error::InvalidConfig("run_fused needs a channelizer on PfbPath::Fused".into()));
-        };
-        let c = &self.config;
-        let spectra = c.spectra_u32();
-        let g = fused.spectra_per_block;
-        self.saturated.poison(0)?;
-        // The cluster kernel: one wave, each cluster a run of whole batches (g divides the
-        // heap and so the chunk). The sm_80 kernel: one block per g spectra of one heap.
-        let run = fused.clusters.map(|resident| {
-            let batches = spectra / g;
-            batches.div_ceil(resident.min(batches)) * g
-        });
-        let cfg = match run {
-            Some(run) => launch_1d(
-                cluster_layout::CLUSTER_BLOCKS * spectra.div_ceil(run),
-                cluster_layout::CLUSTER_BLOCK_THREADS,
-                cluster_layout::cluster_shared_bytes(c.bits),
-            ),
-            None => launch_1d(spectra / g, FUSED_THREADS, fused_layout::fused_shared_bytes(c.channels, g)),
-        };
-        let mut launch = self.gpu.stream().launch_builder(&fused.kernel);
-        launch
-            .arg(self.inputs[0].raw())
-            .arg(self.inputs[1].raw())
-            .arg(self.offsets.raw())
-            .arg(self.weights.raw())
-            .arg(fused.twiddles.raw())
-            .arg(self.gains.raw())
-            .arg(self.fine.raw())
-            .arg(self.rotation.raw())
-            .arg(self.output.arg_mut())
-            .arg(self.saturated.arg_mut());
-        match &run {
-            Some(run) => launch.arg(&c.taps).arg(&spectra).arg(&c.spectra_per_heap).arg(&c.bits).arg(run),
-            None => launch
-                .arg(&c.channels)
-                .arg(&c.taps)
-                .arg(&spectra)
-                .arg(&c.spectra_per_heap)
-                .arg(&c.bits)
-                .arg(&g),
-        };
-        // SAFETY: matches `pfb_cluster_t*_ci*(input0, input1, offsets, weights, twiddles, gains,
-        // fine, rotation, out, saturated, taps, spectra, spectra_per_heap, bits, run)` (n = 1024,
-        // heap and run whole batches) or `pfb_fused_t*_ci*(.., saturated, channels, taps,
-        // spectra, spectra_per_heap, bits, g)`; `run` checked every window lies in the inputs;
-        // twiddles hold 2n values, the other buffers the sizes allocated in `with_path`.
-        unsafe { launch.launch(cfg) }.during("launching the fused PFB kernel")?;
-        Ok(())
-    }
-
-    /// The three-kernel path's state, or a typed error on the fused path. Takes the field, not
-    /// `self`, so callers keep using the channelizer's other fields.
-    fn three_kernel(three: &mut Option<ThreeKernel>) -> Result<&mut ThreeKernel> {
-        three.as_mut().ok_or_else(|| {
-            Error::InvalidConfig(
-                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
-            )
-        })
+        let (kernels, mut launch, config, stream) = self.own_launch();
+        kernels.fused(config, &mut launch, stream)
     }
 
     /// The FIR launch alone (for timing); `run` uploads its offsets first.
     pub fn run_fir(&mut self) -> Result<()> {
-        let three = Self::three_kernel(&mut self.three)?;
-        let c = &self.config;
-        let spectra = c.spectra_u32();
-        let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
-        let width = layout::fir_block_width(c.channels);
-        let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
-        let cfg = LaunchConfig {
-            // `width` divides n, so a block's threads share their spectra.
-            grid_dim: ((threads / width as u64) as u32, 2, 1),
-            block_dim: (width, 1, 1),
-            shared_mem_bytes: layout::fir_shared_bytes(c.bits, width, layout::fir_variant(c.taps)),
-        };
-        let mut launch = self.gpu.stream().launch_builder(&three.fir);
-        launch
-            .arg(self.inputs[0].raw())
-            .arg(self.inputs[1].raw())
-            .arg(self.offsets.raw())
-            .arg(self.weights.raw())
-            .arg(three.fir_out.arg_mut())
-            .arg(&c.channels)
-            .arg(&c.taps)
-            .arg(&spectra)
-            .arg(&per_thread)
-            .arg(&c.bits);
-        // SAFETY: matches `pfb_fir_t*(input0, input1, offsets, weights, out, channels, taps,
-        // spectra, per_thread, bits)`; `run` checked every window lies in the inputs, the
-        // offsets hold 2 x spectra entries and fir_out 2 x spectra x n values.
-        unsafe { launch.launch(cfg) }.during("launching the PFB FIR")?;
-        Ok(())
+        let (kernels, launch, config, stream) = self.own_launch();
+        kernels.fir(config, &launch, stream)
     }
 
     /// The cuFFT C2C launch alone (for timing).
     pub fn run_fft(&mut self) -> Result<()> {
-        let gpu = self.gpu;
-        let three = Self::three_kernel(&mut self.three)?;
-        three.fft.forward(gpu, &mut three.fir_out, &mut three.fft_out)
+        let stream = self.stream.clone();
+        self.kernels.fft(&stream)
     }
 
     /// The post-processing launch alone (for timing); clears the saturation counts first.
     pub fn run_post(&mut self) -> Result<()> {
-        let three = Self::three_kernel(&mut self.three)?;
-        let c = &self.config;
-        let spectra = c.spectra_u32();
-        self.saturated.poison(0)?;
-        let tile = layout::POST_TILE_LOG2;
-        let cfg = LaunchConfig {
-            grid_dim: (layout::post_blocks(c.channels, spectra, tile), 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: layout::POST_SHARED_BYTES,
-        };
-        let mut launch = self.gpu.stream().launch_builder(&three.post);
-        launch
-            .arg(three.fft_out.raw())
-            .arg(self.gains.raw())
-            .arg(self.fine.raw())
-            .arg(self.rotation.raw())
-            .arg(self.output.arg_mut())
-            .arg(self.saturated.arg_mut())
-            .arg(&c.channels)
-            .arg(&spectra)
-            .arg(&c.spectra_per_heap)
-            .arg(&tile);
-        // SAFETY: matches `pfb_post_ci*(fft, gains, fine, rotation, out, saturated, channels,
-        // spectra, spectra_per_heap, tile_log2)` with the sizes allocated in `new`.
-        unsafe { launch.launch(cfg) }.during("launching the PFB post-processing")?;
-        Ok(())
+        let (kernels, mut launch, config, stream) = self.own_launch();
+        kernels.post(config, &mut launch, stream)
     }
 
-    /// Downloads the last run's output chunk (from spectrum `first`, run with `schedule`) with
-    /// its flags.
-    fn download(&mut self, first: i64, schedule: &Schedule) -> Result<OutputChunk> {
-        let (present, present_first) = (&self.present, self.present_first);
-        let arrived = |pol: usize| {
-            move |packet: i64| {
-                packet >= present_first && present[pol].get((packet - present_first) as usize) == Some(&true)
-            }
-        };
-        let (a0, a1) = (arrived(0), arrived(1));
-        let (lost_spectra, lost_heaps) = lost_flags(
-            &schedule.starts,
-            self.config.window(),
-            self.config.packet_samples,
-            [&a0, &a1],
-            self.config.spectra_per_heap,
-        )?;
-        Ok(OutputChunk {
-            first_spectrum: first,
-            data: self.output.download()?,
-            saturated: self.saturated.download()?,
-            lost_spectra,
-            lost_heaps,
-        })
+    /// Downloads the last run's output chunk (the pool's schedule `i`, from spectrum
+    /// `next_spectrum`) with its flags, waiting for the channelizer's stream.
+    fn download(&mut self, i: usize) -> Result<OutputChunk> {
+        let (mut lost_spectra, mut lost_heaps) = (Vec::new(), Vec::new());
+        self.lost_flags(&self.schedules[i], &mut lost_spectra, &mut lost_heaps)?;
+        let data = download_on(&self.stream, &self.own.output)?;
+        let saturated = download_on(&self.stream, &self.own.saturated)?;
+        self.stream.synchronize().during("waiting for an output chunk")?;
+        Ok(OutputChunk { first_spectrum: self.next_spectrum, data, saturated, lost_spectra, lost_heaps })
     }
 
     /// Benchmark hook: lets `fill` write the input buffers directly (e.g. random words) through
@@ -1556,7 +1945,7 @@ impl<'g> Channelizer<'g> {
 
     /// The device output of the last run: `[heap][channel][spectrum][pol]`.
     pub fn output(&self) -> &DeviceBuffer<u8> {
-        &self.output
+        &self.own.output
     }
 
     /// Bytes each kernel of the three-kernel path reads and writes once per output chunk, (FIR,
@@ -2073,6 +2462,121 @@ mod tests {
         let s = Schedule::new(&config, &[model, half], 0).unwrap();
         assert_eq!(s.starts[0][1], 128 - 11);
         assert_eq!(s.starts[1][0], 2);
+    }
+
+    /// The schedule reuses a sine and cosine only for an argument equal bit for bit: every
+    /// entry equals the plain per-spectrum computation, for constant, slowly and quickly
+    /// changing delays and phases (and a pool schedule refilled from another chunk).
+    #[test]
+    fn schedule_fill_gives_the_bits_of_the_plain_computation() {
+        let mut rng = rng();
+        let config = ChannelizerConfig { taps: 4, max_delay: 5000, ..ChannelizerConfig::new(64) };
+        let models = [
+            DelayModel { delay: 12.3, phase: 0.4, ..Default::default() },
+            DelayModel { delay: -0.0, phase: -0.0, ..Default::default() },
+            DelayModel { delay: 7.5, delay_rate: 1e-9, phase: 1.0, phase_rate: 0.0, reference_sample: 3.0 },
+            DelayModel {
+                delay: -40.0,
+                delay_rate: 3e-3,
+                phase: 2.0,
+                phase_rate: 1e-2,
+                reference_sample: 0.0,
+            },
+        ];
+        let mut pool = Schedule::with_capacity(0);
+        for _ in 0..20 {
+            let pair = [models[rng.random_range(0..4)], models[rng.random_range(0..4)]];
+            let first = rng.random_range(-100..10_000i64);
+            pool.fill(&config, &pair, first).unwrap();
+            for (p, model) in pair.iter().enumerate() {
+                for i in 0..config.spectra_per_chunk() as usize {
+                    let d = model.spectrum(&config, first + i as i64);
+                    let (fs, fc) = d.phase.sin_cos();
+                    let (ss, sc) = (-std::f64::consts::FRAC_PI_4 * d.fine).sin_cos();
+                    let want = [fc as f32, fs as f32, sc as f32, ss as f32].map(f32::to_bits);
+                    assert_eq!(pool.rotation[p][i].map(f32::to_bits), want, "pol {p} spectrum {i}");
+                    assert_eq!(pool.fine[p][i].to_bits(), (d.fine as f32).to_bits());
+                    assert_eq!(pool.starts[p][i], 128 * (first + i as i64) - d.coarse);
+                }
+            }
+            assert_eq!(Schedule::new(&config, &pair, first).unwrap(), pool);
+        }
+    }
+
+    /// The streaming path's lost-flag scan gives [`lost_flags`]'s flags for windows that move
+    /// forward, step back and forth (delay changes), start before the stream or overlap, with
+    /// packets lost at random, in runs, or none.
+    #[test]
+    fn lost_flag_scan_equals_lost_flags() {
+        let mut rng = rng();
+        for case in 0..300 {
+            let packet = [1u32, 7, 64, 256][case % 4];
+            let window = rng.random_range(1..2000u64);
+            let count = rng.random_range(0..60usize);
+            let heap = rng.random_range(1..9u32);
+            let loss = [0u32, 2, 10, 1000][rng.random_range(0..4)];
+            let packets = 20_000usize;
+            let present: [Vec<bool>; 2] = std::array::from_fn(|_| {
+                let mut run = 0;
+                (0..packets)
+                    .map(|_| {
+                        if run > 0 {
+                            run -= 1;
+                            return false;
+                        }
+                        if loss > 0 && rng.random_range(0..loss) == 0 {
+                            run = rng.random_range(0..4);
+                            return false;
+                        }
+                        true
+                    })
+                    .collect()
+            });
+            let first = rng.random_range(0..50i64);
+            let starts: [Vec<i64>; 2] = std::array::from_fn(|_| {
+                let mut at = rng.random_range(-3000..3000i64);
+                (0..count)
+                    .map(|_| {
+                        at += match rng.random_range(0..10) {
+                            0 => rng.random_range(-1500..0),
+                            1 => rng.random_range(0..1500),
+                            _ => rng.random_range(0..200),
+                        };
+                        at
+                    })
+                    .collect()
+            });
+            let arrived =
+                |pol: usize, k: i64| k >= first && present[pol].get((k - first) as usize) == Some(&true);
+            let (a0, a1) = (|k| arrived(0, k), |k| arrived(1, k));
+            let want = lost_flags(&starts, window, packet, [&a0, &a1], heap).unwrap();
+            let (mut spectra, mut heaps) = (vec![true; 3], Vec::new());
+            lost_flags_into(&starts, window, packet, heap, arrived, &mut spectra, &mut heaps).unwrap();
+            assert_eq!((spectra, heaps), want, "case {case}");
+        }
+        let (mut s, mut h) = (Vec::new(), Vec::new());
+        let none = |_: usize, _: i64| true;
+        assert!(lost_flags_into(&[vec![0], vec![]], 8, 4, 1, none, &mut s, &mut h).is_err());
+        assert!(lost_flags_into(&[vec![0], vec![0]], 0, 4, 1, none, &mut s, &mut h).is_err());
+        assert!(lost_flags_into(&[vec![0], vec![0]], 8, 0, 1, none, &mut s, &mut h).is_err());
+        assert!(lost_flags_into(&[vec![i64::MAX], vec![0]], 8, 4, 1, none, &mut s, &mut h).is_err());
+    }
+
+    /// The bound on output chunks per push, for the shapes the streaming engine runs.
+    #[test]
+    fn max_outputs_per_push_counts_the_chunk_and_the_delay_range() {
+        let c =
+            ChannelizerConfig { heaps_per_chunk: 128, chunk_samples: 1 << 24, ..ChannelizerConfig::new(256) };
+        assert_eq!(2 * 256 * c.spectra_per_chunk(), 1 << 24);
+        assert_eq!(c.max_outputs_per_push(), 2, "one chunk, and one more across a delay change");
+        assert_eq!(ChannelizerConfig { max_delay: 0, ..c.clone() }.max_outputs_per_push(), 1);
+        assert_eq!(
+            ChannelizerConfig { heaps_per_chunk: 8, max_delay: 0, ..c.clone() }.max_outputs_per_push(),
+            16
+        );
+        assert_eq!(ChannelizerConfig { heaps_per_chunk: 8, ..c.clone() }.max_outputs_per_push(), 17);
+        assert_eq!(ChannelizerConfig { heaps_per_chunk: 0, ..c.clone() }.max_outputs_per_push(), usize::MAX);
+        assert_eq!(ChannelizerConfig { chunk_samples: 32, max_delay: 0, ..c }.max_outputs_per_push(), 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@ use bytemuck::Pod;
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -187,13 +188,117 @@ impl Gpu {
         }
     }
 
+    /// [`Error::WrongDevice`] unless `stream` belongs to this GPU's CUDA context; launchers
+    /// check a stream they are given ([`set_stream`](crate::correlator::Correlator::set_stream)).
+    pub fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<()> {
+        if stream.context().cu_ctx() == self.context.cu_ctx() {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice { what })
+        }
+    }
+
+    /// Moves a launcher from its stream `current` to `new` (`set_stream`): checks that `new`
+    /// is this GPU's ([`Error::WrongDevice`] naming `what`), and makes it wait for the work
+    /// already on `current`, which may still use the launcher's buffers.
+    pub(crate) fn switch_stream(&self, current: &mut Stream, new: &Stream, what: &'static str) -> Result<()> {
+        self.check_stream(new, what)?;
+        new.join(current).during("ordering the new stream after the old")?;
+        *current = new.clone();
+        Ok(())
+    }
+
+    /// A [`DeviceBuffer`] over `len` elements of device memory the caller owns (CuPy, another
+    /// library, an RDMA receive buffer), from `address`. Checks that the memory is device
+    /// memory of this GPU's context (or of a stream-ordered pool on this device), that the
+    /// `len` elements lie inside one allocation, and the element alignment. Dropping the
+    /// buffer does not free the memory.
+    ///
+    /// # Safety
+    ///
+    /// The memory must stay allocated, and must not be freed or reused by its owner, for as
+    /// long as the returned buffer or any GPU work enqueued on it lives; the caller orders its
+    /// own accesses to it with ours (e.g. by synchronising its stream first).
+    pub unsafe fn wrap_device<T: Pod>(&self, address: u64, len: usize) -> Result<DeviceBuffer<T>> {
+        let bytes = byte_len::<T>(len)?;
+        if bytes == 0 {
+            return Err(Error::InvalidConfig("cannot wrap zero elements of device memory".into()));
+        }
+        if !address.is_multiple_of(std::mem::align_of::<T>() as u64) {
+            return Err(Error::InvalidConfig(format!(
+                "device address {address:#x} is not aligned to {} bytes",
+                std::mem::align_of::<T>()
+            )));
+        }
+        self.context.bind_to_thread().during("binding the CUDA context")?;
+        let not_device =
+            || Error::InvalidConfig(format!("{address:#x} is not device memory of a CUDA context"));
+        // cuPointerGetAttributes (unlike the singular call) answers for any address: one the
+        // driver does not know gets a memory type of 0.
+        let mut context: sys::CUcontext = std::ptr::null_mut();
+        let mut ordinal: i32 = -1;
+        let mut memory_type: u32 = 0;
+        let mut attributes = [
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_CONTEXT,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        ];
+        let mut data: [*mut std::ffi::c_void; 3] = [
+            (&mut context as *mut sys::CUcontext).cast(),
+            (&mut ordinal as *mut i32).cast(),
+            (&mut memory_type as *mut u32).cast(),
+        ];
+        // SAFETY: each data pointer addresses a value of the type its attribute writes
+        // (CUcontext, int, CUmemorytype as unsigned int).
+        unsafe { sys::cuPointerGetAttributes(3, attributes.as_mut_ptr(), data.as_mut_ptr(), address) }
+            .result()
+            .map_err(|_| not_device())?;
+        if memory_type != sys::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32 {
+            return Err(not_device());
+        }
+        // Stream-ordered pool allocations report no context: check the device instead.
+        let same =
+            if context.is_null() { ordinal == self.ordinal as i32 } else { context == self.context.cu_ctx() };
+        if !same {
+            return Err(Error::WrongDevice { what: "wrapped device memory" });
+        }
+        let (mut base, mut size) = (0u64, 0usize);
+        // SAFETY: writes the allocation's base and size.
+        unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, address) }
+            .result()
+            .map_err(|_| not_device())?;
+        let end = address as u128 + bytes as u128;
+        if end > base as u128 + size as u128 {
+            return Err(Error::InvalidConfig(format!(
+                "{len} elements ({bytes} bytes) from {address:#x} run past the end of their allocation \
+                 ({size} bytes from {base:#x})"
+            )));
+        }
+        // SAFETY: the range was checked to lie in one live allocation of this device; the
+        // caller keeps it alive (this function's contract). `owned: false` never frees it.
+        let raw = unsafe { self.stream.upgrade_device_ptr::<u8>(address, bytes) };
+        Ok(DeviceBuffer {
+            raw: ManuallyDrop::new(raw),
+            len,
+            stream: self.stream.clone(),
+            owned: false,
+            element: PhantomData,
+        })
+    }
+
     /// Allocates `len` elements filled with the byte `poison` (tests poison every output).
     pub fn alloc<T: Pod>(&self, len: usize, poison: u8) -> Result<DeviceBuffer<T>> {
         let bytes = byte_len::<T>(len)?;
         // SAFETY: the memory is initialised by the memset right after.
         let mut raw = unsafe { self.stream.alloc::<u8>(bytes.max(1)) }.during("allocating device memory")?;
         fill(&self.stream, &mut raw, poison)?;
-        Ok(DeviceBuffer { raw, len, stream: self.stream.clone(), element: PhantomData })
+        Ok(DeviceBuffer {
+            raw: ManuallyDrop::new(raw),
+            len,
+            stream: self.stream.clone(),
+            owned: true,
+            element: PhantomData,
+        })
     }
 
     /// Allocates and uploads `data`.
@@ -222,6 +327,9 @@ fn byte_len<T>(len: usize) -> Result<usize> {
 fn fill(stream: &Stream, raw: &mut CudaSlice<u8>, value: u8) -> Result<()> {
     use cudarc::driver::DevicePtrMut;
     let bytes = raw.len();
+    // The raw driver call works on the calling thread's current context: make it the
+    // stream's (another GPU's call may have left its own current).
+    stream.context().bind_to_thread().during("binding the CUDA context")?;
     let (ptr, _sync) = raw.device_ptr_mut(stream);
     // SAFETY: `ptr` addresses `bytes` bytes owned by `raw`, used on its own stream.
     unsafe { result::memset_d8_async(ptr, value, bytes, stream.cu_stream()) }.during("filling device memory")
@@ -247,10 +355,27 @@ fn fill(stream: &Stream, raw: &mut CudaSlice<u8>, value: u8) -> Result<()> {
 /// # }
 /// ```
 pub struct DeviceBuffer<T: Pod> {
-    raw: CudaSlice<u8>,
+    raw: ManuallyDrop<CudaSlice<u8>>,
     len: usize,
     stream: Stream,
+    /// False for memory the caller owns ([`Gpu::wrap_device`]): dropping the buffer then
+    /// leaves the allocation to its owner.
+    owned: bool,
     element: PhantomData<T>,
+}
+
+impl<T: Pod> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is taken or dropped once, here, and never used again.
+        unsafe {
+            if self.owned {
+                ManuallyDrop::drop(&mut self.raw);
+            } else {
+                // Waits (on the GPU) for the buffer's pending uses, and does not free it.
+                ManuallyDrop::take(&mut self.raw).leak();
+            }
+        }
+    }
 }
 
 impl<T: Pod> DeviceBuffer<T> {
@@ -312,6 +437,18 @@ impl<T: Pod> DeviceBuffer<T> {
     pub unsafe fn raw_mut(&mut self) -> &mut CudaSlice<u8> {
         &mut self.raw
     }
+    /// Sets every byte to `value` on `stream` (a launcher's stream) instead of the buffer's.
+    pub(crate) fn poison_on(&mut self, stream: &Stream, value: u8) -> Result<()> {
+        fill(stream, &mut self.raw, value)
+    }
+    /// The CUDA context the allocation belongs to.
+    pub(crate) fn cu_ctx(&self) -> sys::CUcontext {
+        self.stream.context().cu_ctx()
+    }
+    /// Whether this buffer owns its allocation (false for [`Gpu::wrap_device`]).
+    pub fn owns_allocation(&self) -> bool {
+        self.owned
+    }
     /// The allocation for this crate's launchers, which never replace it.
     pub(crate) fn arg_mut(&mut self) -> &mut CudaSlice<u8> {
         &mut self.raw
@@ -353,6 +490,28 @@ impl<T: Pod> std::ops::Deref for DeviceBufferMut<'_, T> {
     fn deref(&self) -> &DeviceBuffer<T> {
         self.buffer
     }
+}
+
+/// Enqueues the copy of `source` into `destination` (same length) on `stream`.
+pub(crate) fn copy_on<T: Pod>(
+    stream: &Stream,
+    source: &DeviceBuffer<T>,
+    destination: &mut DeviceBuffer<T>,
+) -> Result<()> {
+    if source.len() != destination.len() {
+        return Err(Error::ShapeMismatch {
+            what: "device copy destination",
+            expected: source.len(),
+            actual: destination.len(),
+        });
+    }
+    let bytes = source.len() * std::mem::size_of::<T>();
+    if bytes == 0 {
+        return Ok(());
+    }
+    let view = source.raw().slice(0..bytes);
+    let mut target = destination.arg_mut().slice_mut(0..bytes);
+    stream.memcpy_dtod(&view, &mut target).during("copying on the device")
 }
 
 /// Times GPU work between `start` and `stop` with CUDA events.

@@ -17,13 +17,17 @@ use radio_kernels_gpu::packing::{pack_ci4, pack_f16x2, unpack_ci4};
 use radio_kernels_host::baseband_beamformer::{self as bb, BasebandBeamformer, BeamformerConfig};
 use radio_kernels_host::correlator::{self as xc, Correlator, CorrelatorConfig, Format, Order};
 use radio_kernels_host::delay_beamformer::{self as db, Beam, DelayBeamformer, DelayBeamformerConfig, Plan};
+use radio_kernels_host::frb_beamformer::quantize::{
+    quantize_reference, Format as CodeFormat, QuantizeConfig, Quantizer,
+};
 use radio_kernels_host::frb_beamformer::resample::{
     resample_reference, FusedResampler, ResampleConfig, Resampler,
 };
 use radio_kernels_host::frb_beamformer::{
-    frb_intensity_reference, FrbBeamformer, FrbConfig, FRB_REL_L2_BOUND,
+    frb_intensity_reference, FrbBeamformer, FrbConfig, FrbResampling, FRB_REL_L2_BOUND,
 };
 use radio_kernels_host::pfb::{self, Channelizer, ChannelizerConfig, DelayModel, OutputFormat};
+use radio_kernels_host::streaming::{self, Engine};
 use radio_kernels_host::{Error, Gpu, Result};
 use sky::{Array, Source, LIGHT, SAMPLE_RATE};
 use std::path::{Path, PathBuf};
@@ -35,6 +39,11 @@ const TAPS: u32 = 16;
 const BEAMS: u32 = 8;
 /// FRB time downsampling (spectra per output sample).
 const T_DS: u32 = 64;
+/// Slots of the streaming engines' rings.
+const DEPTH: usize = 3;
+/// A stage's steady state is timed over at least this many chunks and seconds.
+const SUSTAIN_CHUNKS: u64 = 12;
+const SUSTAIN_SECONDS: f64 = 0.3;
 /// Channels each GPU stage is checked on against its CPU reference.
 const CHECK_CHANNELS: u32 = 2;
 /// The most spectra an observation may hold (every stage keeps the whole observation in
@@ -160,7 +169,9 @@ impl Options {
 pub struct Stage {
     pub name: &'static str,
     pub shape: String,
-    /// GPU milliseconds (kernels, or as stated in `throughput`); `None` on the CPU path.
+    /// Milliseconds per chunk in the steady state of the stage's streaming engine (wall
+    /// clock, copies in and out included), or per kernel where `throughput` says so; `None`
+    /// on the CPU path.
     pub ms: Option<f64>,
     pub throughput: String,
     /// `Ok(detail)` or `Err(detail)`.
@@ -290,21 +301,34 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
         Some(gpu) => {
             let mut channelizer = Channelizer::new(gpu, pfb_config.clone(), None)?;
             channelizer.set_gains(&gains)?;
-            let mut out = Vec::new();
-            let mut ms = 0.0;
-            for p in &packed {
-                channelizer.reset()?;
-                let (mut chunks, push_ms) =
-                    timed(gpu, || channelizer.push([&p[0], &p[1]], [&present, &present]))?;
-                ms += push_ms;
-                if chunks.len() != 1 {
-                    return Err(Error::InvalidConfig(format!(
-                        "PFB gave {} chunks, expected 1",
-                        chunks.len()
-                    )));
+            let mut engine = channelizer.streaming(DEPTH)?;
+            // Each dish is a stream of its own: one chunk, one output chunk.
+            let submit = |engine: &mut pfb::ChannelizerStream, p: &[Vec<u8>; 2]| -> Result<()> {
+                let input = engine.input()?;
+                for ((samples, present), packed) in input.samples.into_iter().zip(input.present).zip(p) {
+                    samples.copy_from_slice(packed);
+                    present.fill(true);
                 }
-                out.push(chunks.remove(0).data);
+                engine.submit()
+            };
+            let mut out = Vec::new();
+            for p in &packed {
+                engine.reset()?;
+                submit(&mut engine, p)?;
+                let chunk =
+                    engine.output()?.ok_or_else(|| Error::InvalidConfig("PFB gave no chunk".into()))?;
+                out.push(chunk.data.to_vec());
+                if engine.pending() != 0 {
+                    return Err(Error::InvalidConfig("PFB gave more than one chunk".into()));
+                }
             }
+            // The steady state: dish 0's chunk in every slot, one continuing stream.
+            engine.reset()?;
+            for _ in 0..DEPTH {
+                submit(&mut engine, &packed[0])?;
+                while engine.output()?.is_some() {}
+            }
+            let ms = sustained_ms(&mut engine)?;
             let mut worst = 0;
             for d in [0, d_n as usize - 1] {
                 let r = reference_pfb(d)?;
@@ -316,14 +340,16 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                     worst = worst.max((a.0 - b.0).abs()).max((a.1 - b.1).abs());
                 }
             }
-            let rate = (d_n as f64 * 2.0 * samples as f64) / (ms * 1e-3) / 1e9;
+            // One dish's chunk per `ms`; the array needs all `d_n` dishes in real time.
+            let rate = samples as f64 / (ms * 1e-3) / 1e9;
+            let chunk_seconds = samples as f64 / SAMPLE_RATE;
             stages.push(Stage {
                 name: "PFB channelizer",
                 shape,
                 ms: Some(ms),
-                throughput: format!(
-                    "{rate:.1} Gsample/s (a push per dish, with copies), {} of real time",
-                    percent(ms * 1e-3 / duration)
+                throughput: real_time(
+                    format!("{rate:.1} Gsample/s/pol per dish"),
+                    d_n as f64 * ms * 1e-3 / chunk_seconds,
                 ),
                 check: if worst <= 1 {
                     Ok(format!("2 dishes within {worst} LSB of f64"))
@@ -379,10 +405,15 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let visibilities: Vec<[i64; 2]> = match gpu {
         Some(gpu) => {
             let correlator = Correlator::new(gpu, xc_config)?;
-            let input = gpu.upload(&full_input)?;
-            let mut out = gpu.alloc::<[i32; 2]>(xc_config.output_len(), 0xff)?;
-            let ((), ms) = timed(gpu, || correlator.correlate(&input, &mut out))?;
-            let v: Vec<[i64; 2]> = out.download()?.iter().map(|x| [x[0] as i64, x[1] as i64]).collect();
+            // Integrations of one chunk (the observation), the chunk in every slot.
+            let mut engine = correlator.streaming(1, DEPTH)?;
+            for _ in 0..DEPTH {
+                engine.input()?.copy_from_slice(&full_input);
+                engine.submit()?;
+            }
+            let v = engine.output()?.ok_or_else(|| Error::InvalidConfig("no integration".into()))?.to_vec();
+            while engine.output()?.is_some() {}
+            let ms = sustained_ms(&mut engine)?;
             let (sub, sub_input) = xc_input(check_first..check_first + CHECK_CHANNELS);
             let reference = xc::correlate_reference(&sub, &sub_input)?;
             let mut mismatches = 0;
@@ -400,10 +431,9 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 name: "correlator",
                 shape,
                 ms: Some(ms),
-                throughput: format!(
-                    "{:.0} TOPS, {} of real time",
-                    xc_config.useful_ops() / (ms * 1e-3) / 1e12,
-                    percent(ms * 1e-3 / duration)
+                throughput: real_time(
+                    format!("{:.0} TOPS", xc_config.useful_ops() / (ms * 1e-3) / 1e12),
+                    ms * 1e-3 / duration,
                 ),
                 check: if mismatches == 0 {
                     Ok(format!("{CHECK_CHANNELS} channels bit-exact"))
@@ -483,7 +513,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             }
         }
     }
-    // On the GPU, E is uploaded once for the baseband and FRB beamformers.
+    // On the GPU, E is uploaded once for the FRB beamformer's kernel-by-kernel stages.
     let e_dev = gpu.map(|gpu| gpu.upload(&e)).transpose()?;
     // Products in usize: E at the largest valid size holds 2^36 values.
     let e_channels = |config_freqs: u32, first: u32, count: u32| -> Vec<u8> {
@@ -514,12 +544,17 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     }
     let shifts = vec![12i32; bb_config.shifts_len()];
     let shape = format!("D={d_n} B={BEAMS} F={n} T={t_n} int4 -> int4");
-    let baseband: Vec<u8> = match (gpu, &e_dev) {
-        (Some(gpu), Some(e_dev)) => {
+    let baseband: Vec<u8> = match gpu {
+        Some(gpu) => {
             let beamformer = BasebandBeamformer::new(gpu, bb_config, &weights, &shifts)?;
-            let mut out = gpu.alloc::<u8>(bb_config.output_len(), 0x88)?;
-            let ((), ms) = timed(gpu, || beamformer.beamform(e_dev, &mut out))?;
-            let got = out.download()?;
+            let mut engine = beamformer.streaming(DEPTH)?;
+            for _ in 0..DEPTH {
+                engine.input()?.copy_from_slice(&e);
+                engine.submit()?;
+            }
+            let got = engine.output()?.ok_or_else(|| Error::InvalidConfig("no J".into()))?.to_vec();
+            while engine.output()?.is_some() {}
+            let ms = sustained_ms(&mut engine)?;
             let sub = BeamformerConfig { freqs: CHECK_CHANNELS, ..bb_config };
             let sub_weights: Vec<[i8; 2]> = (0..CHECK_CHANNELS)
                 .flat_map(|c| {
@@ -550,10 +585,9 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 name: "baseband beamformer",
                 shape,
                 ms: Some(ms),
-                throughput: format!(
-                    "{:.0} TOPS, {} of real time",
-                    bb_config.useful_ops() / (ms * 1e-3) / 1e12,
-                    percent(ms * 1e-3 / duration)
+                throughput: real_time(
+                    format!("{:.0} TOPS", bb_config.useful_ops() / (ms * 1e-3) / 1e12),
+                    ms * 1e-3 / duration,
                 ),
                 check: if mismatches == 0 {
                     Ok(format!("{CHECK_CHANNELS} channels bit-exact"))
@@ -563,7 +597,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             });
             got
         }
-        _ => {
+        None => {
             stages.push(cpu_stage("baseband beamformer", shape));
             bb::beamform_reference(&bb_config, &e, &weights, &shifts)?
         }
@@ -616,7 +650,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 name: "FRB beamformer 1",
                 shape,
                 ms: Some(ms),
-                throughput: format!("{} of real time", percent(ms * 1e-3 / duration)),
+                throughput: format!("kernel only, {} of real time", percent(ms * 1e-3 / duration)),
                 check: if rel < FRB_REL_L2_BOUND {
                     Ok(format!("rel. L2 {rel:.1e} (< {FRB_REL_L2_BOUND:.1e})"))
                 } else {
@@ -697,7 +731,7 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 name: "FRB beamformer 2",
                 shape,
                 ms: Some(ms),
-                throughput: format!("{} of real time", percent(ms * 1e-3 / duration)),
+                throughput: format!("kernel only, {} of real time", percent(ms * 1e-3 / duration)),
                 check: if rel < 1.0 / 512.0 {
                     Ok(format!("rel. L2 {rel:.1e} (< 2.0e-3)"))
                 } else {
@@ -711,6 +745,58 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
             resample_reference(&rs_config, &intensity, &theta, &theta_prime)?
         }
     };
+    // ---- FRB beamformer, streamed: E to quantised beams --------------------------------------
+    let codes = QuantizeConfig { channels: n, times: tbar, beams: BEAMS, format: CodeFormat::U8 };
+    let shape = format!("E -> I -> {BEAMS} beams -> u8 codes, F={n} x {tbar} samples");
+    match gpu {
+        Some(gpu) => {
+            progress("FRB beamformer (streaming engine)");
+            let (scale, offset) = (vec![1.0f32; codes.params_len()], vec![0.0f32; codes.params_len()]);
+            let quantizer = Quantizer::new(gpu, codes)?;
+            let first = FrbBeamformer::new(gpu, frb_config, &grid, &frb_weights)?;
+            let (theta_dev, theta_prime_dev) = (gpu.upload(&theta)?, gpu.upload(&theta_prime)?);
+            // The resampler of the stage above: fused on Hopper, the W path elsewhere.
+            let (mut fused, mut weights_path) = (None, None);
+            let resampling: FrbResampling = if gpu.wgmma_enabled() {
+                let r = fused.insert(FusedResampler::new(gpu, rs_config)?);
+                r.set_beams(&theta_dev, &theta_prime_dev)?;
+                (&*r).into()
+            } else {
+                let r = weights_path.insert(Resampler::new(gpu, rs_config)?);
+                r.set_beams(&theta_dev, &theta_prime_dev)?;
+                (&*r).into()
+            };
+            let mut engine = first.streaming(resampling, &quantizer, &scale, &offset, DEPTH)?;
+            for _ in 0..DEPTH {
+                engine.input()?.copy_from_slice(&e);
+                engine.submit()?;
+            }
+            let got =
+                engine.output()?.ok_or_else(|| Error::InvalidConfig("no FRB codes".into()))?.beams.to_vec();
+            while engine.output()?.is_some() {}
+            let ms = sustained_ms(&mut engine)?;
+            // The stage above's beams (f16, exact in f64) quantised on the CPU.
+            let j: Vec<u16> = resampled.iter().map(|&v| f16::from_f64(v).to_bits()).collect();
+            let want = quantize_reference(&codes, &j, &scale, &offset)?.output;
+            let differ =
+                got.iter().zip(&want).filter(|(a, b)| a != b).count() + got.len().abs_diff(want.len());
+            stages.push(Stage {
+                name: "FRB engine",
+                shape,
+                ms: Some(ms),
+                throughput: real_time(
+                    format!("{:.1} GB/s of E", e.len() as f64 / (ms * 1e-3) / 1e9),
+                    ms * 1e-3 / duration,
+                ),
+                check: if differ == 0 {
+                    Ok("codes bit-exact (stage 2 quantised)".into())
+                } else {
+                    Err(format!("{differ} codes differ"))
+                },
+            });
+        }
+        None => stages.push(cpu_stage("FRB engine", shape)),
+    }
     let frb_power: Vec<f64> = (0..BEAMS as usize)
         .map(|beam| {
             let mut sum = 0.0;
@@ -768,14 +854,15 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let delay_out: Vec<[i8; 2]> = match gpu {
         Some(gpu) => {
             let beamformer = DelayBeamformer::new(gpu, db_config.clone())?;
-            let input = gpu.upload(&full)?;
             let steering = beamformer.upload_steering(&w, &dl)?;
-            let mut out = gpu.alloc::<[i8; 2]>(db_config.output_len(), 0x80)?;
-            let mut saturated = gpu.alloc::<u32>(BEAMS as usize, 0)?;
-            let ((), ms) = timed(gpu, || {
-                beamformer.beamform_steered(&input, &steering, None, &mut out, &mut saturated)
-            })?;
-            let got = out.download()?;
+            let mut engine = beamformer.streaming(&steering, None, DEPTH)?;
+            for _ in 0..DEPTH {
+                engine.input()?.copy_from_slice(&full);
+                engine.submit()?;
+            }
+            let got = engine.output()?.ok_or_else(|| Error::InvalidConfig("no beams".into()))?.beams.to_vec();
+            while engine.output()?.is_some() {}
+            let ms = sustained_ms(&mut engine)?;
             let sub = DelayBeamformerConfig {
                 channels: CHECK_CHANNELS,
                 first_channel: check_first,
@@ -807,10 +894,9 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
                 name: "delay beamformer",
                 shape,
                 ms: Some(ms),
-                throughput: format!(
-                    "{:.0} GB/s, {} of real time",
-                    db_config.bytes() as f64 / (ms * 1e-3) / 1e9,
-                    percent(ms * 1e-3 / duration)
+                throughput: real_time(
+                    format!("{:.0} GB/s", db_config.bytes() as f64 / (ms * 1e-3) / 1e9),
+                    ms * 1e-3 / duration,
                 ),
                 check: if worse == 0 {
                     Ok(format!("{CHECK_CHANNELS} channels within 1 LSB ({off_by_one} ties)"))
@@ -921,6 +1007,28 @@ pub fn check_out(dir: &Path) -> std::result::Result<(), String> {
         .open(&probe)
         .map_err(|e| format!("cannot create a file in it: {e}"))?;
     std::fs::remove_file(&probe).map_err(|e| format!("cannot remove the probe file {}: {e}", probe.display()))
+}
+
+/// Steady-state wall-clock milliseconds per chunk of `engine`, whose input slots already
+/// hold the stage's data: a warm-up, then at least [`SUSTAIN_CHUNKS`] chunks and
+/// [`SUSTAIN_SECONDS`] through [`streaming::pump`] (copies in and out overlapped with the
+/// kernels, outputs released unread).
+fn sustained_ms(engine: &mut dyn Engine) -> Result<f64> {
+    streaming::pump(engine, 2 * DEPTH as u64, |_| {})?;
+    let start = Instant::now();
+    streaming::pump(engine, SUSTAIN_CHUNKS, |_| {})?;
+    let estimate = start.elapsed().as_secs_f64() / SUSTAIN_CHUNKS as f64;
+    let chunks = ((SUSTAIN_SECONDS / estimate.max(1e-9)).ceil() as u64).clamp(SUSTAIN_CHUNKS, 1 << 20);
+    let start = Instant::now();
+    streaming::pump(engine, chunks, |_| {})?;
+    Ok(start.elapsed().as_secs_f64() * 1e3 / chunks as f64)
+}
+
+/// A streamed stage's throughput column: its rate, the share of real time it takes and
+/// whether it keeps up.
+fn real_time(rate: String, share: f64) -> String {
+    let verdict = if share <= 1.0 { "keeps up" } else { "falls behind" };
+    format!("{rate}, {} of real time: {verdict}", percent(share))
 }
 
 /// Runs `work` between two CUDA events: its result and the GPU milliseconds.

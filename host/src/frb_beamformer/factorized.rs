@@ -7,8 +7,9 @@
 //! `radio_kernels_gpu::frb_beamformer::factorized`.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::resample::u_function;
+use crate::frb_beamformer::upload_on;
 use crate::frb_beamformer::FRB_CASES;
-use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
@@ -174,6 +175,8 @@ pub struct FactorizedResampler<'g> {
     um: DeviceBuffer<u16>,
     un: DeviceBuffer<u16>,
     grid_set: bool,
+    /// The stream `set_grid` and `resample` work on.
+    stream: Stream,
 }
 
 impl<'g> FactorizedResampler<'g> {
@@ -189,15 +192,41 @@ impl<'g> FactorizedResampler<'g> {
         let layout = config.layout();
         let um = gpu.alloc::<u16>(config.channels as usize * layout.um_len() as usize, 0)?;
         let un = gpu.alloc::<u16>(config.channels as usize * layout.un_len() as usize, 0)?;
-        Ok(FactorizedResampler { gpu, config, kernel, um, un, grid_set: false })
+        let stream = gpu.stream().clone();
+        Ok(FactorizedResampler { gpu, config, kernel, um, un, grid_set: false, stream })
     }
 
     pub fn config(&self) -> &FactorizedConfig {
         &self.config
     }
 
+    /// Runs `set_grid` and `resample` on `stream` (the GPU's default stream until set), so
+    /// that callers can order their own work with ours; [`Error::WrongDevice`] for a stream
+    /// of another GPU. Streaming engines ([`crate::frb_beamformer::FrbStream`]) use their
+    /// own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "factorized FRB resampler stream")
+    }
+
+    /// The stream `set_grid` and `resample` work on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The GPU this resampler runs on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Whether the beam grid was set (`resample` refuses to run before).
+    pub(crate) fn grid_set(&self) -> bool {
+        self.grid_set
+    }
+
     /// The beam grid: `theta` f32 `[f][gamma]`, `theta'` f32 `[f][gamma']` (grid units of eq.
-    /// 1). U is computed in f64 and rounded to f16 here, then uploaded.
+    /// 1). U is computed in f64 and rounded to f16 here, then uploaded on the resampler's
+    /// stream from pageable memory (the copy may wait for the stream's earlier work: a set-up
+    /// step, not for the hot path).
     pub fn set_grid(&mut self, theta: &[f32], theta_prime: &[f32]) -> Result<()> {
         let c = self.config;
         c.check_positions(theta, theta_prime)?;
@@ -221,14 +250,24 @@ impl<'g> FactorizedResampler<'g> {
                 }
             }
         }
-        self.um.upload(&um)?;
-        self.un.upload(&un)?;
+        upload_on(&self.stream, &mut self.um, &um)?;
+        upload_on(&self.stream, &mut self.un, &un)?;
         self.grid_set = true;
         Ok(())
     }
 
     /// `J[f][tbar][beta]` (f16) from I (f16 `[f][tbar][p][q]`).
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+        self.launch(intensity, out, &self.stream)
+    }
+
+    /// [`resample`](Self::resample) on `stream`.
+    pub(crate) fn launch(
+        &self,
+        intensity: &DeviceBuffer<u16>,
+        out: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<()> {
         let c = self.config;
         if !self.grid_set {
             return Err(Error::InvalidConfig("no beam grid yet: call set_grid first".into()));
@@ -242,7 +281,7 @@ impl<'g> FactorizedResampler<'g> {
         }
         self.gpu.check_owner(intensity, "FRB intensity")?;
         self.gpu.check_owner(out, "FRB beams")?;
-        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        let mut launch = stream.launch_builder(&self.kernel);
         launch
             .arg(intensity.raw())
             .arg(self.um.raw())

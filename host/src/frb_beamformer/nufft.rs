@@ -47,7 +47,7 @@
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::resample::check_position_values;
 use crate::frb_beamformer::FRB_CASES;
-use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 use rand::Rng;
@@ -530,6 +530,8 @@ pub struct GpuNufft<'g> {
     bt: DeviceBuffer<f32>,
     origins: DeviceBuffer<u32>,
     weights: DeviceBuffer<f32>,
+    /// The stream `resample` launches on.
+    stream: Stream,
 }
 
 impl<'g> GpuNufft<'g> {
@@ -581,7 +583,19 @@ impl<'g> GpuNufft<'g> {
             bt: gpu.upload(&bt)?,
             origins: gpu.upload(&origins)?,
             weights: gpu.upload(&weights)?,
+            stream: gpu.stream().clone(),
         })
+    }
+
+    /// Launches `resample` on `stream` (the GPU's default stream until set), so that callers
+    /// can order their own work with ours; [`Error::WrongDevice`] for a stream of another GPU.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "NUFFT resampler stream")
+    }
+
+    /// The stream `resample` launches on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
     }
 
     /// `J[f][tbar][beta]` (f16 bits) for `times` slow samples of I (f16 bits `[f][tbar][p][q]`).
@@ -604,7 +618,7 @@ impl<'g> GpuNufft<'g> {
         }
         self.gpu.check_owner(intensity, "FRB intensity")?;
         self.gpu.check_owner(out, "FRB beams")?;
-        let mut launch = self.gpu.stream().launch_builder(&self.function);
+        let mut launch = self.stream.launch_builder(&self.function);
         launch
             .arg(intensity.raw())
             .arg(self.at.raw())

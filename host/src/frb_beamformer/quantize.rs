@@ -10,7 +10,7 @@
 //! gives code 0; `+inf` gives the largest code and `-inf` 0; each is counted in `saturated`.
 //! [`quantize_reference`] and the kernel agree on every such value.
 use crate::error::{DriverContext, Error, Result};
-use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg};
+use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
@@ -147,6 +147,8 @@ pub struct Quantizer<'g> {
     gpu: &'g Gpu,
     config: QuantizeConfig,
     kernel: CudaFunction,
+    /// The stream `quantize` works on.
+    stream: Stream,
 }
 
 impl<'g> Quantizer<'g> {
@@ -156,11 +158,29 @@ impl<'g> Quantizer<'g> {
             Format::U8 => "frb_quantize_u8",
             Format::U4 => "frb_quantize_u4",
         })?;
-        Ok(Quantizer { gpu, config, kernel })
+        Ok(Quantizer { gpu, config, kernel, stream: gpu.stream().clone() })
     }
 
     pub fn config(&self) -> &QuantizeConfig {
         &self.config
+    }
+
+    /// Runs `quantize` (its zeroing of the counts and its launch) on `stream` (the GPU's
+    /// default stream until set), so that callers can order their own work with ours;
+    /// [`Error::WrongDevice`] for a stream of another GPU. Streaming engines
+    /// ([`crate::frb_beamformer::FrbStream`]) use their own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "FRB quantiser stream")
+    }
+
+    /// The stream `quantize` works on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The GPU this quantiser runs on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
     }
 
     /// `J` f16 `[f][tbar][beta]`, `scale` and `offset` f32 `[f][beta]`; writes every byte of
@@ -173,6 +193,19 @@ impl<'g> Quantizer<'g> {
         offset: &DeviceBuffer<f32>,
         out: &mut DeviceBuffer<u8>,
         saturated: &mut DeviceBuffer<u32>,
+    ) -> Result<()> {
+        self.launch(j, scale, offset, out, saturated, &self.stream)
+    }
+
+    /// [`quantize`](Self::quantize) on `stream`.
+    pub(crate) fn launch(
+        &self,
+        j: &DeviceBuffer<u16>,
+        scale: &DeviceBuffer<f32>,
+        offset: &DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<u8>,
+        saturated: &mut DeviceBuffer<u32>,
+        stream: &Stream,
     ) -> Result<()> {
         let c = self.config;
         check_lengths(&c, j.len(), scale.len(), offset.len())?;
@@ -196,9 +229,9 @@ impl<'g> Quantizer<'g> {
             }
         }
         // The kernel adds its counts.
-        saturated.poison(0)?;
+        saturated.poison_on(stream, 0)?;
         let row = c.row_bytes();
-        let mut launch = self.gpu.stream().launch_builder(&self.kernel);
+        let mut launch = stream.launch_builder(&self.kernel);
         launch
             .arg(j.raw())
             .arg(scale.raw())

@@ -29,7 +29,8 @@
 //! ([`rs_default_kernel`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
-use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg};
+use crate::frb_beamformer::{download_on, upload_on};
+use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
@@ -323,6 +324,8 @@ pub struct Resampler<'g> {
     /// The W kernel's rejection word (non-zero: a position failed its check).
     rejected: DeviceBuffer<u32>,
     beams_set: bool,
+    /// The stream `set_beams` and `resample` work on.
+    stream: Stream,
 }
 
 impl<'g> Resampler<'g> {
@@ -346,11 +349,35 @@ impl<'g> Resampler<'g> {
         let weights_kernel = gpu.function("frb_resample_weights")?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
         let rejected = gpu.alloc::<u32>(1, 0)?;
-        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, rejected, beams_set: false })
+        let stream = gpu.stream().clone();
+        Ok(Resampler { gpu, config, gemm, weights_kernel, weights, rejected, beams_set: false, stream })
     }
 
     pub fn config(&self) -> &ResampleConfig {
         &self.config
+    }
+
+    /// Runs `set_beams` and `resample` on `stream` (the GPU's default stream until set), so
+    /// that callers can order their own work with ours; [`Error::WrongDevice`] for a stream
+    /// of another GPU. Streaming engines ([`crate::frb_beamformer::FrbStream`]) use their
+    /// own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "FRB resampler stream")
+    }
+
+    /// The stream `set_beams` and `resample` work on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The GPU this resampler runs on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Whether beam positions were set (`resample` refuses to run before).
+    pub(crate) fn beams_set(&self) -> bool {
+        self.beams_set
     }
 
     /// W, `[f][beta][rho]` f16 bits (`rho = p 2N + q`), as the last [`Resampler::set_beams`]
@@ -361,15 +388,17 @@ impl<'g> Resampler<'g> {
 
     /// W from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
     /// again whenever the beams move (tracking beams). The W kernel checks every position
-    /// and this call waits for it (one 4-byte read-back): a NaN or infinity is `NonFinite`
-    /// (the argument and first index), `|theta| > MAX_ABS_POSITION` `InvalidConfig`; after
-    /// such an error W is unusable and `resample` refuses to run until `set_beams` succeeds.
+    /// and this call waits for it (one 4-byte read-back on the resampler's stream, so it also
+    /// waits for the stream's earlier work: a set-up step, not for the hot path): a NaN or
+    /// infinity is `NonFinite` (the argument and first index), `|theta| > MAX_ABS_POSITION`
+    /// `InvalidConfig`; after such an error W is unusable and `resample` refuses to run until
+    /// `set_beams` succeeds.
     pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
         let c = self.config;
         check_positions(self.gpu, &c, theta, theta_prime)?;
         self.beams_set = false;
-        self.rejected.poison(0)?;
-        let mut launch = self.gpu.stream().launch_builder(&self.weights_kernel);
+        self.rejected.poison_on(&self.stream, 0)?;
+        let mut launch = self.stream.launch_builder(&self.weights_kernel);
         launch
             .arg(theta.raw())
             .arg(theta_prime.raw())
@@ -387,17 +416,27 @@ impl<'g> Resampler<'g> {
         // W holds F B 4MN halves of a validated configuration (4MN a multiple of 64) and the
         // rejection word one u32.
         unsafe { launch.launch(config) }.during("launching the FRB resampling weights")?;
-        check_rejected(&self.rejected, theta, theta_prime)?;
+        check_rejected(&self.stream, &self.rejected, theta, theta_prime)?;
         self.beams_set = true;
         Ok(())
     }
 
     /// `J = I W` per channel: I f16 `[f][tbar][p][q]`, J f16 `[f][tbar][beta]`.
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+        self.launch(intensity, out, &self.stream)
+    }
+
+    /// [`resample`](Self::resample) on `stream`.
+    pub(crate) fn launch(
+        &self,
+        intensity: &DeviceBuffer<u16>,
+        out: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<()> {
         let c = self.config;
         check_io(self.gpu, &c, self.beams_set, intensity, out)?;
         let k = c.k();
-        let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
+        let mut launch = stream.launch_builder(&self.gemm.function);
         launch
             .arg(intensity.raw())
             .arg(self.weights.raw())
@@ -432,20 +471,21 @@ fn check_positions(
     Ok(())
 }
 
-/// After a W or U kernel: reads back its rejection word (waiting for the kernel). Zero: every
-/// position was finite and within [`MAX_ABS_POSITION`]. Else the positions are downloaded
-/// and the first bad one reported as the CPU references report it (`NonFinite` with its
-/// argument and index, or `InvalidConfig`).
+/// After a W or U kernel on `stream`: reads back its rejection word there (waiting for the
+/// kernel). Zero: every position was finite and within [`MAX_ABS_POSITION`]. Else the
+/// positions are downloaded and the first bad one reported as the CPU references report it
+/// (`NonFinite` with its argument and index, or `InvalidConfig`).
 fn check_rejected(
+    stream: &Stream,
     rejected: &DeviceBuffer<u32>,
     theta: &DeviceBuffer<f32>,
     theta_prime: &DeviceBuffer<f32>,
 ) -> Result<()> {
-    if rejected.download()?[0] == 0 {
+    if download_on(stream, rejected)?[0] == 0 {
         return Ok(());
     }
     for (what, buffer) in [("theta", theta), ("theta'", theta_prime)] {
-        check_position_values(what, &buffer.download()?)?;
+        check_position_values(what, &download_on(stream, buffer)?)?;
     }
     Err(Error::InvalidConfig(
         "the device rejected a beam position that the host finds valid (internal error)".into(),
@@ -495,6 +535,8 @@ pub struct FusedResampler<'g> {
     /// The U kernel's rejection word (non-zero: a position failed its check).
     rejected: DeviceBuffer<u32>,
     beams_set: bool,
+    /// The stream `set_beams` and `resample` work on.
+    stream: Stream,
 }
 
 impl<'g> FusedResampler<'g> {
@@ -546,11 +588,66 @@ impl<'g> FusedResampler<'g> {
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
         let u_n = gpu.alloc::<f32>(per_beam * 2 * config.n as usize, 0)?;
         let rejected = gpu.alloc::<u32>(1, 0)?;
-        Ok(FusedResampler { gpu, config, gemm, rs, tma, u_kernel, u_m, u_n, rejected, beams_set: false })
+        let stream = gpu.stream().clone();
+        Ok(FusedResampler {
+            gpu,
+            config,
+            gemm,
+            rs,
+            tma,
+            u_kernel,
+            u_m,
+            u_n,
+            rejected,
+            beams_set: false,
+            stream,
+        })
     }
 
     pub fn config(&self) -> &ResampleConfig {
         &self.config
+    }
+
+    /// Runs `set_beams` and `resample` on `stream` (the GPU's default stream until set), so
+    /// that callers can order their own work with ours; [`Error::WrongDevice`] for a stream
+    /// of another GPU. Streaming engines ([`crate::frb_beamformer::FrbStream`]) use their
+    /// own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "fused FRB resampler stream")
+    }
+
+    /// The stream `set_beams` and `resample` work on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// The GPU this resampler runs on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Whether beam positions were set (`resample` refuses to run before).
+    pub(crate) fn beams_set(&self) -> bool {
+        self.beams_set
+    }
+
+    /// Tensor maps of its own for a caller that always resamples from `intensity` into `out`
+    /// (a streaming engine's buffers), encoded now on `stream`; `None` where the kernel takes
+    /// none. The engine passes them to [`launch`](Self::launch), which then never re-encodes
+    /// (nor waits).
+    pub(crate) fn fixed_maps(
+        &self,
+        intensity: &DeviceBuffer<u16>,
+        out: &DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<Option<TensorMaps>> {
+        if self.tma.is_none() {
+            return Ok(None);
+        }
+        let maps = self.gpu.alloc::<u8>(2 * std::mem::size_of::<cudarc::driver::sys::CUtensorMap>(), 0)?;
+        let mut maps = TensorMaps { encoded_for: None, maps };
+        maps.encode(&self.config, self.gemm.tile.0, intensity, out, stream)?;
+        Ok(Some(maps))
     }
 
     /// Caps the grid of a persistent kernel at `blocks` resident blocks (at least 1, at most
@@ -565,14 +662,14 @@ impl<'g> FusedResampler<'g> {
 
     /// U from beam positions `theta`, `theta'` (f32 `[f][beta]`, grid units of eq. 1): call
     /// again whenever the beams move. Checked as [`Resampler::set_beams`] checks them (by the
-    /// U kernel; this call waits for it); after an error `resample` refuses to run until
-    /// `set_beams` succeeds.
+    /// U kernel; this call waits for it and for the stream's earlier work: a set-up step);
+    /// after an error `resample` refuses to run until `set_beams` succeeds.
     pub fn set_beams(&mut self, theta: &DeviceBuffer<f32>, theta_prime: &DeviceBuffer<f32>) -> Result<()> {
         let c = self.config;
         check_positions(self.gpu, &c, theta, theta_prime)?;
         self.beams_set = false;
-        self.rejected.poison(0)?;
-        let mut launch = self.gpu.stream().launch_builder(&self.u_kernel);
+        self.rejected.poison_on(&self.stream, 0)?;
+        let mut launch = self.stream.launch_builder(&self.u_kernel);
         launch
             .arg(theta.raw())
             .arg(theta_prime.raw())
@@ -592,7 +689,7 @@ impl<'g> FusedResampler<'g> {
         // multiples of 4) and the rejection word one u32; the grid's y is at most 96 and z at
         // most 65535 (validated).
         unsafe { launch.launch(config) }.during("launching the FRB resampling U kernel")?;
-        check_rejected(&self.rejected, theta, theta_prime)?;
+        check_rejected(&self.stream, &self.rejected, theta, theta_prime)?;
         self.beams_set = true;
         Ok(())
     }
@@ -600,15 +697,31 @@ impl<'g> FusedResampler<'g> {
     /// `J = I W` per channel with W formed on the fly: I f16 `[f][tbar][p][q]`, J f16
     /// `[f][tbar][beta]`.
     pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
-        let c = self.config;
-        check_io(self.gpu, &c, self.beams_set, intensity, out)?;
         // (A poisoned lock only means a panic elsewhere: the maps are written before their
         // addresses are recorded, so they stay consistent.)
         let mut maps = self.tma.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
-        if let Some(maps) = maps.as_mut() {
-            maps.encode(&c, self.gemm.tile.0, intensity, out)?;
+        self.launch(intensity, out, &self.stream, maps.as_deref_mut())
+    }
+
+    /// [`resample`](Self::resample) on `stream` with the tensor maps `maps` (the kernels that
+    /// take them: this resampler's own, or a streaming engine's [`fixed_maps`](Self::fixed_maps);
+    /// re-encoded, on `stream`, when they describe other buffers).
+    pub(crate) fn launch(
+        &self,
+        intensity: &DeviceBuffer<u16>,
+        out: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+        mut maps: Option<&mut TensorMaps>,
+    ) -> Result<()> {
+        let c = self.config;
+        check_io(self.gpu, &c, self.beams_set, intensity, out)?;
+        if self.tma.is_some() != maps.is_some() {
+            return Err(Error::InvalidConfig("fused resampler tensor maps (internal error)".into()));
         }
-        let mut launch = self.gpu.stream().launch_builder(&self.gemm.function);
+        if let Some(maps) = maps.as_mut() {
+            maps.encode(&c, self.gemm.tile.0, intensity, out, stream)?;
+        }
+        let mut launch = stream.launch_builder(&self.gemm.function);
         launch
             .arg(intensity.raw())
             .arg(self.u_m.raw())
@@ -638,7 +751,7 @@ impl<'g> FusedResampler<'g> {
 
 /// The TMA and resident kernels' tensor maps in device memory (I's, then J's), and the
 /// (I, J) addresses they were encoded for: encoded again only when other buffers come.
-struct TensorMaps {
+pub(crate) struct TensorMaps {
     encoded_for: Option<(u64, u64)>,
     maps: DeviceBuffer<u8>,
 }
@@ -654,8 +767,14 @@ impl TensorMaps {
         rows: u32,
         intensity: &DeviceBuffer<u16>,
         out: &DeviceBuffer<u16>,
+        stream: &Stream,
     ) -> Result<()> {
-        let address = (intensity.device_address(), out.device_address());
+        // The addresses as `stream` sees them (`DeviceBuffer::device_address` would order the
+        // buffers' own stream after this one's work on them).
+        let address = {
+            use cudarc::driver::DevicePtr;
+            (intensity.raw().device_ptr(stream).0, out.raw().device_ptr(stream).0)
+        };
         if self.encoded_for == Some(address) {
             return Ok(());
         }
@@ -669,7 +788,7 @@ impl TensorMaps {
         } else {
             words.extend_from_slice(&[0; 16]);
         }
-        self.maps.upload(bytemuck::cast_slice(&words))?;
+        upload_on(stream, &mut self.maps, bytemuck::cast_slice(&words))?;
         self.encoded_for = Some(address);
         Ok(())
     }

@@ -1,5 +1,5 @@
-//! Compiles `kernels-gpu` to two PTX modules and embeds them (the part cuda_builder plays in
-//! Rust-CUDA). The nested build uses rustc's own `nvptx64-nvidia-cuda` backend with
+//! Compiles `kernels-gpu` to PTX, splits it into one module per kernel family and
+//! architecture, and embeds them (the part cuda_builder plays in Rust-CUDA). The nested build uses rustc's own `nvptx64-nvidia-cuda` backend with
 //! `-Zbuild-std=core` (RUSTC_BOOTSTRAP=1 scoped to that build only), target-cpu sm_80 and
 //! PTX ISA 8.5 (needed by `mma.sp::ordered_metadata`), in a target directory of its own so
 //! it never waits on the lock of the build that runs this script. The second module holds
@@ -33,9 +33,10 @@ fn main() {
         let hopper = env::var("RADIO_KERNELS_PTX_SM90A").unwrap_or_else(|_| {
             fail("RADIO_KERNELS_PTX needs RADIO_KERNELS_PTX_SM90A (the sm_90a module) too")
         });
-        for (from, to) in [(prebuilt, "radio_kernels.ptx"), (hopper, "radio_kernels_sm90a.ptx")] {
-            fs::copy(&from, out_dir.join(to)).unwrap_or_else(|e| fail(&format!("cannot read {from}: {e}")));
-        }
+        let read = |from: &str| {
+            fs::read_to_string(from).unwrap_or_else(|e| fail(&format!("cannot read {from}: {e}")))
+        };
+        write_modules(&out_dir, &read(&prebuilt), &read(&hopper));
         return;
     }
 
@@ -45,18 +46,93 @@ fn main() {
     // <target-dir>/<profile>/build/<pkg>-<hash>/out -> <target-dir>/nvptx-build
     let target_root = out_dir.ancestors().nth(4).map(Path::to_path_buf).unwrap_or_else(|| out_dir.clone());
 
-    let text = build_module(&root, &device_crate, &target_root.join("nvptx-build"), TARGET_CPU, None);
-    fs::write(out_dir.join("radio_kernels.ptx"), limit_registers(&text)).unwrap();
-    // Hopper's wgmma kernels: a second, small module for sm_90a only (the sm_80 kernels are
+    let sm80 = build_module(&root, &device_crate, &target_root.join("nvptx-build"), TARGET_CPU, None);
+    // Hopper's wgmma kernels: a second, small build for sm_90a only (the sm_80 kernels are
     // left out of it by `cfg(radio_sm90a)`); the host loads it on compute capability 9.0.
-    let text = build_module(
+    let sm90a = build_module(
         &root,
         &device_crate,
         &target_root.join("nvptx-build-sm90a"),
         "sm_90a",
         Some("radio_sm90a"),
     );
-    fs::write(out_dir.join("radio_kernels_sm90a.ptx"), limit_registers(&text)).unwrap();
+    write_modules(&out_dir, &limit_registers(&sm80), &limit_registers(&sm90a));
+}
+
+/// Splits each architecture's PTX into one module per kernel family
+/// (`radio_kernels_gpu::modules::Family`) and writes them with `modules.rs`, the table of
+/// `ModuleSource`s the facade embeds (`radio_kernels::MODULES`).
+fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str) {
+    use radio_kernels_gpu::modules::Family;
+    let mut table = String::from("&[\n");
+    for (arch, text) in [("Sm80", sm80), ("Sm90a", sm90a)] {
+        let modules = split_modules(text);
+        for family in Family::ALL {
+            let Some(ptx) = modules.iter().find(|(f, _)| *f == family).map(|(_, ptx)| ptx) else { continue };
+            let file = format!("{}_{}.ptx", family.name(), arch.to_lowercase());
+            fs::write(out_dir.join(&file), ptx).unwrap();
+            table.push_str(&format!(
+                "    ModuleSource {{ family: Family::{family:?}, arch: Arch::{arch}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{file}\")) }},\n"
+            ));
+        }
+    }
+    table.push(']');
+    fs::write(out_dir.join("modules.rs"), table).unwrap();
+}
+
+/// One PTX module per family that has kernels in `ptx`: the header, every declaration,
+/// global and `.func` of `ptx` (shared by all: a few small functions and tables), and the
+/// family's `.entry` functions. Fails the build for an entry no family claims.
+fn split_modules(ptx: &str) -> Vec<(radio_kernels_gpu::modules::Family, String)> {
+    use radio_kernels_gpu::modules::Family;
+    let mut common = String::new();
+    let mut entries: Vec<(Family, String)> = Vec::new();
+    let (mut current, mut depth): (Option<(Family, String)>, i64) = (None, 0);
+    for line in ptx.lines() {
+        let trimmed = line.trim_start();
+        if current.is_none() && depth == 0 {
+            let entry = trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry "));
+            if let Some(rest) = entry {
+                let name: String =
+                    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let family = Family::of_entry(&name).unwrap_or_else(|| {
+                    fail(&format!("kernel `{name}` belongs to no family (radio_kernels_gpu::modules)"))
+                });
+                current = Some((family, String::new()));
+            }
+        }
+        let code = line.split("//").next().unwrap_or("");
+        depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+        match &mut current {
+            Some((_, text)) => {
+                text.push_str(line);
+                text.push('\n');
+                if depth == 0 && code.trim() == "}" {
+                    entries.push(current.take().unwrap());
+                }
+            }
+            None => {
+                common.push_str(line);
+                common.push('\n');
+            }
+        }
+    }
+    if current.is_some() || depth != 0 {
+        fail("the PTX module's braces do not balance (cannot split it into families)");
+    }
+    let mut modules: Vec<(Family, String)> = Vec::new();
+    for family in Family::ALL {
+        let mine: Vec<&String> = entries.iter().filter(|(f, _)| *f == family).map(|(_, t)| t).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut text = common.clone();
+        for entry in mine {
+            text.push_str(entry);
+        }
+        modules.push((family, text));
+    }
+    modules
 }
 
 /// Runs the nested nvptx64 build of `kernels-gpu` for `target_cpu` and returns its PTX.

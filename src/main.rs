@@ -486,16 +486,37 @@ fn run_demo(args: &DemoArgs, mut demo_options: DemoOptions, cpu: bool, device: O
 }
 
 fn selftest(device: Option<usize>, cases: usize, seed: u64) -> ExitCode {
+    let started = std::time::Instant::now();
     let opened = match open_gpu(device) {
         Err(exit) => return exit,
         Ok(opened) => opened,
     };
+    let open_s = started.elapsed().as_secs_f64();
     println!("radio-kernels {} self-check (seed {seed})", env!("CARGO_PKG_VERSION"));
     let mut ok = true;
     match opened {
         Ok(gpu) => {
             let (major, minor) = gpu.compute_capability();
             println!("GPU {}: {} (sm_{major}{minor}, {} SMs)", gpu.ordinal(), gpu.name(), gpu.sm_count());
+            // Each family's module is loaded on its first use; here all of them, timed (the
+            // driver's JIT compilation of the PTX, or its cache: CUDA_CACHE_DISABLE=1 for cold).
+            println!("  open: {:.3} s (no module loaded)", open_s);
+            match gpu.load_modules() {
+                Ok(loads) => {
+                    for (family, arch, time) in loads {
+                        println!(
+                            "  load {:<20} {:<7} {:.3} s",
+                            family.name(),
+                            arch.name(),
+                            time.as_secs_f64()
+                        );
+                    }
+                }
+                Err(e) => {
+                    println!("  FAIL loading the kernel modules: {e}");
+                    ok = false;
+                }
+            }
             match gpu_checks(&gpu, seed, cases) {
                 Ok(checks) => ok &= print_checks(&checks),
                 Err(e) => {

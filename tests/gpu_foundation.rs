@@ -160,7 +160,11 @@ fn open_reports_missing_driver_or_device_as_errors() {
 
 #[test]
 fn embedded_ptx_targets_sm_80_with_every_selftest_kernel() {
-    let ptx = radio_kernels::PTX;
+    let tools = radio_kernels::MODULES
+        .iter()
+        .find(|m| m.family == radio_kernels::Family::Tools && m.arch == radio_kernels::Arch::Sm80)
+        .expect("the tools module for sm_80");
+    let ptx = tools.ptx;
     assert!(ptx.contains(".target sm_80"));
     assert!(ptx.contains(".version 8.5"));
     for kernel in [
@@ -333,4 +337,70 @@ fn lent_buffers_and_named_ceiling_launches_are_checked() {
     launch_mma(&gpu, "ceiling_mma_m16n8k32_s8", 1, &mut out).unwrap();
     let err = wgmma_ceiling(&gpu, "ceiling_copy", 1, 1).unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+}
+
+/// The embedded PTX is split by family: every module's entries belong to its family, no
+/// kernel is in two modules of one architecture, and every family has an sm_80 module.
+#[test]
+fn every_module_holds_only_its_familys_kernels() {
+    use radio_kernels::{Arch, Family, MODULES};
+    let mut seen = std::collections::HashSet::new();
+    for module in MODULES {
+        assert!(module.ptx.contains(".version 8.5"), "{:?}", module.family);
+        let target = match module.arch {
+            Arch::Sm80 => ".target sm_80",
+            Arch::Sm90a => ".target sm_90a",
+        };
+        assert!(module.ptx.contains(target), "{:?} {:?}", module.family, module.arch);
+        let entries: Vec<&str> = module
+            .ptx
+            .lines()
+            .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+            .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap())
+            .collect();
+        assert!(!entries.is_empty(), "{:?} {:?} has no kernels", module.family, module.arch);
+        for entry in entries {
+            assert_eq!(Family::of_entry(entry), Some(module.family), "{entry}");
+            assert!(seen.insert((entry, module.arch)), "{entry} is in two {:?} modules", module.arch);
+        }
+    }
+    for family in Family::ALL {
+        assert!(MODULES.iter().any(|m| m.family == family && m.arch == Arch::Sm80), "{family:?}");
+    }
+}
+
+/// Opening a device loads no module; each family's module then loads on first use. Prints
+/// each module's JIT-compilation time (run with `CUDA_CACHE_DISABLE=1` for a cold driver
+/// cache) and checks that it holds its first kernel.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn module_load_times() {
+    use radio_kernels::{Arch, MODULES};
+    use std::time::Instant;
+    let start = Instant::now();
+    let gpu = gpu();
+    println!("open: {:.3} s (no module loaded)", start.elapsed().as_secs_f64());
+    let context = gpu.context().clone();
+    for module in MODULES {
+        if module.arch == Arch::Sm90a && gpu.compute_capability() != (9, 0) {
+            continue;
+        }
+        let entry = module
+            .ptx
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+            .and_then(|rest| rest.split('(').next())
+            .expect("an entry")
+            .to_string();
+        let start = Instant::now();
+        let loaded = context.load_module(cudarc::nvrtc::Ptx::from_src(module.ptx)).expect("PTX loads");
+        loaded.load_function(&entry).expect("the module holds its entry");
+        println!(
+            "{:<20} {:<7} PTX {:>7} bytes: JIT {:.3} s",
+            module.family.name(),
+            module.arch.name(),
+            module.ptx.len(),
+            start.elapsed().as_secs_f64()
+        );
+    }
 }

@@ -1589,7 +1589,9 @@ fn streaming_engine_gives_the_bytes_of_push_for_random_chunks_flags_and_delays()
         cases += 1;
         let needed = 10 * span as usize + config.window() as usize + 2 * config.max_delay as usize;
         let chunks = needed.div_ceil(config.chunk_samples as usize) + 2;
-        let (bytes, flags) = random_chunks(&config, chunks, 30, &mut rng);
+        let (bytes, mut flags) = random_chunks(&config, chunks, 30, &mut rng);
+        // At least one lost packet, mid-stream, whatever the draw.
+        flags[0][chunks / 2][0] = false;
         let changes = random_changes(&config, chunks, &mut rng);
         for path in paths(&config) {
             let depth = rng.random_range(1..=4);
@@ -1841,7 +1843,10 @@ fn streaming_engine_matches_push_at_engine_sized_chunks() {
         assert_eq!(config.max_outputs_per_push(), 2);
         let chunks = 6;
         let (bytes, flags) = random_chunks(&config, chunks, 200, &mut rng);
-        let mut changes = random_changes(&config, chunks, &mut rng);
+        // Models drawn within half of max_delay: the drawn rates then keep every spectrum's
+        // delay in range over these long chunks.
+        let half = ChannelizerConfig { max_delay: config.max_delay / 2, ..config.clone() };
+        let mut changes = random_changes(&half, chunks, &mut rng);
         changes[0]
             .push(Change::Model(0, DelayModel { delay: 60000.0, delay_rate: -1e-4, ..Default::default() }));
         let path = PfbPath::for_config(&gpu, &config);

@@ -1,7 +1,7 @@
 //! Resource check of the PTX module with NVIDIA's `ptxas` (no GPU needed).
 //!
-//! Assembles [`radio_kernels::PTX`] for sm_80, sm_86 and sm_90 and
-//! [`radio_kernels::PTX_SM90A`] for sm_90a with `ptxas -v`, prints each
+//! Assembles every module of [`radio_kernels::MODULES`]: the sm_80 ones for sm_80, sm_86 and
+//! sm_90, the sm_90a ones for sm_90a, with `ptxas -v`, prints each
 //! kernel's registers, shared memory, stack frame and spills, and fails if any function uses
 //! local memory (a stack frame or spills), if ptxas rejects the module, or if the report does
 //! not cover every `.entry` of the module, or if ptxas serialised a `wgmma` chain.
@@ -17,10 +17,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Each module with the architectures it is checked for: the main module is sm_80 PTX that
-/// users' Ampere GPUs (sm_80, sm_86) and Hopper (sm_90) run; the wgmma module runs on sm_90a.
-const MODULES: [(&str, &[&str]); 2] =
-    [(radio_kernels::PTX, &["sm_80", "sm_86", "sm_90"]), (radio_kernels::PTX_SM90A, &["sm_90a"])];
+/// The architectures a module is checked for: sm_80 PTX is what users' Ampere GPUs (sm_80,
+/// sm_86) and Hopper (sm_90) run; the wgmma modules run on sm_90a.
+fn targets(arch: radio_kernels::Arch) -> &'static [&'static str] {
+    match arch {
+        radio_kernels::Arch::Sm80 => &["sm_80", "sm_86", "sm_90"],
+        radio_kernels::Arch::Sm90a => &["sm_90a"],
+    }
+}
 const LOCAL_PTXAS: &str = ".tools/cuda-nvcc/nvidia/cuda_nvcc/bin/ptxas";
 const INSTALL_HINT: &str = "python3 -m pip install --target .tools/cuda-nvcc nvidia-cuda-nvcc-cu12==12.9.86";
 
@@ -282,10 +286,11 @@ fn ptxas_resources_no_local_memory() {
     };
     let mut rows = Vec::new();
     let mut problems = Vec::new();
-    for (ptx, archs) in MODULES {
+    for module in radio_kernels::MODULES {
+        let ptx = module.ptx;
         let ptx_kernels = ptx_entries(ptx);
-        assert!(!ptx_kernels.is_empty(), "a PTX module has no .entry");
-        for &arch in archs {
+        assert!(!ptx_kernels.is_empty(), "the {} module has no .entry", module.family.name());
+        for &arch in targets(module.arch) {
             let ptx_file = temp_file(arch, "ptx");
             let cubin = temp_file(arch, "cubin");
             fs::write(&ptx_file.0, ptx).expect("write the PTX to a temp file");

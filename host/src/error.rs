@@ -14,6 +14,8 @@ pub enum Error {
     UnsupportedDevice { name: String, major: u32, minor: u32 },
     /// A CUDA driver call failed; `during` says which step.
     Driver { during: &'static str, source: DriverError },
+    /// A kernel family's PTX module failed to load (the driver's JIT compilation).
+    ModuleLoad { family: &'static str, arch: &'static str, source: DriverError },
     /// A kernel the embedded module should hold is missing (a build mismatch).
     MissingKernel(&'static str),
     /// A parameter is out of its documented range.
@@ -53,6 +55,12 @@ impl fmt::Display for Error {
                 "{name} has compute capability {major}.{minor}; radio-kernels needs 8.0 (Ampere) or newer"
             ),
             Error::Driver { during, source } => write!(f, "CUDA driver error while {during}: {source}"),
+            Error::ModuleLoad { family, arch, source } => {
+                write!(
+                    f,
+                    "loading the {family} kernels ({arch} PTX, JIT-compiled by the driver) failed: {source}"
+                )
+            }
             Error::MissingKernel(name) => write!(f, "kernel `{name}` is not in the loaded PTX module"),
             Error::InvalidConfig(message) => write!(f, "invalid configuration: {message}"),
             Error::ShapeMismatch { what, expected, actual } => {
@@ -84,7 +92,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::Driver { source, .. } => Some(source),
+            Error::Driver { source, .. } | Error::ModuleLoad { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -3,6 +3,7 @@
 use crate::error::{DriverContext, Error, Result};
 use bytemuck::Pod;
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream};
+pub use radio_kernels_gpu::modules::Family;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -15,15 +16,51 @@ pub use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 /// `stream.launch_builder(&function)`).
 pub type Stream = Arc<CudaStream>;
 
-/// One CUDA device with the project's PTX modules loaded on it: the sm_80 module on every
-/// device, and on compute capability 9.0 also the sm_90a module of Hopper's `wgmma` kernels.
+/// The architecture a PTX module targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// sm_80 PTX: every kernel, for every supported GPU (compute capability 8.0 and newer).
+    Sm80,
+    /// sm_90a PTX: Hopper's `wgmma` kernels, for compute capability 9.0 only.
+    Sm90a,
+}
+
+impl Arch {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "sm_80",
+            Arch::Sm90a => "sm_90a",
+        }
+    }
+}
+
+/// One embedded PTX module: a kernel family's kernels for one architecture
+/// (`radio_kernels::MODULES` lists them).
+#[derive(Clone, Copy, Debug)]
+pub struct ModuleSource {
+    pub family: Family,
+    pub arch: Arch,
+    pub ptx: &'static str,
+}
+
+/// A module slot: loaded (JIT-compiled by the driver) the first time one of its kernels is
+/// looked up.
+struct ModuleSlot {
+    source: ModuleSource,
+    loaded: Mutex<Option<Arc<CudaModule>>>,
+}
+
+/// One CUDA device with the project's kernels: each family's PTX module is loaded the first
+/// time one of its kernels is looked up (the sm_80 module on every device, and on compute
+/// capability 9.0 also the sm_90a module of Hopper's `wgmma` kernels), so a program pays the
+/// driver's JIT compilation only for the families it uses.
 pub struct Gpu {
     context: Arc<CudaContext>,
     stream: Stream,
-    module: Arc<CudaModule>,
-    functions: Mutex<HashMap<&'static str, CudaFunction>>,
-    hopper: Option<Arc<CudaModule>>,
-    hopper_functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    modules: Vec<ModuleSlot>,
+    functions: Mutex<HashMap<(&'static str, Arch), CudaFunction>>,
+    /// Compute capability 9.0: the sm_90a modules apply.
+    hopper: bool,
     wgmma_enabled: AtomicBool,
     ordinal: usize,
     name: String,
@@ -33,17 +70,17 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Opens device `ordinal` and loads `ptx` (target sm_80), and on compute capability 9.0
-    /// also `ptx_sm90a`. Never panics: without libcuda it returns [`Error::NoDriver`].
-    /// Use `radio_kernels::open`, which passes the embedded modules.
+    /// Opens device `ordinal` with the kernel modules `modules` (loaded on first use). Never
+    /// panics: without libcuda it returns [`Error::NoDriver`]. Use `radio_kernels::open`,
+    /// which passes the embedded modules.
     ///
     /// # Safety
     ///
-    /// `ptx` and `ptx_sm90a` must be the modules built from this version of
-    /// `radio-kernels-gpu`: launchers look kernels up by name and pass the arguments those
-    /// kernels declare, so a module whose kernels of the same names do something else could
-    /// read or write any device memory.
-    pub unsafe fn new(ordinal: usize, ptx: &str, ptx_sm90a: &str) -> Result<Gpu> {
+    /// `modules` must be the modules built from this version of `radio-kernels-gpu`:
+    /// launchers look kernels up by name and pass the arguments those kernels declare, so a
+    /// module whose kernels of the same names do something else could read or write any
+    /// device memory.
+    pub unsafe fn new(ordinal: usize, modules: &[ModuleSource]) -> Result<Gpu> {
         let count = Gpu::device_count()?;
         if ordinal >= count {
             return Err(Error::NoDevice { ordinal, count });
@@ -61,35 +98,64 @@ impl Gpu {
         let max_shared_per_block = context
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
             .during("reading the shared-memory limit")? as u32;
-        let module = context
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .during("loading the PTX module (JIT compilation by the driver)")?;
         // sm_90a code runs on compute capability 9.0 only (the "a" features are not carried
         // forward to later GPUs).
-        let hopper = if (major, minor) == (9, 0) {
-            Some(
-                context
-                    .load_module(cudarc::nvrtc::Ptx::from_src(ptx_sm90a))
-                    .during("loading the sm_90a PTX module (JIT compilation by the driver)")?,
-            )
-        } else {
-            None
-        };
+        let hopper = (major, minor) == (9, 0) && modules.iter().any(|m| m.arch == Arch::Sm90a);
         let stream = context.default_stream();
         Ok(Gpu {
             context,
             stream,
-            module,
+            modules: modules.iter().map(|&source| ModuleSlot { source, loaded: Mutex::new(None) }).collect(),
             functions: Mutex::new(HashMap::new()),
-            wgmma_enabled: AtomicBool::new(hopper.is_some()),
             hopper,
-            hopper_functions: Mutex::new(HashMap::new()),
+            wgmma_enabled: AtomicBool::new(hopper),
             ordinal,
             name,
             compute_capability: (major, minor),
             sm_count,
             max_shared_per_block,
         })
+    }
+
+    /// The module of `family` for `arch`, loaded (JIT-compiled by the driver, or taken from
+    /// its cache) on first use; thread-safe (one load per module). `Ok(None)` when there is
+    /// no such module. A failed load returns [`Error::ModuleLoad`] and is tried again on the
+    /// next use.
+    fn module(&self, family: Family, arch: Arch) -> Result<Option<Arc<CudaModule>>> {
+        let Some(slot) = self.modules.iter().find(|m| m.source.family == family && m.source.arch == arch)
+        else {
+            return Ok(None);
+        };
+        let mut loaded = slot.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(module) = loaded.as_ref() {
+            return Ok(Some(module.clone()));
+        }
+        let module = self
+            .context
+            .load_module(cudarc::nvrtc::Ptx::from_src(slot.source.ptx))
+            .map_err(|source| Error::ModuleLoad { family: family.name(), arch: arch.name(), source })?;
+        *loaded = Some(module.clone());
+        Ok(Some(module))
+    }
+
+    /// Loads every module this device uses that is not loaded yet, and returns each one's
+    /// family, architecture and load time (the driver's JIT compilation of the PTX, or its
+    /// cache): what `radio-kernels selftest` reports.
+    pub fn load_modules(&self) -> Result<Vec<(Family, Arch, std::time::Duration)>> {
+        let mut times = Vec::new();
+        for slot in &self.modules {
+            let (family, arch) = (slot.source.family, slot.source.arch);
+            if arch == Arch::Sm90a && !self.hopper {
+                continue;
+            }
+            let fresh = slot.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).is_none();
+            if fresh {
+                let start = std::time::Instant::now();
+                self.module(family, arch)?;
+                times.push((family, arch, start.elapsed()));
+            }
+        }
+        Ok(times)
     }
 
     /// Number of CUDA devices; [`Error::NoDriver`] without libcuda.
@@ -130,21 +196,32 @@ impl Gpu {
         &self.context
     }
 
-    /// A kernel of the module by name (looked up once, then cached).
+    /// A kernel of the sm_80 modules by name: its family's module is loaded on first use
+    /// ([`Family::of_entry`]), the function looked up once, then cached.
     pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
-        let mut cache = self.functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(function) = cache.get(name) {
+        self.lookup(name, Arch::Sm80)
+    }
+
+    fn lookup(&self, name: &'static str, arch: Arch) -> Result<CudaFunction> {
+        if let Some(function) =
+            self.functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&(name, arch))
+        {
             return Ok(function.clone());
         }
-        let function = self.module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
-        cache.insert(name, function.clone());
+        let family = Family::of_entry(name).ok_or(Error::MissingKernel(name))?;
+        let module = self.module(family, arch)?.ok_or(Error::MissingKernel(name))?;
+        let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
+        self.functions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert((name, arch), function.clone());
         Ok(function)
     }
 
     /// Whether launchers use the sm_90a `wgmma` kernels: true on compute capability 9.0
     /// unless turned off with [`Gpu::set_wgmma_enabled`].
     pub fn wgmma_enabled(&self) -> bool {
-        self.hopper.is_some() && self.wgmma_enabled.load(Ordering::Relaxed)
+        self.hopper && self.wgmma_enabled.load(Ordering::Relaxed)
     }
 
     /// Turns the `wgmma` kernels off (or back on, where the device has them), so that tests
@@ -156,14 +233,10 @@ impl Gpu {
     /// A kernel of the sm_90a module (looked up once, then cached); [`Error::MissingKernel`]
     /// where the device has no such module.
     pub fn hopper_function(&self, name: &'static str) -> Result<CudaFunction> {
-        let module = self.hopper.as_ref().ok_or(Error::MissingKernel(name))?;
-        let mut cache = self.hopper_functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(function) = cache.get(name) {
-            return Ok(function.clone());
+        if !self.hopper {
+            return Err(Error::MissingKernel(name));
         }
-        let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
-        cache.insert(name, function.clone());
-        Ok(function)
+        self.lookup(name, Arch::Sm90a)
     }
 
     /// Free and total device memory in bytes (`cuMemGetInfo`).

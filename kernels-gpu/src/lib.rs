@@ -14,6 +14,7 @@ pub mod correlator;
 pub mod delay_beamformer;
 pub mod frb_beamformer;
 pub mod layout;
+pub mod modules;
 pub mod packing;
 pub mod pfb;
 pub mod wgmma;

@@ -1017,7 +1017,7 @@ mod device {
     ) {
         // The same prologue as `fir`'s, written out: as a shared function returning the
         // thread's place and weights, ptxas scheduled this kernel differently and the 16-tap
-        // FIR ran 2-3% slower on the H200 (session 6).
+        // FIR ran 2-3% slower on the H200.
         let pol = block_idx_y();
         let id = global_thread_x();
         let tid = thread_idx_x();

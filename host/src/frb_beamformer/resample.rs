@@ -10,8 +10,8 @@
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
 //! launch. On Hopper the fused GEMM is the faster one: 1.4-1.6x the W path's speed for every
-//! case of seed Table 4, and below cuBLAS's time for all of them (H200, BENCHMARKS.md,
-//! thirteenth session), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the
+//! case of seed Table 4, and below cuBLAS's time for all of them (H200, BENCHMARKS.md),
+//! so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the
 //! W path's GEMM is 1.35-1.5x faster, and still faster counting its W kernel, so use
 //! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
 //! the memory is needed elsewhere).

@@ -20,14 +20,14 @@
 //! accumulate in f32, J is rounded once to f16 and leaves through shared memory as the
 //! wgmma W GEMM's does (the tile staged in the ring at [`hopper::staged_offset`], then whole
 //! 16-byte chunks of J rows; the fragments' own 4-byte stores had cost 1.11-1.33x on the
-//! H200, BENCHMARKS.md, thirteenth session). One block per tile, tbar tile fastest in the
+//! H200, BENCHMARKS.md). One block per tile, tbar tile fastest in the
 //! grid, so the blocks of one beam tile (one W tile) are resident together and W is read from
 //! DRAM once. Ragged tbar and beam edges are zero-filled and not stored; warps whose rows or
 //! beams are all past the edge skip their MMAs. `K = 4MN` is a multiple of 64 for every seed
 //! Table 2 case, so k needs no edge (the host checks it against the tiling's k-step).
 //! Sustained on the H200 it runs at the 700 W power cap, at 1.9 pJ per flop against
 //! cuBLAS's `wgmma` 1.2: operands through the register file (`ldmatrix`, then the MMA) cost
-//! energy that `wgmma`'s shared-memory operands do not (BENCHMARKS.md, fourteenth session).
+//! energy that `wgmma`'s shared-memory operands do not (BENCHMARKS.md).
 //! The W kernel ([`weights_kernel`]): one warp per (f, beta), U in f32 from eq. 7.
 //!
 //! Fused path (issue 8 item 4, `frb_resample_fused`): the same GEMM, but W never exists in

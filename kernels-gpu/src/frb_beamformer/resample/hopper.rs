@@ -64,9 +64,9 @@
 //! pipeline fill overlap (1.07-1.24x for HIRAX square and pathfinder on the H200). On the
 //! H200 the transposed kernel was 1.3-1.8x faster than the earlier fused kernel that formed W
 //! in shared memory (bound by its LDS -> FMUL -> F2FP -> STS chains), and this `cp` form
-//! 1.06-1.37x faster than the W path for full CHORD and both HIRAX cases (BENCHMARKS.md, the
-//! eighth session's final run). Its J equals the W path's bit for bit in every GPU test.
-//! Measured slower or level on the H200 in this `cp` form (BENCHMARKS.md, ninth session): a
+//! 1.06-1.37x faster than the W path for full CHORD and both HIRAX cases (BENCHMARKS.md).
+//! Its J equals the W path's bit for bit in every GPU test.
+//! Measured slower or level on the H200 in this `cp` form (BENCHMARKS.md): a
 //! ring running on across tiles with J staged apart and stored by `cp.async.bulk` (all
 //! threads still meeting at every stage's barrier), a deeper ring, two wgmma groups in flight,
 //! and a barrier every two stages. For HIRAX square the copies and the stage barriers cost
@@ -90,10 +90,10 @@
 //! tile's stage [`RS_TMA_LEAD`] (named barrier 4), so that either's epilogue, and the drain
 //! and U loads around it, run beside the other's wgmmas. On the H200, under sustained load, this took HIRAX square from 1.07-1.08x
 //! cuBLAS's time to 0.94-0.97x and HIRAX rect. from 1.02-1.03x to 0.93-0.94x, and full CHORD
-//! to 0.91-0.93x (0.96-0.98x with the 192-beam kernel it replaces there; BENCHMARKS.md,
-//! thirteenth session). The earlier TMA form, whose two consumer warpgroups staged J together
+//! to 0.91-0.93x (0.96-0.98x with the 192-beam kernel it replaces there; BENCHMARKS.md).
+//! The earlier TMA form, whose two consumer warpgroups staged J together
 //! in the ring's last two slots and met at a barrier around each epilogue, had run 1.04-1.08x
-//! faster than the `cp` form for HIRAX (tenth session). Measured and dropped on the way: the
+//! faster than the `cp` form for HIRAX. Measured and dropped on the way: the
 //! tensor copies issued inline by a consumer thread (level), and 2-block clusters multicasting
 //! each stage to both blocks (1.3-1.6x slower: the kernel is not bound by L2, ncu: L2
 //! throughput 37%).
@@ -114,7 +114,7 @@
 //! wgmmas. A warpgroup whose beams all lie past the last skips its wgmmas. On the H200, under
 //! sustained load, this took pathfinder square from 1.25-1.30x cuBLAS's time to 0.87-0.92x
 //! and rect. from 1.10-1.11x (the 192-beam kernel) to 0.89-0.91x; the tensor stores alone
-//! gave 1.10-1.21x over thread stores (BENCHMARKS.md, twelfth session).
+//! gave 1.10-1.21x over thread stores (BENCHMARKS.md).
 //!
 //! 192 beams per block (`frb_resample_fused_rsp3_n{12,24}_t184_sm90a`, 3 warpgroups, 384
 //! threads, `.maxnreg 168`): a third less I pulled from L2 per MAC (2 / 192 bytes). To fit
@@ -534,9 +534,9 @@ pub const RS_WIDE_TILE: u32 = 184;
 /// - the resident instance, where one exists for N (the pathfinder grids, N = 8 and 12) and
 ///   its tile pads no more rows than the 2-warpgroup tile of [`rs_pick_tile`] (917 -> 928
 ///   and 920): 1.38-1.41x and 1.22x faster for the pathfinder cases on the H200, sustained
-///   (BENCHMARKS.md, twelfth session);
+///   (BENCHMARKS.md);
 /// - the TMA instance of that tile, where one exists (N = 16, 20 and 24: HIRAX and full
-///   CHORD), which runs below cuBLAS's time for all three (thirteenth session);
+///   CHORD), which runs below cuBLAS's time for all three;
 /// - the 3-warpgroup instance (192 beams: a third less I pulled from L2 per MAC) where one
 ///   exists for N (12) and its tiles pad no more work (padded rows x padded beams) than the
 ///   2-warpgroup one: pathfinder rect. at other row counts (917 x 960 -> 920 x 960 against

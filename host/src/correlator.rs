@@ -123,7 +123,7 @@ impl CorrelatorConfig {
             self.pols as u128,
         ])
     }
-    /// Position of V[channel][b(i, j)][pi][pj] (i >= j) in the output, computed exactly in
+    /// Position of `V[channel][b(i, j)][pi][pj]` (i >= j) in the output, computed exactly in
     /// u128: meaningful for in-range arguments of a valid configuration; saturates at
     /// `usize::MAX` where the position does not fit in `usize`.
     pub fn output_index(&self, channel: u32, i: u32, j: u32, pi: u32, pj: u32) -> usize {

@@ -1,0 +1,606 @@
+//! The first kernel ([`FrbBeamformer`]: gridding, weights, 2-d FFT, intensity, time
+//! downsampling), its configuration and its CPU reference.
+use super::*;
+
+/// Polarisations of the FRB beamformer.
+pub const FRB_POLS: u32 = 2;
+
+/// Largest T per launch of the first FRB kernel, 2^31: the kernels count time samples in
+/// 32 bits and step a phase of up to 8 samples past the last one. E and I may exceed 2^32
+/// bytes and values (the kernels' row offsets are 64-bit), but their rows are counted in 32
+/// bits: `validate` also requires `T F < 2^32` ([`FRB_MAX_ROWS`]), which only an E of at
+/// least 512 GB would break.
+pub const FRB_MAX_TIMES: u32 = 1 << 31;
+
+/// Largest number of `(tau, f)` rows of E, `T F` (`2^32 - 1`: the kernels' 32-bit row
+/// indices; I has fewer rows, `F T / T_ds`).
+pub const FRB_MAX_ROWS: u64 = u32::MAX as u64;
+
+/// Largest number of blocks of one first-kernel launch (the grid's x dimension, `2^31 - 1`).
+pub const FRB_MAX_BLOCKS: u64 = (1 << 31) - 1;
+
+/// The first f16 word whose real or imaginary half is not finite (all exponent bits set).
+pub(super) fn first_non_finite_c16(words: &[u32]) -> Option<usize> {
+    words.iter().position(|&w| w & 0x7c00 == 0x7c00 || (w >> 16) & 0x7c00 == 0x7c00)
+}
+
+/// One launch of the first FRB kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrbConfig {
+    /// Dishes D and grid (M, N): one of the cases of seed Table 2 ([`FRB_CASES`]).
+    pub dishes: u32,
+    pub m: u32,
+    pub n: u32,
+    /// Frequency channels F (one thread block each), 1..=65535.
+    pub freqs: u32,
+    /// Time samples T per launch: a positive multiple of the case's outer block and of T_ds,
+    /// at most [`FRB_MAX_TIMES`].
+    pub times: u32,
+    /// Time downsampling factor T_ds (any positive integer).
+    pub t_ds: u32,
+}
+
+impl FrbConfig {
+    /// The Table 2 case, or `InvalidConfig` naming the supported ones.
+    pub fn case(&self) -> Result<FrbCase> {
+        frb_case(self.dishes, self.m, self.n).ok_or_else(|| {
+            let cases: Vec<String> =
+                FRB_CASES.iter().map(|c| format!("({}, {}, {})", c.dishes, c.m, c.n)).collect();
+            Error::InvalidConfig(format!(
+                "(D, M, N) = ({}, {}, {}) is not one of the compiled cases {}",
+                self.dishes,
+                self.m,
+                self.n,
+                cases.join(", ")
+            ))
+        })
+    }
+
+    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
+    pub fn validate(&self) -> Result<()> {
+        let case = self.case()?;
+        let bad = |message: String| Err(Error::InvalidConfig(message));
+        if self.freqs == 0 || self.freqs > 65535 {
+            return bad(format!("freqs must be 1..=65535, got {}", self.freqs));
+        }
+        if self.t_ds == 0 {
+            return bad("the time downsampling factor T_ds must be positive".into());
+        }
+        if self.times == 0 || !self.times.is_multiple_of(case.t_outer) {
+            return bad(format!(
+                "times per launch must be a positive multiple of the outer block {} of (D, M, N) = ({}, {}, {}), got {}",
+                case.t_outer, self.dishes, self.m, self.n, self.times
+            ));
+        }
+        if !self.times.is_multiple_of(self.t_ds) {
+            return bad(format!(
+                "times per launch ({}) must be a multiple of T_ds ({}): no partial sums are kept between launches",
+                self.times, self.t_ds
+            ));
+        }
+        if self.times > FRB_MAX_TIMES {
+            return bad(format!(
+                "times per launch ({}) must be at most 2^31: the kernels count time samples in 32 bits",
+                self.times
+            ));
+        }
+        let rows = self.times as u64 * self.freqs as u64;
+        if rows > FRB_MAX_ROWS {
+            return bad(format!(
+                "T F = {rows} rows of E exceed 2^32 - 1, the kernels' 32-bit row indices (E would hold {:.3e} bytes)",
+                self.e_len_exact() as f64
+            ));
+        }
+        let per_channel = self.out_times() as u64 * 4 * self.m as u64 * self.n as u64;
+        if per_channel > u32::MAX as u64 {
+            return bad(format!(
+                "one channel of I would hold {per_channel} values (T / T_ds x 4MN), past 2^32 - 1: the \
+                 first kernel addresses a channel's I with 32-bit offsets (split the launch in time)"
+            ));
+        }
+        // E and I address 64-bit rows on the device; on the host they must fit `usize`.
+        for (what, unit, len) in
+            [("E", "bytes", self.e_len_exact()), ("I", "values", self.output_len_exact())]
+        {
+            if len > usize::MAX as u128 {
+                return bad(format!("{what} would hold {len} {unit}, past this platform's address space"));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn e_len_exact(&self) -> u128 {
+        self.times as u128 * self.freqs as u128 * FRB_POLS as u128 * self.dishes as u128
+    }
+    /// At most 2^32 2^32 2^34 2^32: no u128 overflow.
+    pub(super) fn output_len_exact(&self) -> u128 {
+        self.freqs as u128 * self.out_times() as u128 * 4 * self.m as u128 * self.n as u128
+    }
+
+    // The size and index helpers below are exact for every configuration [`validate`]
+    // accepts (and indices inside it); for others they neither panic nor wrap: sizes and
+    // indices past `usize` saturate at `usize::MAX`, and `out_times` is 0 when T_ds = 0.
+
+    /// Downsampled samples per launch, `T / T_ds` (0 when T_ds = 0, which `validate` rejects).
+    ///
+    /// [`validate`]: FrbConfig::validate
+    pub fn out_times(&self) -> u32 {
+        self.times.checked_div(self.t_ds).unwrap_or(0)
+    }
+    /// E size in bytes (ci4 `[tau][f][pol][d]`; saturates at `usize::MAX`).
+    pub fn e_len(&self) -> usize {
+        size::saturate(self.e_len_exact())
+    }
+    /// W size in complex values (`[f][pol][m][n]`; saturates at `usize::MAX`).
+    pub fn weights_len(&self) -> usize {
+        size::saturate(self.freqs as u128 * FRB_POLS as u128 * self.m as u128 * self.n as u128)
+    }
+    /// I size (`[f][tbar][p][q]`; saturates at `usize::MAX`).
+    pub fn output_len(&self) -> usize {
+        size::saturate(self.output_len_exact())
+    }
+    /// Byte of E holding `(tau, f, pol, d)` (saturates at `usize::MAX`).
+    pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
+        size::row_major(&[(tau, 1), (f, self.freqs), (pol, FRB_POLS), (d, self.dishes)])
+    }
+    /// Entry of W holding `(f, pol, m, n)` (saturates at `usize::MAX`).
+    pub fn weight_index(&self, f: u32, pol: u32, m: u32, n: u32) -> usize {
+        size::row_major(&[(f, 1), (pol, FRB_POLS), (m, self.m), (n, self.n)])
+    }
+    /// Entry of I holding `(f, tbar, p, q)` (saturates at `usize::MAX`).
+    pub fn output_index(&self, f: u32, tbar: u32, p: u32, q: u32) -> usize {
+        size::row_major(&[
+            (f, 1),
+            (tbar, self.out_times()),
+            (p, self.m.saturating_mul(2)),
+            (q, self.n.saturating_mul(2)),
+        ])
+    }
+
+    /// Checks a dish-to-grid map: D entries `(m, n)`, each inside the M x N grid, no two
+    /// dishes on one grid point.
+    pub fn check_grid(&self, grid: &[(u32, u32)]) -> Result<()> {
+        self.case()?;
+        if grid.len() != self.dishes as usize {
+            return Err(Error::ShapeMismatch {
+                what: "dish grid map",
+                expected: self.dishes as usize,
+                actual: grid.len(),
+            });
+        }
+        let mut owner = vec![None; (self.m * self.n) as usize];
+        for (d, &(m, n)) in grid.iter().enumerate() {
+            if m >= self.m || n >= self.n {
+                return Err(Error::InvalidConfig(format!(
+                    "dish {d} is mapped to ({m}, {n}), outside the {} x {} grid",
+                    self.m, self.n
+                )));
+            }
+            let slot = &mut owner[(m * self.n + n) as usize];
+            if let Some(other) = *slot {
+                return Err(Error::InvalidConfig(format!(
+                    "dishes {other} and {d} are both mapped to ({m}, {n})"
+                )));
+            }
+            *slot = Some(d);
+        }
+        Ok(())
+    }
+}
+
+/// Relative L2 bound of the first FRB kernel's I against [`frb_intensity_reference`]:
+/// `2^-6`. Et passes the f16 product `W E` (two roundings, `2u`, `u = 2^-11`) and two short
+/// FFTs (each within [`FFT_REL_L2_BOUND`] = `8u`), so its relative L2 error is at most
+/// about `18u`; `|Et|^2` doubles relative errors (`36u`), and the f16 squares and sums add
+/// rounding that grows with the number of terms (`2 T_ds` up to T_ds = 96, `2 T_inner`
+/// above). Measured (H200): 6e-4 to 7e-4 at T_ds <= 3, 4.0e-3 at T_ds = 96 (the largest
+/// f16 sum, 192 terms), 3e-4 to 4e-4 for the per-phase kernel at T_ds = 120-192; an f16 sum
+/// of 384 terms (T_ds = 192, which takes the per-phase kernel) measured 9.4e-3. Full
+/// CHORD's even/odd kernel (T_ds terms per f16 half): 5.4e-4 to 6.8e-4 at T_ds <= 3, 8.8e-4
+/// at 40, 1.3e-3 at 72 (the three-factor kernel: 1.7e-3 and 2.7e-3).
+pub const FRB_REL_L2_BOUND: f64 = 1.0 / 64.0;
+
+/// The first FRB kernel for one configuration and dish map on one GPU, holding the map,
+/// weights and Gamma images on the device.
+pub struct FrbBeamformer<'g> {
+    pub(super) gpu: &'g Gpu,
+    pub(super) config: FrbConfig,
+    pub(super) kernel: CudaFunction,
+    pub(super) grid: DeviceBuffer<u32>,
+    pub(super) weights: DeviceBuffer<u32>,
+    pub(super) gammas_m: DeviceBuffer<u32>,
+    pub(super) gammas_n: DeviceBuffer<u32>,
+    /// Output samples per block (the blocks are `F` channels times time chunks of that
+    /// many) and the dynamic shared memory of each.
+    pub(super) tbar_per_block: u32,
+    pub(super) shared_bytes: u32,
+    pub(super) threads: u32,
+    /// The stream `beamform` launches on.
+    pub(super) stream: Stream,
+}
+
+impl<'g> FrbBeamformer<'g> {
+    /// Validates `config`, the dish map (`grid[d] = (m, n)`) and the weights (complex f16
+    /// `[f][pol][m][n]`, re in bits 0..16; a NaN or infinite half is `NonFinite` with the
+    /// word's index), uploads them, and runs [`warm_up`](Self::warm_up) so that the kernel's
+    /// one-time costs are paid here and not by the first [`beamform`](Self::beamform).
+    pub fn new(
+        gpu: &'g Gpu,
+        config: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+    ) -> Result<FrbBeamformer<'g>> {
+        let beamformer = FrbBeamformer::without_warm_up(gpu, config, grid, weights)?;
+        beamformer.warm_up()?;
+        Ok(beamformer)
+    }
+
+    /// As [`new`](Self::new) without the warm-up launch (for measuring the first launch's
+    /// cost).
+    #[doc(hidden)]
+    pub fn without_warm_up(
+        gpu: &'g Gpu,
+        config: FrbConfig,
+        grid: &[(u32, u32)],
+        weights: &[u32],
+    ) -> Result<FrbBeamformer<'g>> {
+        config.validate()?;
+        config.check_grid(grid)?;
+        check_weights(&config, weights)?;
+        let case = config.case()?;
+        let name = frb_beamform_kernel(&case, config.t_ds).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        // Full CHORD with f16 sums: the even/odd kernel (its own block size, shared memory
+        // and A image in place of the Gamma image).
+        let eo = eo_applies(&case, config.t_ds);
+        let (threads, shared_bytes) = if eo {
+            (EO_THREADS, eo_shared_bytes())
+        } else {
+            (FRB_THREADS, frb_beamform_shared_bytes(&case))
+        };
+        let kernel = gpu.function(name)?;
+        allow_dynamic_shared(&kernel, shared_bytes, "raising the FRB kernel's shared-memory limit")?;
+        let resident = kernel
+            .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
+            .map_err(|source| Error::Driver { during: "querying the FRB kernel's occupancy", source })?;
+        let tbar_per_block = frb_output_samples_per_block(&config, resident.max(1) * gpu.sm_count())?;
+        let points: Vec<u32> = grid.iter().map(|&(m, n)| m * config.n + n).collect();
+        Ok(FrbBeamformer {
+            gpu,
+            config,
+            kernel,
+            tbar_per_block,
+            shared_bytes,
+            grid: gpu.upload(&points)?,
+            weights: gpu.upload(weights)?,
+            threads,
+            gammas_m: gpu.upload(&if eo { eo_image() } else { gamma_image(config.m)? })?,
+            gammas_n: gpu.upload(&gamma_image(config.n)?)?,
+            stream: gpu.stream().clone(),
+        })
+    }
+
+    /// One small launch of this beamformer's kernel (one channel, one outer block of zero E,
+    /// into scratch memory) on its stream, and a wait for it. The driver may finish setting a
+    /// kernel up only at its first launch (under lazy module loading, the default since CUDA
+    /// 12.2, a function can be loaded then; a launch can also grow the context's per-thread
+    /// local memory), and a first `beamform` timed with events would count that as kernel
+    /// time. [`new`](Self::new) calls it; later calls cost one tiny launch and a wait.
+    pub fn warm_up(&self) -> Result<()> {
+        let c = &self.config;
+        let case = c.case()?;
+        // The same entry point: T_ds up to FRB_F16_SUM_MAX_T_DS, or the first multiple of
+        // the outer block above it.
+        let t_ds = if c.t_ds <= FRB_F16_SUM_MAX_T_DS {
+            1
+        } else {
+            (FRB_F16_SUM_MAX_T_DS / case.t_outer + 1) * case.t_outer
+        };
+        let small = FrbConfig { freqs: 1, times: t_ds.max(case.t_outer), t_ds, ..*c };
+        small.validate()?;
+        if frb_beamform_kernel(&case, small.t_ds) != frb_beamform_kernel(&case, c.t_ds) {
+            return Err(Error::InvalidConfig(
+                "the FRB warm-up launch would run another kernel (internal error)".into(),
+            ));
+        }
+        let e = self.gpu.alloc::<u8>(small.e_len(), 0)?;
+        let mut i = self.gpu.alloc::<u16>(small.output_len(), 0)?;
+        self.launch_config(&small, 1, &e, &mut i, &self.stream)?;
+        self.stream.synchronize().during("waiting for the FRB kernel's warm-up launch")
+    }
+
+    /// Output samples per block: [`frb_output_samples_per_block`]'s choice unless set.
+    pub fn output_samples_per_block(&self) -> u32 {
+        self.tbar_per_block
+    }
+
+    /// Sets the output samples per block (at least 1; more than the launch has means one
+    /// chunk per channel): for tests of blocks that write several samples, and for sweeps.
+    /// `InvalidConfig` where the launch would need more than [`FRB_MAX_BLOCKS`] blocks.
+    pub fn set_output_samples_per_block(&mut self, samples: u32) -> Result<()> {
+        if samples == 0 {
+            return Err(Error::InvalidConfig("output samples per block must be positive".into()));
+        }
+        let samples = samples.min(self.config.out_times());
+        let blocks = frb_blocks(&self.config, samples);
+        if blocks > FRB_MAX_BLOCKS {
+            return Err(Error::InvalidConfig(format!(
+                "{samples} output samples per block would launch {blocks} blocks, past the grid's 2^31 - 1"
+            )));
+        }
+        self.tbar_per_block = samples;
+        Ok(())
+    }
+
+    pub fn config(&self) -> &FrbConfig {
+        &self.config
+    }
+
+    /// The GPU this beamformer runs on.
+    pub(crate) fn gpu(&self) -> &'g Gpu {
+        self.gpu
+    }
+
+    /// Launches `beamform` on `stream` (the GPU's default stream until set), so that callers
+    /// can order their own work with ours; [`Error::WrongDevice`] for a stream of another
+    /// GPU. Streaming engines ([`FrbStream`]) use their own lanes.
+    pub fn set_stream(&mut self, stream: &Stream) -> Result<()> {
+        self.gpu.switch_stream(&mut self.stream, stream, "FRB beamformer stream")
+    }
+
+    /// The stream `beamform` launches on.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// `I[f][tbar][p][q]` (f16 bits) from E (ci4 `[tau][f][pol][d]`). E and I may exceed
+    /// 2^32 bytes and values: the kernels address their rows in 64 bits.
+    pub fn beamform(&self, e: &DeviceBuffer<u8>, i: &mut DeviceBuffer<u16>) -> Result<()> {
+        self.launch(e, i, &self.stream)
+    }
+
+    /// [`beamform`](Self::beamform) on `stream`.
+    pub(crate) fn launch(
+        &self,
+        e: &DeviceBuffer<u8>,
+        i: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.launch_config(&self.config, self.tbar_per_block, e, i, stream)
+    }
+
+    /// One launch of the kernel for `c`, this beamformer's configuration or one of the same
+    /// case and entry point with no more channels (the warm-up).
+    pub(super) fn launch_config(
+        &self,
+        c: &FrbConfig,
+        tbar_per_block: u32,
+        e: &DeviceBuffer<u8>,
+        i: &mut DeviceBuffer<u16>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.gpu.check_owner(e, "FRB E")?;
+        self.gpu.check_owner(i, "FRB intensity I")?;
+        if e.len() != c.e_len() {
+            return Err(Error::ShapeMismatch { what: "FRB E (bytes)", expected: c.e_len(), actual: e.len() });
+        }
+        if i.len() != c.output_len() {
+            return Err(Error::ShapeMismatch {
+                what: "FRB intensity I",
+                expected: c.output_len(),
+                actual: i.len(),
+            });
+        }
+        let mut launch = stream.launch_builder(&self.kernel);
+        launch
+            .arg(e.raw())
+            .arg(self.weights.raw())
+            .arg(self.grid.raw())
+            .arg(self.gammas_m.raw())
+            .arg(self.gammas_n.raw())
+            .arg(i.arg_mut())
+            .arg(&c.freqs)
+            .arg(&c.times)
+            .arg(&c.t_ds)
+            .arg(&tbar_per_block);
+        // At most FRB_MAX_BLOCKS (the split's choice and `set_output_samples_per_block`
+        // ensure it).
+        let blocks = frb_blocks(c, tbar_per_block);
+        let blocks = u32::try_from(blocks).ok().filter(|&b| b as u64 <= FRB_MAX_BLOCKS).ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "the FRB launch would need {blocks} blocks, past the grid's 2^31 - 1"
+            ))
+        })?;
+        // SAFETY: matches `frb_beamform_d*_m*_n*(e, weights, grid, gammas_m, gammas_n, out,
+        // freqs, times, t_ds, tbar_per_block)`; every length was checked against a validated
+        // config of this beamformer's case and entry point with at most its channels (the
+        // weights hold at least `freqs` channels) (T <= 2^31, so the kernels' 32-bit sample
+        // counters do not wrap; E and I rows are addressed in 64 bits), the map is inside
+        // the grid, `times` is a multiple of `t_ds`, `tbar_per_block >= 1` and
+        // `blocks = F * ceil(out_times / tbar_per_block)`.
+        unsafe { launch.launch(launch_1d(blocks, self.threads, self.shared_bytes)) }
+            .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
+        Ok(())
+    }
+}
+
+/// Enqueues the copy of `data` (exactly `buffer.len()` elements, pageable host memory) into
+/// `buffer` on `stream`. The driver stages pageable memory, so the call may wait for the
+/// stream's earlier work; set-up only, never the hot path.
+pub(crate) fn upload_on<T: bytemuck::Pod>(
+    stream: &Stream,
+    buffer: &mut DeviceBuffer<T>,
+    data: &[T],
+) -> Result<()> {
+    if data.len() != buffer.len() {
+        return Err(Error::ShapeMismatch {
+            what: "upload source",
+            expected: buffer.len(),
+            actual: data.len(),
+        });
+    }
+    if data.is_empty() {
+        return Ok(());
+    }
+    let bytes: &[u8] = bytemuck::cast_slice(data);
+    let mut view = buffer.arg_mut().slice_mut(0..bytes.len());
+    stream.memcpy_htod(bytes, &mut view).during("copying to the device")
+}
+
+/// Copies `buffer` to a new host vector on `stream` and waits for it (set-up and error paths
+/// only).
+pub(crate) fn download_on<T: bytemuck::Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
+    let mut out = vec![T::zeroed(); buffer.len()];
+    if !out.is_empty() {
+        let host: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        let view = buffer.raw().slice(0..host.len());
+        stream.memcpy_dtoh(&view, host).during("copying from the device")?;
+        stream.synchronize().during("waiting for a download")?;
+    }
+    Ok(out)
+}
+
+/// Output samples per block of the first FRB kernel (blocks are channels times equal chunks
+/// of whole output samples), for `slots` resident blocks on the GPU: chunks of at most 480
+/// input samples, and at least five waves of blocks. Measured on the H200 (BENCHMARKS.md):
+/// shorter blocks were faster down to 160 samples at full CHORD (4 output samples, 3072
+/// blocks, 5.8 waves; 2.04 ms against 2.18 ms with 24 output samples, one wave), and flat
+/// between 300 and 600 samples at HIRAX; 1920 samples per block lost 4% at the pathfinder.
+/// Never more than [`FRB_MAX_BLOCKS`] blocks (F times the chunks). Errors: an invalid
+/// `config`, or `slots == 0`.
+pub fn frb_output_samples_per_block(config: &FrbConfig, slots: u32) -> Result<u32> {
+    config.validate()?;
+    if slots == 0 {
+        return Err(Error::InvalidConfig("resident block slots must be positive".into()));
+    }
+    // Valid: T_ds >= 1, 1 <= out_times, 1 <= F <= 65535.
+    let out_times = config.out_times();
+    let freqs = config.freqs as u64;
+    let waves = |per_block: u32| freqs * out_times.div_ceil(per_block) as u64 >= 5 * slots as u64;
+    let by_samples = (480 / config.t_ds).clamp(1, out_times);
+    // The grid holds at most FRB_MAX_BLOCKS / F chunks per channel (at least 32768).
+    let shortest = out_times.div_ceil((FRB_MAX_BLOCKS / freqs) as u32);
+    let longest = (1..=by_samples).rev().find(|&k| waves(k)).unwrap_or(1).max(shortest);
+    // Equal chunks: the same number of chunks, as short as they can be.
+    Ok(out_times.div_ceil(out_times.div_ceil(longest)))
+}
+
+/// Blocks of a first-kernel launch of `config` with `tbar_per_block` output samples per
+/// block, `F ceil(out_times / tbar_per_block)` (exact in 64 bits).
+pub(super) fn frb_blocks(config: &FrbConfig, tbar_per_block: u32) -> u64 {
+    config.freqs as u64 * config.out_times().div_ceil(tbar_per_block.max(1)) as u64
+}
+
+/// Checks the FRB weights: one complex f16 word per `(f, pol, m, n)`, each half finite.
+pub(super) fn check_weights(config: &FrbConfig, weights: &[u32]) -> Result<()> {
+    if weights.len() != config.weights_len() {
+        return Err(Error::ShapeMismatch {
+            what: "FRB weights",
+            expected: config.weights_len(),
+            actual: weights.len(),
+        });
+    }
+    match first_non_finite_c16(weights) {
+        Some(index) => Err(Error::NonFinite { what: "FRB weights", index }),
+        None => Ok(()),
+    }
+}
+
+/// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted
+/// field: [`padded_dft`] along n, then along m), `I[f][tbar][p][q]`. Weights with a NaN or
+/// infinite half are `NonFinite` (as in [`FrbBeamformer::new`]); for every other input the
+/// result is finite.
+pub fn frb_intensity_reference(
+    config: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    weights: &[u32],
+) -> Result<Vec<f64>> {
+    check_reference_args(config, e, grid, weights)?;
+    let c = config;
+    let w = unpack_c16(weights);
+    let k = 4 * (c.m * c.n) as usize;
+    let mut out = vec![0.0; c.output_len()];
+    for (row, sample) in out.chunks_mut(k).enumerate() {
+        let (f, tbar) = ((row / c.out_times() as usize) as u32, (row % c.out_times() as usize) as u32);
+        accumulate_sample(c, e, grid, &w, f, tbar, sample);
+    }
+    Ok(out)
+}
+
+/// One output sample of [`frb_intensity_reference`], `I[f][tbar][p][q]` for every `(p, q)`
+/// (`2M x 2N` values, the same sums in the same order): for checking chosen samples of a
+/// launch whose whole reference would take too long (E of gigabytes). `f` and `tbar` outside
+/// the launch are `InvalidConfig`.
+pub fn frb_intensity_reference_sample(
+    config: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    weights: &[u32],
+    f: u32,
+    tbar: u32,
+) -> Result<Vec<f64>> {
+    check_reference_args(config, e, grid, weights)?;
+    if f >= config.freqs || tbar >= config.out_times() {
+        return Err(Error::InvalidConfig(format!(
+            "output sample (f, tbar) = ({f}, {tbar}) is outside the launch's {} x {}",
+            config.freqs,
+            config.out_times()
+        )));
+    }
+    let mut out = vec![0.0; 4 * (config.m * config.n) as usize];
+    accumulate_sample(config, e, grid, &unpack_c16(weights), f, tbar, &mut out);
+    Ok(out)
+}
+
+/// The checks of the CPU references: a valid configuration and map, E and finite W of its
+/// sizes.
+pub(super) fn check_reference_args(
+    config: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    weights: &[u32],
+) -> Result<()> {
+    config.validate()?;
+    config.check_grid(grid)?;
+    if e.len() != config.e_len() {
+        return Err(Error::ShapeMismatch {
+            what: "FRB E (bytes)",
+            expected: config.e_len(),
+            actual: e.len(),
+        });
+    }
+    check_weights(config, weights)
+}
+
+/// Adds output sample `(f, tbar)` (`[p][q]`, `2M x 2N`) of a checked configuration to `out`:
+/// its T_ds time samples in order, each polarisation's `|Et|^2`.
+pub(super) fn accumulate_sample(
+    c: &FrbConfig,
+    e: &[u8],
+    grid: &[(u32, u32)],
+    w: &[C64],
+    f: u32,
+    tbar: u32,
+    out: &mut [f64],
+) {
+    let (m_len, n_len) = (c.m as usize, c.n as usize);
+    let mut field = vec![(0.0, 0.0); m_len * n_len];
+    for tau in tbar * c.t_ds..(tbar + 1) * c.t_ds {
+        for pol in 0..FRB_POLS {
+            field.iter_mut().for_each(|x| *x = (0.0, 0.0));
+            for (d, &(m, n)) in grid.iter().enumerate() {
+                let (re, im) = radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
+                field[m as usize * n_len + n as usize] =
+                    cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
+            }
+            // Eq. 56 along n, then eq. 57 along m.
+            let g: Vec<Vec<C64>> = field.chunks(n_len).map(padded_dft).collect();
+            for q in 0..2 * n_len {
+                let column: Vec<C64> = g.iter().map(|row| row[q]).collect();
+                for (p, value) in padded_dft(&column).into_iter().enumerate() {
+                    out[p * 2 * n_len + q] += value.0 * value.0 + value.1 * value.1;
+                }
+            }
+        }
+    }
+}

@@ -584,8 +584,10 @@ proptest! {
         let d = max_delay as f64;
         let model = |rng: &mut rand::rngs::StdRng| {
             if rng.random_range(0..3) == 0 {
-                // A delay rate that stays within max_delay / 2 of a delay within max_delay / 2.
-                let rate = d / 2.0 / length;
+                // A delay rate that stays within max_delay / 2 of a delay within max_delay / 2
+                // over twice the pushed length (schedules are also computed for the chunk
+                // after the last one pushed, whose windows reach past it).
+                let rate = d / 4.0 / length;
                 DelayModel {
                     delay: rng.random_range(-d / 2.0..=d / 2.0),
                     delay_rate: rng.random_range(-rate..=rate),

@@ -112,9 +112,10 @@ impl FrbConfig {
     pub(super) fn e_len_exact(&self) -> u128 {
         self.times as u128 * self.freqs as u128 * FRB_POLS as u128 * self.dishes as u128
     }
-    /// At most 2^32 2^32 2^34 2^32: no u128 overflow.
+    /// Exact below 2^128; saturates at `u128::MAX` past it (F T_ds m n can reach 2^130, far
+    /// beyond what `validate` accepts).
     pub(super) fn output_len_exact(&self) -> u128 {
-        self.freqs as u128 * self.out_times() as u128 * 4 * self.m as u128 * self.n as u128
+        (self.freqs as u128 * self.out_times() as u128 * 4 * self.m as u128).saturating_mul(self.n as u128)
     }
 
     // The size and index helpers below are exact for every configuration [`validate`]

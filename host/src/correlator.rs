@@ -297,10 +297,7 @@ impl<'g> Correlator<'g> {
     /// Validates `config` and looks up its kernel: on Hopper (`Gpu::wgmma_enabled()`), int8
     /// with 16-byte aligned rows (stations x pols, or stations for `[t][c][p][s]`, a multiple
     /// of 8) runs an sm_90a `wgmma` kernel (`hopper::Kind` by size: `Pair` for one 64-receiver
-    /// tile, `ChannelSplit` for two, `Split` above); everything else runs the sm_80 kernels. The
-    /// environment variable `RADIO_KERNELS_CORRELATOR_KIND=pair`, `=wide` or `=split` forces
-    /// one `wgmma` kind for every size, `=channel` or `=channel_split` one for channels of two
-    /// tiles: a test and benchmark hook, for comparisons.
+    /// tile, `ChannelSplit` for two, `Split` above); everything else runs the sm_80 kernels.
     pub fn new(gpu: &'g Gpu, config: CorrelatorConfig) -> Result<Correlator<'g>> {
         config.validate()?;
         let row_elements = match config.order {
@@ -312,35 +309,23 @@ impl<'g> Correlator<'g> {
         // for int4 or unaligned rows, the sm_80 kernels.
         if gpu.wgmma_enabled() && config.format == Format::Ci8 && aligned {
             // One block per channel of two tiles (the input read once), 128-receiver
-            // super-tiles above that. `RADIO_KERNELS_CORRELATOR_KIND=pair|wide|split` forces
-            // one kind for every size, `=channel|channel_split` for two tiles (comparisons in
-            // benchmarks and tests).
-            let forced = std::env::var("RADIO_KERNELS_CORRELATOR_KIND").ok();
-            let kind = match (forced.as_deref(), layout::station_tiles(config.stations, config.pols)) {
-                (Some("pair"), _) => hopper::Kind::Pair,
-                (Some("wide"), _) => hopper::Kind::Wide,
-                (Some("split"), _) => hopper::Kind::Split,
-                (Some("channel"), 2) => hopper::Kind::Channel,
-                (Some("channel_split"), 2) => hopper::Kind::ChannelSplit,
-                (_, 1) => hopper::Kind::Pair,
-                (_, 2) => hopper::Kind::ChannelSplit,
+            // super-tiles above that.
+            let kind = match layout::station_tiles(config.stations, config.pols) {
+                1 => hopper::Kind::Pair,
+                2 => hopper::Kind::ChannelSplit,
                 _ => hopper::Kind::Split,
             };
             let name = match (config.order, kind) {
                 (Order::StationPol, hopper::Kind::Pair) => "correlate_ci8_station_pol_wgmma",
                 (Order::PolStation, hopper::Kind::Pair) => "correlate_ci8_pol_station_wgmma",
-                (Order::StationPol, hopper::Kind::Channel) => "correlate_ci8_station_pol_wgmma_channel",
-                (Order::PolStation, hopper::Kind::Channel) => "correlate_ci8_pol_station_wgmma_channel",
-                (Order::StationPol, hopper::Kind::Wide) => "correlate_ci8_station_pol_wgmma_wide",
-                (Order::PolStation, hopper::Kind::Wide) => "correlate_ci8_pol_station_wgmma_wide",
-                (Order::StationPol, hopper::Kind::Split) => "correlate_ci8_station_pol_wgmma_split",
-                (Order::PolStation, hopper::Kind::Split) => "correlate_ci8_pol_station_wgmma_split",
                 (Order::StationPol, hopper::Kind::ChannelSplit) => {
                     "correlate_ci8_station_pol_wgmma_channel_split"
                 }
                 (Order::PolStation, hopper::Kind::ChannelSplit) => {
                     "correlate_ci8_pol_station_wgmma_channel_split"
                 }
+                (Order::StationPol, _) => "correlate_ci8_station_pol_wgmma_split",
+                (Order::PolStation, _) => "correlate_ci8_pol_station_wgmma_split",
             };
             let kernel = gpu.hopper_function(name)?;
             return Correlator::with_kernel(gpu, config, kernel, aligned, Some(kind));

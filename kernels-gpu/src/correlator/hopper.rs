@@ -9,10 +9,12 @@
 //! - `Pair`: one warpgroup per lower-triangle 64-tile pair (seed sec. 4.2 mapping); used for
 //!   channels of one tile.
 //! - `Channel`: one block per channel of exactly two tiles (65-128 receivers), three
-//!   warpgroups for its three tile pairs: the input is read from DRAM once.
+//!   warpgroups for its three tile pairs: the input is read from DRAM once. A building block
+//!   of `ChannelSplit`, with no kernel of its own.
 //! - `Wide`: one block per lower-triangle pair of 128-receiver super-tiles, two warpgroups of
 //!   64 x 128: each staged byte feeds twice the MMAs of a pair block (half the L2 traffic,
-//!   which bounded the pair kernel at N = 512).
+//!   which bounded the pair kernel at N = 512). A building block of `Split`, with no kernel
+//!   of its own.
 //! - `Split`: Wide's block, warp-specialised: a producer warpgroup (two warps copying, two
 //!   transposing the column tiles, `setmaxnreg` down to 72 registers) and two consumer
 //!   warpgroups (up to 216 registers) that only load A fragments and issue `wgmma`s. Stages
@@ -20,8 +22,7 @@
 //!   run ahead (a ring of 4 staging slots, 3 K-major buffers) while each consumer loads A,
 //!   issues and retires its stage (the other consumer's `wgmma`s fill the gaps), and the
 //!   copying warps never fence (see below).
-//! - `ChannelSplit`: `Split`'s recipe for a channel of exactly two tiles (the default there;
-//!   `Channel` stays selectable): one block per channel, consumer 1 computes pair (0, 0) with
+//! - `ChannelSplit`: `Split`'s recipe for a channel of exactly two tiles: one block per channel, consumer 1 computes pair (0, 0) with
 //!   m64n64, consumer 2 pairs (1, 0) and (1, 1) with m64n128, and the ring has 8 slots of the
 //!   two tiles (the input comes from DRAM, read once).
 //!
@@ -889,10 +890,6 @@ mod device {
 
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma, Order::StationPol, 0, 32);
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma, Order::PolStation, 0, 32);
-    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel, Order::StationPol, 1, 32);
-    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_channel, Order::PolStation, 1, 32);
-    wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_wide, Order::StationPol, 2, 64);
-    wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_wide, Order::PolStation, 2, 64);
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_split, Order::StationPol, 3, 64);
     wgmma_correlator_kernel!(correlate_ci8_pol_station_wgmma_split, Order::PolStation, 3, 64);
     wgmma_correlator_kernel!(correlate_ci8_station_pol_wgmma_channel_split, Order::StationPol, 4, 64);

@@ -20,7 +20,6 @@
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
-use bytemuck::Pod;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::baseband_beamformer as layout;
 pub use radio_kernels_gpu::baseband_beamformer::{CHUNK, POLS};
@@ -335,8 +334,8 @@ impl<'g> BasebandBeamformer<'g> {
     /// ([`BasebandStream::set_weights`]).
     pub fn set_weights(&mut self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
         self.config.check_weights(weights, shifts)?;
-        upload_on(&self.stream, &mut self.weights, weights)?;
-        upload_on(&self.stream, &mut self.shifts, shifts)
+        self.weights.upload_on(&self.stream, weights, "upload source")?;
+        self.shifts.upload_on(&self.stream, shifts, "upload source")
     }
 
     /// One launch on the launcher's [`stream`](Self::stream): J (`output_len()` bytes) from E
@@ -397,23 +396,6 @@ impl<'g> BasebandBeamformer<'g> {
         }
         Ok(())
     }
-}
-
-/// Copies `data` into `buffer` (same length) on `stream`. The source is pageable memory, which
-/// the driver stages before the call returns.
-fn upload_on<T: Pod>(stream: &Stream, buffer: &mut DeviceBuffer<T>, data: &[T]) -> Result<()> {
-    if buffer.len() != data.len() {
-        return Err(Error::ShapeMismatch {
-            what: "upload source",
-            expected: buffer.len(),
-            actual: data.len(),
-        });
-    }
-    if data.is_empty() {
-        return Ok(());
-    }
-    let mut view = buffer.arg_mut().slice_mut(0..std::mem::size_of_val(data));
-    stream.memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view).during("copying weights to the device")
 }
 
 #[cfg(test)]

@@ -460,30 +460,36 @@ impl<T: Pod> DeviceBuffer<T> {
     }
     /// Copies `data` (exactly `len` elements) to the device.
     pub fn upload(&mut self, data: &[T]) -> Result<()> {
+        let stream = self.stream.clone();
+        self.upload_on(&stream, data, "upload source")
+    }
+    /// Copies `data` (exactly `len` elements, pageable host memory, which the driver stages
+    /// before the call returns) to the device on `stream` (a launcher's stream);
+    /// [`Error::ShapeMismatch`] naming `what` for another length.
+    pub(crate) fn upload_on(&mut self, stream: &Stream, data: &[T], what: &'static str) -> Result<()> {
         if data.len() != self.len {
-            return Err(Error::ShapeMismatch {
-                what: "upload source",
-                expected: self.len,
-                actual: data.len(),
-            });
+            return Err(Error::ShapeMismatch { what, expected: self.len, actual: data.len() });
         }
         if data.is_empty() {
             return Ok(());
         }
         let mut view = self.raw.slice_mut(0..std::mem::size_of_val(data));
-        self.stream
-            .memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view)
-            .during("copying to the device")
+        stream.memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view).during("copying to the device")
     }
     /// Copies the buffer to a new host vector (waits for the stream).
     pub fn download(&self) -> Result<Vec<T>> {
+        self.download_on(&self.stream)
+    }
+    /// Copies the buffer to a new host vector on `stream` (a launcher's stream) and waits for
+    /// it.
+    pub(crate) fn download_on(&self, stream: &Stream) -> Result<Vec<T>> {
         let mut out = vec![T::zeroed(); self.len];
         if self.len > 0 {
             let view = self.raw.slice(0..std::mem::size_of_val(out.as_slice()));
-            self.stream
+            stream
                 .memcpy_dtoh(&view, bytemuck::cast_slice_mut::<T, u8>(&mut out))
                 .during("copying from the device")?;
-            self.stream.synchronize().during("waiting for the download")?;
+            stream.synchronize().during("waiting for the download")?;
         }
         Ok(out)
     }

@@ -93,8 +93,10 @@ impl Lanes {
 }
 
 impl Drop for Lanes {
-    /// Waits for the lanes' work: the engine's buffers, dropped next, must outlive it (and
-    /// once the last extra stream is gone cudarc no longer orders frees after other streams).
+    /// Waits for the lanes' work, so that an engine needs no `Drop` of its own: buffers
+    /// dropped before its lanes wait for their last uses through their events, and buffers
+    /// dropped after them (once the last extra stream is gone cudarc no longer orders frees
+    /// after other streams) find the lanes idle.
     fn drop(&mut self) {
         let context = self.compute.context().clone();
         for lane in [&self.upload, &self.compute, &self.download] {

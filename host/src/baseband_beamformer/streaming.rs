@@ -169,14 +169,6 @@ impl BasebandStream<'_, '_> {
     }
 }
 
-impl Drop for BasebandStream<'_, '_> {
-    /// Waits for the engine's work before its buffers are freed (the lanes' ordering of the
-    /// frees ends with the lanes).
-    fn drop(&mut self) {
-        let _ = self.lanes.synchronize();
-    }
-}
-
 impl Engine for BasebandStream<'_, '_> {
     fn submit(&mut self) -> Result<()> {
         BasebandStream::submit(self)

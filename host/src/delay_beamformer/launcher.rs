@@ -125,7 +125,7 @@ impl<'g> DelayBeamformer<'g> {
         saturated: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         self.check_arguments(input, weights, delays, dither.as_deref(), output, saturated)?;
-        let (w, d) = (download_on(&self.stream, weights)?, download_on(&self.stream, delays)?);
+        let (w, d) = (weights.download_on(&self.stream)?, delays.download_on(&self.stream)?);
         check_steering(&self.config, &w, &d)?;
         self.launch(input, weights, delays, dither, output, saturated, &self.stream)
     }
@@ -282,22 +282,6 @@ impl<'g> DelayBeamformer<'g> {
 /// GPU's stream, ordered before the copy by the buffer's events).
 pub(super) fn upload_on<T: Pod>(gpu: &Gpu, stream: &Stream, data: &[T]) -> Result<DeviceBuffer<T>> {
     let mut buffer = gpu.alloc::<T>(data.len(), 0)?;
-    if !data.is_empty() {
-        let mut view = buffer.arg_mut().slice_mut(0..std::mem::size_of_val(data));
-        stream.memcpy_htod(bytemuck::cast_slice::<T, u8>(data), &mut view).during("copying to the device")?;
-    }
+    buffer.upload_on(stream, data, "upload source")?;
     Ok(buffer)
-}
-
-/// `buffer` copied to a new host vector on `stream` (waits for the stream).
-pub(super) fn download_on<T: Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
-    let mut out = vec![T::zeroed(); buffer.len()];
-    if !out.is_empty() {
-        let view = buffer.raw().slice(0..std::mem::size_of_val(out.as_slice()));
-        stream
-            .memcpy_dtoh(&view, bytemuck::cast_slice_mut::<T, u8>(&mut out))
-            .during("copying from the device")?;
-        stream.synchronize().during("waiting for the download")?;
-    }
-    Ok(out)
 }

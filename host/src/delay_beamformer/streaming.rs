@@ -235,14 +235,6 @@ impl DelayStream<'_, '_> {
     }
 }
 
-impl Drop for DelayStream<'_, '_> {
-    /// Waits for the engine's work before its buffers are freed and the dither state is the
-    /// caller's again (the lanes' ordering of those uses ends with the lanes).
-    fn drop(&mut self) {
-        let _ = self.lanes.synchronize();
-    }
-}
-
 impl Engine for DelayStream<'_, '_> {
     fn submit(&mut self) -> Result<()> {
         DelayStream::submit(self)

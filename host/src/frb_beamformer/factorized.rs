@@ -7,7 +7,6 @@
 //! `radio_kernels_gpu::frb_beamformer::factorized`.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::resample::u_function;
-use crate::frb_beamformer::upload_on;
 use crate::frb_beamformer::FRB_CASES;
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
@@ -250,8 +249,8 @@ impl<'g> FactorizedResampler<'g> {
                 }
             }
         }
-        upload_on(&self.stream, &mut self.um, &um)?;
-        upload_on(&self.stream, &mut self.un, &un)?;
+        self.um.upload_on(&self.stream, &um, "upload source")?;
+        self.un.upload_on(&self.stream, &un, "upload source")?;
         self.grid_set = true;
         Ok(())
     }

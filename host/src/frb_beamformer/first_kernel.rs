@@ -424,42 +424,6 @@ impl<'g> FrbBeamformer<'g> {
     }
 }
 
-/// Enqueues the copy of `data` (exactly `buffer.len()` elements, pageable host memory) into
-/// `buffer` on `stream`. The driver stages pageable memory, so the call may wait for the
-/// stream's earlier work; set-up only, never the hot path.
-pub(crate) fn upload_on<T: bytemuck::Pod>(
-    stream: &Stream,
-    buffer: &mut DeviceBuffer<T>,
-    data: &[T],
-) -> Result<()> {
-    if data.len() != buffer.len() {
-        return Err(Error::ShapeMismatch {
-            what: "upload source",
-            expected: buffer.len(),
-            actual: data.len(),
-        });
-    }
-    if data.is_empty() {
-        return Ok(());
-    }
-    let bytes: &[u8] = bytemuck::cast_slice(data);
-    let mut view = buffer.arg_mut().slice_mut(0..bytes.len());
-    stream.memcpy_htod(bytes, &mut view).during("copying to the device")
-}
-
-/// Copies `buffer` to a new host vector on `stream` and waits for it (set-up and error paths
-/// only).
-pub(crate) fn download_on<T: bytemuck::Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
-    let mut out = vec![T::zeroed(); buffer.len()];
-    if !out.is_empty() {
-        let host: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
-        let view = buffer.raw().slice(0..host.len());
-        stream.memcpy_dtoh(&view, host).during("copying from the device")?;
-        stream.synchronize().during("waiting for a download")?;
-    }
-    Ok(out)
-}
-
 /// Output samples per block of the first FRB kernel (blocks are channels times equal chunks
 /// of whole output samples), for `slots` resident blocks on the GPU: chunks of at most 480
 /// input samples, and at least five waves of blocks. Measured on the H200 (BENCHMARKS.md):

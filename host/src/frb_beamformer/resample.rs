@@ -29,7 +29,6 @@
 //! ([`rs_default_kernel`]); J is the same bits either way.
 use crate::error::{DriverContext, Error, Result};
 use crate::frb_beamformer::FRB_CASES;
-use crate::frb_beamformer::{download_on, upload_on};
 use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
@@ -481,11 +480,11 @@ fn check_rejected(
     theta: &DeviceBuffer<f32>,
     theta_prime: &DeviceBuffer<f32>,
 ) -> Result<()> {
-    if download_on(stream, rejected)?[0] == 0 {
+    if rejected.download_on(stream)?[0] == 0 {
         return Ok(());
     }
     for (what, buffer) in [("theta", theta), ("theta'", theta_prime)] {
-        check_position_values(what, &download_on(stream, buffer)?)?;
+        check_position_values(what, &buffer.download_on(stream)?)?;
     }
     Err(Error::InvalidConfig(
         "the device rejected a beam position that the host finds valid (internal error)".into(),
@@ -788,7 +787,7 @@ impl TensorMaps {
         } else {
             words.extend_from_slice(&[0; 16]);
         }
-        upload_on(stream, &mut self.maps, bytemuck::cast_slice(&words))?;
+        self.maps.upload_on(stream, bytemuck::cast_slice(&words), "upload source")?;
         self.encoded_for = Some(address);
         Ok(())
     }

@@ -124,16 +124,15 @@ pub(super) struct Launch<'a> {
     pub(super) saturated: &'a mut DeviceBuffer<u32>,
 }
 
-impl Kernels {
-    /// The three-kernel path's state, or a typed error on the fused path.
-    pub(super) fn three_kernel(&mut self) -> Result<&mut ThreeKernel> {
-        self.three.as_mut().ok_or_else(|| {
-            Error::InvalidConfig(
-                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
-            )
-        })
-    }
+/// The three-kernel path's state, or a typed error on the fused path (a function of the field,
+/// so that callers can borrow the other kernel state beside it).
+pub(super) fn three_kernel(three: &mut Option<ThreeKernel>) -> Result<&mut ThreeKernel> {
+    three.as_mut().ok_or_else(|| {
+        Error::InvalidConfig("the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into())
+    })
+}
 
+impl Kernels {
     /// Every launch of one output chunk on `stream`, the intermediates and output poisoned
     /// first with `poison`, if any.
     pub(super) fn run(
@@ -215,11 +214,7 @@ impl Kernels {
     /// The FIR launch.
     pub(super) fn fir(&mut self, c: &ChannelizerConfig, l: &Launch<'_>, stream: &Stream) -> Result<()> {
         let weights = &self.weights;
-        let three = self.three.as_mut().ok_or_else(|| {
-            Error::InvalidConfig(
-                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
-            )
-        })?;
+        let three = three_kernel(&mut self.three)?;
         let spectra = c.spectra_u32();
         let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
         let width = layout::fir_block_width(c.channels);
@@ -251,18 +246,14 @@ impl Kernels {
 
     /// The cuFFT C2C launch.
     pub(super) fn fft(&mut self, stream: &Stream) -> Result<()> {
-        let three = self.three_kernel()?;
+        let three = three_kernel(&mut self.three)?;
         three.fft.forward(stream, &mut three.fir_out, &mut three.fft_out)
     }
 
     /// The post-processing launch; clears the saturation counts first.
     pub(super) fn post(&mut self, c: &ChannelizerConfig, l: &mut Launch<'_>, stream: &Stream) -> Result<()> {
         let gains = &self.gains;
-        let three = self.three.as_mut().ok_or_else(|| {
-            Error::InvalidConfig(
-                "the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into(),
-            )
-        })?;
+        let three = three_kernel(&mut self.three)?;
         let spectra = c.spectra_u32();
         l.saturated.poison_on(stream, 0)?;
         let tile = layout::POST_TILE_LOG2;
@@ -301,35 +292,6 @@ pub(super) struct OwnChunk {
     pub(super) host_offsets: Vec<u32>,
     pub(super) host_fine: Vec<f32>,
     pub(super) host_rotation: Vec<[f32; 4]>,
-}
-
-/// Enqueues the copy of `data` (pageable host memory) into `buffer` (same length) on `stream`.
-pub(super) fn upload_on<T: bytemuck::Pod>(
-    stream: &Stream,
-    data: &[T],
-    buffer: &mut DeviceBuffer<T>,
-    what: &'static str,
-) -> Result<()> {
-    if data.len() != buffer.len() {
-        return Err(Error::ShapeMismatch { what, expected: buffer.len(), actual: data.len() });
-    }
-    if data.is_empty() {
-        return Ok(());
-    }
-    let bytes: &[u8] = bytemuck::cast_slice(data);
-    let mut view = buffer.arg_mut().slice_mut(0..bytes.len());
-    stream.memcpy_htod(bytes, &mut view).during("copying to the device")
-}
-
-/// Copies `buffer` into a new vector on `stream` (which the caller synchronises).
-pub(super) fn download_on<T: bytemuck::Pod>(stream: &Stream, buffer: &DeviceBuffer<T>) -> Result<Vec<T>> {
-    let mut out = vec![T::zeroed(); buffer.len()];
-    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
-    if !bytes.is_empty() {
-        let view = buffer.raw().slice(0..bytes.len());
-        stream.memcpy_dtoh(&view, bytes).during("copying an output chunk to the host")?;
-    }
-    Ok(out)
 }
 
 /// The F-engine of one antenna on one GPU (rustfft-style planner object: it owns the weights,
@@ -624,7 +586,7 @@ impl<'g> Channelizer<'g> {
     /// [`set_gains`](Self::set_gains), the copy enqueued on `stream`.
     pub(super) fn set_gains_on(&mut self, gains: &[[f32; 2]], stream: &Stream) -> Result<()> {
         check_gains(&self.config, gains)?;
-        upload_on(stream, gains, &mut self.kernels.gains, "PFB gains")
+        self.kernels.gains.upload_on(stream, gains, "PFB gains")
     }
 
     /// Appends one input chunk per polarisation (`chunk_bytes()` packed bytes each) with its
@@ -905,9 +867,9 @@ impl<'g> Channelizer<'g> {
     /// Uploads the host schedule staging and runs the kernels into the own output.
     pub(super) fn launch_own(&mut self) -> Result<()> {
         let Channelizer { kernels, inputs, own, config, stream, poison, .. } = self;
-        upload_on(stream, &own.host_offsets, &mut own.offsets, "PFB window offsets")?;
-        upload_on(stream, &own.host_fine, &mut own.fine, "PFB fine delays")?;
-        upload_on(stream, &own.host_rotation, &mut own.rotation, "PFB rotations")?;
+        own.offsets.upload_on(stream, &own.host_offsets, "PFB window offsets")?;
+        own.fine.upload_on(stream, &own.host_fine, "PFB fine delays")?;
+        own.rotation.upload_on(stream, &own.host_rotation, "PFB rotations")?;
         let launch = Launch {
             inputs,
             offsets: &own.offsets,
@@ -963,8 +925,8 @@ impl<'g> Channelizer<'g> {
     pub(super) fn download(&mut self, i: usize) -> Result<OutputChunk> {
         let (mut lost_spectra, mut lost_heaps) = (Vec::new(), Vec::new());
         self.lost_flags(&self.schedules[i], &mut lost_spectra, &mut lost_heaps)?;
-        let data = download_on(&self.stream, &self.own.output)?;
-        let saturated = download_on(&self.stream, &self.own.saturated)?;
+        let data = self.own.output.download_on(&self.stream)?;
+        let saturated = self.own.saturated.download_on(&self.stream)?;
         self.stream.synchronize().during("waiting for an output chunk")?;
         Ok(OutputChunk { first_spectrum: self.next_spectrum, data, saturated, lost_spectra, lost_heaps })
     }

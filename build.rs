@@ -9,6 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use radio_kernels_gpu::modules::{self, Arch, Family, KernelSpec};
+
 const TARGET: &str = "nvptx64-nvidia-cuda";
 const TARGET_CPU: &str = "sm_80";
 const PTX_ISA: &str = "+ptx85";
@@ -25,9 +27,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX");
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX_SM90A");
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_DEVICE_DEBUG");
-    println!("cargo:rerun-if-env-changed=RADIO_KERNELS_MAXNREG");
 
-    // A prebuilt module (e.g. for packaging) replaces the nested build.
     // Prebuilt modules (e.g. for packaging) replace the nested builds; both must be given.
     if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
         let hopper = env::var("RADIO_KERNELS_PTX_SM90A").unwrap_or_else(|_| {
@@ -56,17 +56,17 @@ fn main() {
         "sm_90a",
         Some("radio_sm90a"),
     );
-    write_modules(&out_dir, &limit_registers(&sm80), &limit_registers(&sm90a));
+    write_modules(&out_dir, &apply_registry(&sm80, Arch::Sm80), &apply_registry(&sm90a, Arch::Sm90a));
 }
 
 /// Splits each architecture's PTX into one module per kernel family
 /// (`radio_kernels_gpu::modules::Family`) and writes them with `modules.rs`, the table of
 /// `ModuleSource`s the facade embeds (`radio_kernels::MODULES`).
 fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str) {
-    use radio_kernels_gpu::modules::Family;
     let mut table = String::from("&[\n");
-    for (arch, text) in [("Sm80", sm80), ("Sm90a", sm90a)] {
-        let modules = split_modules(text);
+    for (arch, text) in [(Arch::Sm80, sm80), (Arch::Sm90a, sm90a)] {
+        let modules = split_modules(text, arch);
+        let arch = format!("{arch:?}");
         for family in Family::ALL {
             let Some(ptx) = modules.iter().find(|(f, _)| *f == family).map(|(_, ptx)| ptx) else { continue };
             let file = format!("{}_{}.ptx", family.name(), arch.to_lowercase());
@@ -83,21 +83,16 @@ fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str) {
 /// One PTX module per family that has kernels in `ptx`: the header, every declaration,
 /// global and `.func` of `ptx` (shared by all: a few small functions and tables), and the
 /// family's `.entry` functions. Fails the build for an entry no family claims.
-fn split_modules(ptx: &str) -> Vec<(radio_kernels_gpu::modules::Family, String)> {
-    use radio_kernels_gpu::modules::Family;
+fn split_modules(ptx: &str, arch: Arch) -> Vec<(Family, String)> {
     let mut common = String::new();
     let mut entries: Vec<(Family, String)> = Vec::new();
     let (mut current, mut depth): (Option<(Family, String)>, i64) = (None, 0);
     for line in ptx.lines() {
-        let trimmed = line.trim_start();
         if current.is_none() && depth == 0 {
-            let entry = trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry "));
-            if let Some(rest) = entry {
-                let name: String =
-                    rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-                let family = Family::of_entry(&name).unwrap_or_else(|| {
-                    fail(&format!("kernel `{name}` belongs to no family (radio_kernels_gpu::modules)"))
-                });
+            if let Some(name) = entry_name(line) {
+                let family = modules::find(&name, arch)
+                    .map(|k| k.family)
+                    .unwrap_or_else(|| fail(&format!("kernel `{name}` ({}) is in no registry", arch.name())));
                 current = Some((family, String::new()));
             }
         }
@@ -191,70 +186,50 @@ fn build_module(
     text
 }
 
-/// Register caps (`.maxnreg`, the PTX form of `__launch_bounds__`, which rustc cannot
-/// express). The cp.async correlator kernel for [t][c][s][p] input compiles to 236
-/// registers (4 blocks of 64 threads per SM); capped at 200 it fits 5 without spilling and
-/// ran 5% faster on the H200 (BENCHMARKS.md). Its [t][c][p][s] twin spills at 200 on sm_90,
-/// so it stays uncapped. The delay beamformer's blocks of 128 threads run 3 per SM at up to
-/// 170 registers; sm_80 took 178 uncapped. The ptxas test fails on any spill a cap causes.
-const REGISTER_LIMITS: [(&str, u32); 3] =
-    [("correlate_ci8_station_pol_async", 200), ("delay_beamformer_p1", 168), ("delay_beamformer_p2", 168)];
-
-/// Adds `.maxnreg` to the entries of `REGISTER_LIMITS` (and the cluster shape to the
-/// cluster PFB kernels); `RADIO_KERNELS_MAXNREG=name=n,...`
-/// overrides or adds caps for experiments.
-fn limit_registers(ptx: &str) -> String {
-    let mut limits: Vec<(String, u32)> = REGISTER_LIMITS.iter().map(|(k, n)| (k.to_string(), *n)).collect();
-    let family_limits: [&[(&str, u32)]; 4] = [
-        &radio_kernels_gpu::frb_beamformer::REGISTER_LIMITS,
-        &radio_kernels_gpu::pfb::REGISTER_LIMITS,
-        &radio_kernels_gpu::correlator::hopper::REGISTER_LIMITS,
-        &radio_kernels_gpu::frb_beamformer::resample::hopper::REGISTER_LIMITS,
-    ];
-    limits.extend(family_limits.iter().flat_map(|list| list.iter()).map(|(k, n)| (k.to_string(), *n)));
-    {
-        use radio_kernels_gpu::frb_beamformer::resample::hopper::{RS_KERNELS, RS_TMA_LAUNCH_REGISTERS};
-        limits.extend(
-            RS_KERNELS.iter().filter(|k| k.tma).map(|k| (k.name.to_string(), RS_TMA_LAUNCH_REGISTERS)),
-        );
-    }
-    // Baseband beamformer: each kernel's largest block must fit one SM's registers.
-    for (_, warps, name) in radio_kernels_gpu::baseband_beamformer::KERNELS {
-        limits.push((name.to_string(), radio_kernels_gpu::baseband_beamformer::max_registers(warps)));
-    }
-    if let Ok(v) = env::var("RADIO_KERNELS_MAXNREG") {
-        for (k, n) in v.split(',').filter_map(|e| e.split_once('=')) {
-            let n =
-                n.parse().unwrap_or_else(|_| fail(&format!("RADIO_KERNELS_MAXNREG: bad count in `{k}={n}`")));
-            limits.retain(|(name, _)| name != k);
-            limits.push((k.to_string(), n));
-        }
-    }
-    let mut out = String::with_capacity(ptx.len());
-    let mut pending: Option<u32> = None;
-    let mut cluster = false;
+/// Emits each entry of `ptx` (built for `arch`) as its registry spec says
+/// (`radio_kernels_gpu::modules::REGISTRY`): `.maxnreg` for a register cap (the PTX form of
+/// `__launch_bounds__`, which rustc cannot express) and `.explicitcluster` /
+/// `.reqnctapercluster` for a cluster shape. Fails the build for an entry no registry lists,
+/// or a registry entry of `arch` the PTX lacks.
+fn apply_registry(ptx: &str, arch: Arch) -> String {
+    let mut out = String::with_capacity(ptx.len() + 4096);
+    let mut pending: Option<&KernelSpec> = None;
+    let mut seen = Vec::new();
     for line in ptx.lines() {
-        if let Some(name) = line.trim_start().strip_prefix(".visible .entry ") {
-            let name = name.split('(').next().unwrap_or("");
-            pending = limits.iter().find(|(k, _)| k == name).map(|(_, n)| *n);
-            cluster = radio_kernels_gpu::pfb::cluster::CLUSTER_KERNELS.contains(&name);
+        if let Some(name) = entry_name(line) {
+            let spec = modules::find(&name, arch).unwrap_or_else(|| {
+                fail(&format!(
+                    "kernel `{name}` ({}) is in no registry: add it to its family's KERNELS",
+                    arch.name()
+                ))
+            });
+            seen.push(spec.name);
+            pending = Some(spec);
         }
         if line.trim() == "{" {
-            if let Some(n) = pending.take() {
-                out.push_str(&format!(".maxnreg {n}\n"));
-            }
-            if std::mem::take(&mut cluster) {
-                // The cluster PFB kernels run in clusters of 4 blocks (one per unzipped row).
-                out.push_str(&format!(
-                    ".explicitcluster\n.reqnctapercluster {}, 1, 1\n",
-                    radio_kernels_gpu::pfb::cluster::CLUSTER_BLOCKS
-                ));
+            if let Some(spec) = pending.take() {
+                if let Some(n) = spec.max_registers {
+                    out.push_str(&format!(".maxnreg {n}\n"));
+                }
+                if let Some([x, y, z]) = spec.cluster {
+                    out.push_str(&format!(".explicitcluster\n.reqnctapercluster {x}, {y}, {z}\n"));
+                }
             }
         }
         out.push_str(line);
         out.push('\n');
     }
+    if let Some(missing) = modules::kernels().find(|k| k.arch == arch && !seen.contains(&k.name)) {
+        fail(&format!("the registry lists `{}` ({}), which the PTX lacks", missing.name, arch.name()));
+    }
     out
+}
+
+/// The name of the kernel a line of PTX opens (`.visible .entry name(`), if it opens one.
+fn entry_name(line: &str) -> Option<String> {
+    let trimmed = line.trim_start();
+    let rest = trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry "))?;
+    Some(rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
 }
 
 /// Target CPU and PTX ISA for every crate; RADIO_KERNELS_DEVICE_DEBUG=1 adds debug

@@ -13,7 +13,7 @@ use common::*;
 use radio_kernels::baseband_beamformer::{
     beamform_reference, BasebandBeamformer, BeamformerConfig, CHUNK, POLS,
 };
-use radio_kernels::gpu_shared::baseband_beamformer::{max_warps, BEAMS_PER_WARP, KERNELS};
+use radio_kernels::gpu_shared::baseband_beamformer::{max_warps, BEAMS_PER_WARP, INSTANCES};
 use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
@@ -120,9 +120,9 @@ fn bit_exact_for_the_issue_sizes() {
 fn every_kernel_at_its_smallest_and_largest_block() {
     let gpu = gpu();
     let mut rng = rng();
-    for (dishes, most, name) in KERNELS {
+    for (dishes, most, name) in INSTANCES {
         let fewest =
-            KERNELS.iter().filter(|k| k.0 == dishes && k.1 < most).map(|k| k.1 + 1).max().unwrap_or(1);
+            INSTANCES.iter().filter(|k| k.0 == dishes && k.1 < most).map(|k| k.1 + 1).max().unwrap_or(1);
         for beams in [fewest * BEAMS_PER_WARP, most.min(max_warps(dishes)) * BEAMS_PER_WARP] {
             let c = config(dishes, beams, 1 + dishes % 3, 256);
             let inputs = random_inputs(&c, &mut rng);

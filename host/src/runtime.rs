@@ -3,7 +3,7 @@
 use crate::error::{DriverContext, Error, Result};
 use bytemuck::Pod;
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaModule, CudaSlice, CudaStream};
-pub use radio_kernels_gpu::modules::Family;
+pub use radio_kernels_gpu::modules::{Arch, Family, KernelSpec};
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
@@ -15,24 +15,6 @@ pub use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 /// A stream of work on one GPU (cudarc's stream; launches go through
 /// `stream.launch_builder(&function)`).
 pub type Stream = Arc<CudaStream>;
-
-/// The architecture a PTX module targets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Arch {
-    /// sm_80 PTX: every kernel, for every supported GPU (compute capability 8.0 and newer).
-    Sm80,
-    /// sm_90a PTX: Hopper's `wgmma` kernels, for compute capability 9.0 only.
-    Sm90a,
-}
-
-impl Arch {
-    pub const fn name(self) -> &'static str {
-        match self {
-            Arch::Sm80 => "sm_80",
-            Arch::Sm90a => "sm_90a",
-        }
-    }
-}
 
 /// One embedded PTX module: a kernel family's kernels for one architecture
 /// (`radio_kernels::MODULES` lists them).
@@ -196,6 +178,17 @@ impl Gpu {
         &self.context
     }
 
+    /// The kernel of `spec` (an entry of a family registry, `radio_kernels_gpu::modules`):
+    /// its family's module for its architecture is loaded on first use, the function looked
+    /// up once, then cached. An sm_90a kernel on a device other than compute capability 9.0
+    /// is [`Error::MissingKernel`].
+    pub fn kernel(&self, spec: &KernelSpec) -> Result<CudaFunction> {
+        if spec.arch == Arch::Sm90a && !self.hopper {
+            return Err(Error::MissingKernel(spec.name));
+        }
+        self.lookup(spec.name, spec.arch)
+    }
+
     /// A kernel of the sm_80 modules by name: its family's module is loaded on first use
     /// ([`Family::of_entry`]), the function looked up once, then cached.
     pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
@@ -208,7 +201,7 @@ impl Gpu {
         {
             return Ok(function.clone());
         }
-        let family = Family::of_entry(name).ok_or(Error::MissingKernel(name))?;
+        let family = radio_kernels_gpu::modules::find(name, arch).ok_or(Error::MissingKernel(name))?.family;
         let module = self.module(family, arch)?.ok_or(Error::MissingKernel(name))?;
         let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
         self.functions

@@ -68,7 +68,7 @@ pub const STAGES: u32 = 3;
 /// weights leave too few registers under a cap (576 dishes at 128, 832 and 896 at 168), the
 /// larger blocks (104 or 112 beams at 576 dishes, 72 at 832 or 896) run as two launches of
 /// fewer warps ([`launch_split`]).
-pub const KERNELS: [(u32, u32, &str); 24] = [
+pub const INSTANCES: [(u32, u32, &str); 24] = [
     (64, 12, "baseband_beamform_d64_w12"),
     (64, 16, "baseband_beamform_d64_w16"),
     (128, 12, "baseband_beamform_d128_w12"),
@@ -101,11 +101,11 @@ pub fn kernel_name(dishes: u32, warps: u32) -> Option<&'static str> {
     if warps == 0 || warps > max_warps(dishes.max(1)) {
         return None;
     }
-    KERNELS.iter().find(|(d, w, _)| *d == dishes && warps <= *w).map(|(_, _, name)| *name)
+    INSTANCES.iter().find(|(d, w, _)| *d == dishes && warps <= *w).map(|(_, _, name)| *name)
 }
 
 /// How a launch of `beams` beams is split: `(first beam, beams)` per kernel launch. One
-/// launch when a kernel takes the whole block; otherwise (only the cases in [`KERNELS`]'
+/// launch when a kernel takes the whole block; otherwise (only the cases in [`INSTANCES`]'
 /// comment) halves of whole warps, the second reading E once more.
 pub fn launch_split(dishes: u32, beams: u32) -> [(u32, u32); 2] {
     let warps = beams / BEAMS_PER_WARP;
@@ -533,6 +533,37 @@ mod device {
     beamformer_kernel!(baseband_beamform_d1024_w8, 16);
 }
 
+use crate::modules::{Arch, Family, KernelSpec};
+
+/// The family's kernels: every entry point of its PTX modules, with what `build.rs` adds to
+/// each (register cap, cluster shape) and what the host launches it with.
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec::new("baseband_beamform_d1024_w8", Family::BasebandBeamformer, Arch::Sm80).max_registers(255),
+    KernelSpec::new("baseband_beamform_d128_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d128_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d192_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d192_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d256_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d256_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d320_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d320_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d384_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d384_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d448_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d448_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d512_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d512_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d576_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d640_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d64_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d64_w16", Family::BasebandBeamformer, Arch::Sm80).max_registers(128),
+    KernelSpec::new("baseband_beamform_d704_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d768_w12", Family::BasebandBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("baseband_beamform_d832_w8", Family::BasebandBeamformer, Arch::Sm80).max_registers(255),
+    KernelSpec::new("baseband_beamform_d896_w8", Family::BasebandBeamformer, Arch::Sm80).max_registers(255),
+    KernelSpec::new("baseband_beamform_d960_w8", Family::BasebandBeamformer, Arch::Sm80).max_registers(255),
+];
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -559,7 +590,7 @@ mod tests {
                     continue;
                 }
                 let name = kernel_name(d, warps).expect("a kernel");
-                let &(_, most, _) = KERNELS.iter().find(|k| k.2 == name).unwrap();
+                let &(_, most, _) = INSTANCES.iter().find(|k| k.2 == name).unwrap();
                 assert!(name.starts_with(&std::format!("baseband_beamform_d{d}_w{most}")));
                 // The block fits one SM under the kernel's cap.
                 assert!(warps.div_ceil(4) * 32 * max_registers(most) <= 16384);
@@ -581,7 +612,7 @@ mod tests {
             assert!(beams * d <= MAX_BEAMS_TIMES_DISHES && beams <= MAX_BEAMS);
             // One more warp would break a limit.
             assert!((beams + 8) * d > MAX_BEAMS_TIMES_DISHES || beams + 8 > MAX_BEAMS);
-            let cap = max_registers(KERNELS.iter().filter(|k| k.0 == d).map(|k| k.1).max().unwrap());
+            let cap = max_registers(INSTANCES.iter().filter(|k| k.0 == d).map(|k| k.1).max().unwrap());
             // A slice: 8 beams x d dishes x (re, im) bytes over 32 lanes, plus working room.
             let weight_registers = 8 * d * 2 / 4 / 32;
             assert!(weight_registers + 48 <= cap, "d = {d}: {weight_registers} weight registers, cap {cap}");

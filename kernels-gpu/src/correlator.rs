@@ -683,6 +683,29 @@ mod device {
     correlator_kernel!(correlate_ci4_pol_station, 1, Order::PolStation, false);
 }
 
+use crate::modules::{Arch, Family, KernelSpec};
+
+/// The family's kernels: every entry point of its PTX modules, with what `build.rs` adds to
+/// each (register cap, cluster shape) and what the host launches it with.
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec::new("correlate_ci4_pol_station", Family::Correlator, Arch::Sm80),
+    KernelSpec::new("correlate_ci4_station_pol", Family::Correlator, Arch::Sm80),
+    KernelSpec::new("correlate_ci8_pol_station", Family::Correlator, Arch::Sm80),
+    KernelSpec::new("correlate_ci8_pol_station_async", Family::Correlator, Arch::Sm80),
+    KernelSpec::new("correlate_ci8_station_pol", Family::Correlator, Arch::Sm80),
+    KernelSpec::new("correlate_ci8_station_pol_async", Family::Correlator, Arch::Sm80).max_registers(200),
+    KernelSpec::new("correlate_ci8_pol_station_wgmma", Family::Correlator, Arch::Sm90a),
+    KernelSpec::new("correlate_ci8_pol_station_wgmma_channel_split", Family::Correlator, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("correlate_ci8_pol_station_wgmma_split", Family::Correlator, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("correlate_ci8_station_pol_wgmma", Family::Correlator, Arch::Sm90a),
+    KernelSpec::new("correlate_ci8_station_pol_wgmma_channel_split", Family::Correlator, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("correlate_ci8_station_pol_wgmma_split", Family::Correlator, Arch::Sm90a)
+        .max_registers(168),
+];
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -961,6 +961,17 @@ mod device {
     }
 }
 
+use crate::modules::{Arch, Family, KernelSpec};
+
+/// The family's kernels: every entry point of its PTX modules, with what `build.rs` adds to
+/// each (register cap, cluster shape) and what the host launches it with.
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec::new("delay_beamformer_dither_draws", Family::DelayBeamformer, Arch::Sm80),
+    KernelSpec::new("delay_beamformer_dither_init", Family::DelayBeamformer, Arch::Sm80),
+    KernelSpec::new("delay_beamformer_p1", Family::DelayBeamformer, Arch::Sm80).max_registers(168),
+    KernelSpec::new("delay_beamformer_p2", Family::DelayBeamformer, Arch::Sm80).max_registers(168),
+];
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -1687,6 +1687,81 @@ pub const fn fft_kernel_names(n: u32) -> Option<(&'static str, &'static str)> {
     })
 }
 
+use crate::modules::{Arch, Family, KernelSpec};
+
+/// The family's kernels: every entry point of its PTX modules, with what `build.rs` adds to
+/// each (register cap, cluster shape) and what the host launches it with.
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec::new("frb_beamform_d256_m16_n16", Family::FrbBeamformer, Arch::Sm80).max_registers(64),
+    KernelSpec::new("frb_beamform_d256_m16_n16_f16sum", Family::FrbBeamformer, Arch::Sm80).max_registers(64),
+    KernelSpec::new("frb_beamform_d256_m16_n20", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_beamform_d256_m16_n20_f16sum", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_beamform_d512_m24_n24", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_beamform_d512_m24_n24_eo", Family::FrbBeamformer, Arch::Sm80).max_registers(112),
+    KernelSpec::new("frb_beamform_d64_m8_n12", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_beamform_d64_m8_n12_f16sum", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_beamform_d64_m8_n8", Family::FrbBeamformer, Arch::Sm80).max_registers(64),
+    KernelSpec::new("frb_beamform_d64_m8_n8_f16sum", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_factorized_16_16", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_factorized_16_20", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_factorized_24_24", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_factorized_8_12", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_factorized_8_8", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_nufft_resample", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_quantize_u4", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_quantize_u8", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_fused", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_gemm", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_u", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_weights", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_direct_n20", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_direct_n20", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n12", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n16", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n20", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n24", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n28", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n32", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_loop_n8", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n12", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n16", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n20", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n24", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n28", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n32", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_short_fft_n8", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_fused_rsp2_n12_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n12_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n16_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n16_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n20_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n20_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n24_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n24_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n8_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n8_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2res_n12_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2res_n8_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n16_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n16_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n20_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n20_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n24_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n24_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp3_n12_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp3_n24_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_gemm_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_gemm_wide_sm90a", Family::FrbBeamformer, Arch::Sm90a).max_registers(168),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,8 +57,141 @@ impl Family {
     }
 }
 
+/// The architecture a PTX module targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    /// sm_80 PTX: every kernel but Hopper's `wgmma` ones, for every supported GPU (compute
+    /// capability 8.0 and newer).
+    Sm80,
+    /// sm_90a PTX: Hopper's `wgmma` kernels, for compute capability 9.0 only (the "a"
+    /// features are not carried forward to later GPUs).
+    Sm90a,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 2] = [Arch::Sm80, Arch::Sm90a];
+
+    /// The PTX target name (`sm_80`, `sm_90a`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Arch::Sm80 => "sm_80",
+            Arch::Sm90a => "sm_90a",
+        }
+    }
+}
+
+/// One kernel of a family's registry: its entry point, module, and the launch facts that are
+/// fixed at compile time. `build.rs` emits each entry with its register cap (`.maxnreg`, the
+/// PTX form of `__launch_bounds__`, which rustc cannot express) and cluster shape
+/// (`.reqnctapercluster`), and fails on an entry of the PTX that no registry lists or a
+/// registry entry the PTX lacks; the host looks kernels up only through their specs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelSpec {
+    /// The PTX entry point.
+    pub name: &'static str,
+    /// The module it is in (one per family and architecture).
+    pub family: Family,
+    pub arch: Arch,
+    /// Threads per block, where the kernel is written for one block size; `None` where the
+    /// launcher derives it from the configuration.
+    pub threads: Option<u32>,
+    /// Dynamic shared memory per block in bytes, where fixed; `None` where the launcher
+    /// derives it from the configuration.
+    pub shared_bytes: Option<u32>,
+    /// Register cap (`.maxnreg`); `None` leaves the choice to ptxas.
+    pub max_registers: Option<u32>,
+    /// Thread-block cluster shape (`.reqnctapercluster`), for kernels that run in clusters.
+    pub cluster: Option<[u32; 3]>,
+}
+
+impl KernelSpec {
+    /// A spec with no fixed block size, shared memory, register cap or cluster.
+    pub const fn new(name: &'static str, family: Family, arch: Arch) -> KernelSpec {
+        KernelSpec {
+            name,
+            family,
+            arch,
+            threads: None,
+            shared_bytes: None,
+            max_registers: None,
+            cluster: None,
+        }
+    }
+    pub const fn threads(mut self, threads: u32) -> KernelSpec {
+        self.threads = Some(threads);
+        self
+    }
+    pub const fn shared_bytes(mut self, bytes: u32) -> KernelSpec {
+        self.shared_bytes = Some(bytes);
+        self
+    }
+    pub const fn max_registers(mut self, registers: u32) -> KernelSpec {
+        self.max_registers = Some(registers);
+        self
+    }
+    pub const fn cluster(mut self, x: u32, y: u32, z: u32) -> KernelSpec {
+        self.cluster = Some([x, y, z]);
+        self
+    }
+}
+
+/// Every family's registry: the one list of kernels that `build.rs` and the host read.
+pub const REGISTRY: [&[KernelSpec]; 6] = [
+    crate::correlator::KERNELS,
+    crate::pfb::KERNELS,
+    crate::baseband_beamformer::KERNELS,
+    crate::delay_beamformer::KERNELS,
+    crate::frb_beamformer::KERNELS,
+    TOOLS,
+];
+
+/// Every kernel of every family.
+pub fn kernels() -> impl Iterator<Item = &'static KernelSpec> {
+    REGISTRY.into_iter().flatten()
+}
+
+/// The spec of the entry point `name` in the `arch` modules, if a registry lists it.
+pub fn find(name: &str, arch: Arch) -> Option<&'static KernelSpec> {
+    kernels().find(|k| k.name == name && k.arch == arch)
+}
+
+/// The self-checks of the tensor-core wrappers and intrinsics, the ceiling kernels and the
+/// benchmarks' fill kernel.
+pub const TOOLS: &[KernelSpec] = &[
+    KernelSpec::new("bench_fill_random", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_copy", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_l2_read", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_m16n8k16_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_m16n8k16_f16_f32", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_m16n8k32_s8", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_m16n8k64_s4", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_m16n8k8_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_m8n8k16_s8", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_mma_sp_m16n8k16_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_bank_check", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_f16_convert", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m16n8k16_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m16n8k16_f16_f32", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m16n8k32_s8", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m16n8k32_s8_satfinite", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m16n8k8_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m8n8k16_s8", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_m8n8k16_s8_satfinite", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_sp_m16n8k16_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_sp_universal_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_mma_sp_unordered_m16n8k16_f16", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_prmt_lop3", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_shared", Family::Tools, Arch::Sm80),
+    KernelSpec::new("selftest_shuffles", Family::Tools, Arch::Sm80),
+    KernelSpec::new("ceiling_wgmma_m64n256k16_f16_f32", Family::Tools, Arch::Sm90a),
+    KernelSpec::new("ceiling_wgmma_m64n256k32_s8", Family::Tools, Arch::Sm90a),
+    KernelSpec::new("selftest_wgmma_m64n256_f16", Family::Tools, Arch::Sm90a),
+    KernelSpec::new("selftest_wgmma_m64n256_s8", Family::Tools, Arch::Sm90a),
+];
+
 #[cfg(test)]
 mod tests {
+    extern crate std;
     use super::*;
 
     #[test]
@@ -79,5 +212,18 @@ mod tests {
         assert_eq!(Family::of_entry("frb_resample_gemm"), Some(Family::FrbBeamformer));
         assert_eq!(Family::of_entry("ceiling_copy"), Some(Family::Tools));
         assert_eq!(Family::of_entry("unknown"), None);
+    }
+
+    #[test]
+    fn registry_names_are_unique_and_carry_their_familys_prefix() {
+        let all: std::vec::Vec<&KernelSpec> = kernels().collect();
+        for (i, a) in all.iter().enumerate() {
+            assert_eq!(Family::of_entry(a.name), Some(a.family), "{}", a.name);
+            assert!(all[i + 1..].iter().all(|b| (b.name, b.arch) != (a.name, a.arch)), "{} twice", a.name);
+            assert_eq!(find(a.name, a.arch), Some(*a));
+        }
+        for (family, list) in Family::ALL.into_iter().zip(REGISTRY) {
+            assert!(list.iter().all(|k| k.family == family), "{family:?}");
+        }
     }
 }

@@ -1493,3 +1493,35 @@ mod device {
     post_kernel!(pfb_post_ci8, false);
     post_kernel!(pfb_post_ci4, true);
 }
+
+use crate::modules::{Arch, Family, KernelSpec};
+
+/// The family's kernels: every entry point of its PTX modules, with what `build.rs` adds to
+/// each (register cap, cluster shape) and what the host launches it with.
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec::new("pfb_fir_t1", Family::Pfb, Arch::Sm80),
+    KernelSpec::new("pfb_fir_t16", Family::Pfb, Arch::Sm80),
+    KernelSpec::new("pfb_fir_t32", Family::Pfb, Arch::Sm80),
+    KernelSpec::new("pfb_fir_t4", Family::Pfb, Arch::Sm80),
+    KernelSpec::new("pfb_fir_t8", Family::Pfb, Arch::Sm80),
+    KernelSpec::new("pfb_fused_t16_ci4", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t16_ci8", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t1_ci4", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t1_ci8", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t32_ci4", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t32_ci8", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t4_ci4", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t4_ci8", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t8_ci4", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_fused_t8_ci8", Family::Pfb, Arch::Sm80).max_registers(128),
+    KernelSpec::new("pfb_post_ci4", Family::Pfb, Arch::Sm80).max_registers(96),
+    KernelSpec::new("pfb_post_ci8", Family::Pfb, Arch::Sm80).max_registers(96),
+    KernelSpec::new("pfb_cluster_t16_ci4", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t16_ci8", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t1_ci4", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t1_ci8", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t4_ci4", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t4_ci8", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t8_ci4", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+    KernelSpec::new("pfb_cluster_t8_ci8", Family::Pfb, Arch::Sm90a).max_registers(128).cluster(4, 1, 1),
+];

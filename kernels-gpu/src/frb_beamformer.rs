@@ -1710,10 +1710,6 @@ pub const KERNELS: &[KernelSpec] = &[
     KernelSpec::new("frb_nufft_resample", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_quantize_u4", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_quantize_u8", Family::FrbBeamformer, Arch::Sm80),
-    KernelSpec::new("frb_resample_fused", Family::FrbBeamformer, Arch::Sm80),
-    KernelSpec::new("frb_resample_gemm", Family::FrbBeamformer, Arch::Sm80),
-    KernelSpec::new("frb_resample_u", Family::FrbBeamformer, Arch::Sm80),
-    KernelSpec::new("frb_resample_weights", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_short_fft_direct_n20", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_short_fft_loop_direct_n20", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_short_fft_loop_n12", Family::FrbBeamformer, Arch::Sm80),
@@ -1730,36 +1726,6 @@ pub const KERNELS: &[KernelSpec] = &[
     KernelSpec::new("frb_short_fft_n28", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_short_fft_n32", Family::FrbBeamformer, Arch::Sm80),
     KernelSpec::new("frb_short_fft_n8", Family::FrbBeamformer, Arch::Sm80),
-    KernelSpec::new("frb_resample_fused_rsp2_n12_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n12_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n16_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n16_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n20_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n20_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n24_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n24_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n8_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2_n8_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2res_n12_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2res_n8_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_fused_rsp2tma_n16_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp2tma_n16_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp2tma_n20_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp2tma_n20_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp2tma_n24_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp2tma_n24_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp3_n12_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_fused_rsp3_n24_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a)
-        .max_registers(168),
-    KernelSpec::new("frb_resample_gemm_sm90a", Family::FrbBeamformer, Arch::Sm90a),
-    KernelSpec::new("frb_resample_gemm_wide_sm90a", Family::FrbBeamformer, Arch::Sm90a).max_registers(168),
 ];
 
 #[cfg(test)]

@@ -617,6 +617,47 @@ mod device {
     }
 }
 
+use crate::modules::{Arch, Family, KernelSpec};
+
+/// The resampling kernels (part of the FRB family's module): every entry point, with what
+/// `build.rs` adds to each and what the host launches it with.
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec::new("frb_resample_fused", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_gemm", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_u", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_weights", Family::FrbBeamformer, Arch::Sm80),
+    KernelSpec::new("frb_resample_fused_rsp2_n12_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n12_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n16_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n16_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n20_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n20_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n24_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n24_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n8_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2_n8_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2res_n12_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2res_n8_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n16_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n16_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n20_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n20_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n24_t232_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp2tma_n24_t248_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp3_n12_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_fused_rsp3_n24_t184_sm90a", Family::FrbBeamformer, Arch::Sm90a)
+        .max_registers(168),
+    KernelSpec::new("frb_resample_gemm_sm90a", Family::FrbBeamformer, Arch::Sm90a),
+    KernelSpec::new("frb_resample_gemm_wide_sm90a", Family::FrbBeamformer, Arch::Sm90a).max_registers(168),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,7 +36,7 @@ fn main() {
         let read = |from: &str| {
             fs::read_to_string(from).unwrap_or_else(|e| fail(&format!("cannot read {from}: {e}")))
         };
-        write_modules(&out_dir, &read(&prebuilt), &read(&hopper));
+        write_modules(&out_dir, &read(&prebuilt), &read(&hopper), None);
         return;
     }
 
@@ -56,25 +56,114 @@ fn main() {
         "sm_90a",
         Some("radio_sm90a"),
     );
-    write_modules(&out_dir, &apply_registry(&sm80, Arch::Sm80), &apply_registry(&sm90a, Arch::Sm90a));
+    let ptxas = find_ptxas(&root);
+    let cache = target_root.join("cubin-cache");
+    write_modules(
+        &out_dir,
+        &apply_registry(&sm80, Arch::Sm80),
+        &apply_registry(&sm90a, Arch::Sm90a),
+        ptxas.as_deref().map(|p| (p, cache.as_path())),
+    );
 }
 
-/// Splits each architecture's PTX into one module per kernel family
-/// (`radio_kernels_gpu::modules::Family`) and writes them with `modules.rs`, the table of
-/// `ModuleSource`s the facade embeds (`radio_kernels::MODULES`).
-fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str) {
-    let mut table = String::from("&[\n");
+/// Devices a module's cubins are assembled for: the sm_80 modules for the Ampere, Ada and
+/// Hopper GPUs users run, the sm_90a modules for Hopper. Other devices JIT-compile the PTX.
+const CUBIN_TARGETS: [(Arch, &[&str]); 2] =
+    [(Arch::Sm80, &["sm_80", "sm_86", "sm_89", "sm_90"]), (Arch::Sm90a, &["sm_90a"])];
+
+/// `ptxas`, if this machine has one: `$RADIO_KERNELS_PTXAS`, then the PyPI wheel CI installs
+/// under `.tools/`, then `ptxas` on `PATH`.
+fn find_ptxas(root: &Path) -> Option<PathBuf> {
+    println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTXAS");
+    let candidates = [
+        env::var_os("RADIO_KERNELS_PTXAS").map(PathBuf::from),
+        Some(root.join(".tools/cuda-nvcc/nvidia/cuda_nvcc/bin/ptxas")),
+        Some(PathBuf::from("ptxas")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))
+}
+
+/// Assembles `ptx` for `target` with `ptxas` into `out`, through a cache under `cache` keyed
+/// by the PTX, the target and the ptxas version (the nested build rewrites the PTX on every
+/// kernel change; unchanged modules are not assembled again). `false` when ptxas fails.
+fn assemble(ptxas: &Path, ptx: &Path, target: &str, out: &Path, cache: &Path) -> bool {
+    use std::hash::{Hash, Hasher};
+    let text = fs::read(ptx).unwrap();
+    let version = Command::new(ptxas).arg("--version").output().map(|o| o.stdout).unwrap_or_default();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (text, target, version).hash(&mut hasher);
+    let cached = cache.join(format!("{:016x}.cubin", hasher.finish()));
+    if !cached.exists() {
+        let _ = fs::create_dir_all(cache);
+        let partial = cached.with_extension(format!("partial{}", std::process::id()));
+        let status =
+            Command::new(ptxas).arg(format!("-arch={target}")).arg(ptx).arg("-o").arg(&partial).status();
+        if !status.is_ok_and(|s| s.success()) || fs::rename(&partial, &cached).is_err() {
+            return false;
+        }
+    }
+    fs::copy(&cached, out).is_ok()
+}
+
+/// Splits each architecture's PTX into one module per kernel family, assembles each into
+/// cubins where this machine has `ptxas` ([`CUBIN_TARGETS`]), and writes them with
+/// `modules.rs`, the table of `ModuleSource`s the facade embeds (`radio_kernels::MODULES`).
+/// Without ptxas the modules carry PTX only, which the driver compiles on first use.
+fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str, ptxas: Option<(&Path, &Path)>) {
+    let mut jobs = Vec::new();
+    let mut rows = Vec::new();
     for (arch, text) in [(Arch::Sm80, sm80), (Arch::Sm90a, sm90a)] {
-        let modules = split_modules(text, arch);
-        let arch = format!("{arch:?}");
-        for family in Family::ALL {
-            let Some(ptx) = modules.iter().find(|(f, _)| *f == family).map(|(_, ptx)| ptx) else { continue };
-            let file = format!("{}_{}.ptx", family.name(), arch.to_lowercase());
-            fs::write(out_dir.join(&file), ptx).unwrap();
-            table.push_str(&format!(
-                "    ModuleSource {{ family: Family::{family:?}, arch: Arch::{arch}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{file}\")) }},\n"
+        for (family, ptx) in split_modules(text, arch) {
+            let stem = format!("{}_{}", family.name(), format!("{arch:?}").to_lowercase());
+            fs::write(out_dir.join(format!("{stem}.ptx")), ptx).unwrap();
+            let targets = CUBIN_TARGETS.iter().find(|(a, _)| *a == arch).map_or(&[][..], |(_, t)| t);
+            for target in targets.iter().filter(|_| ptxas.is_some()) {
+                jobs.push((stem.clone(), target.to_string()));
+            }
+            rows.push((family, arch, stem));
+        }
+    }
+    // Two ptxas processes at a time (each is single-threaded).
+    let built: Vec<(String, String)> = match ptxas {
+        None => Vec::new(),
+        Some((ptxas, cache)) => {
+            let next = std::sync::Mutex::new(jobs.into_iter());
+            let done = std::sync::Mutex::new(Vec::new());
+            std::thread::scope(|scope| {
+                for _ in 0..2 {
+                    scope.spawn(|| loop {
+                        let Some((stem, target)) = next.lock().unwrap().next() else { break };
+                        let ptx = out_dir.join(format!("{stem}.ptx"));
+                        let cubin = out_dir.join(format!("{stem}.{target}.cubin"));
+                        if assemble(ptxas, &ptx, &target, &cubin, cache) {
+                            done.lock().unwrap().push((stem, target));
+                        } else {
+                            println!(
+                                "cargo:warning=ptxas could not assemble {stem} for {target}: that module stays PTX-only"
+                            );
+                        }
+                    });
+                }
+            });
+            done.into_inner().unwrap()
+        }
+    };
+    let mut table = String::from("&[\n");
+    for (family, arch, stem) in rows {
+        let mut cubins = String::new();
+        let mut targets: Vec<&String> = built.iter().filter(|(s, _)| *s == stem).map(|(_, t)| t).collect();
+        targets.sort();
+        for target in targets {
+            cubins.push_str(&format!(
+                "Cubin {{ target: \"{target}\", image: include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{stem}.{target}.cubin\")) }}, "
             ));
         }
+        table.push_str(&format!(
+            "    ModuleSource {{ family: Family::{family:?}, arch: Arch::{arch:?}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{stem}.ptx\")), cubins: &[{cubins}] }},\n"
+        ));
     }
     table.push(']');
     fs::write(out_dir.join("modules.rs"), table).unwrap();

@@ -499,15 +499,21 @@ fn selftest(device: Option<usize>, cases: usize, seed: u64) -> ExitCode {
             let (major, minor) = gpu.compute_capability();
             println!("GPU {}: {} (sm_{major}{minor}, {} SMs)", gpu.ordinal(), gpu.name(), gpu.sm_count());
             // Each family's module is loaded on its first use; here all of them, timed (the
-            // driver's JIT compilation of the PTX, or its cache: CUDA_CACHE_DISABLE=1 for cold).
+            // cubin assembled for this device, else the driver's JIT compilation of the PTX or its
+            // cache: CUDA_CACHE_DISABLE=1 for cold).
             println!("  open: {:.3} s (no module loaded)", open_s);
             match gpu.load_modules() {
                 Ok(loads) => {
-                    for (family, arch, time) in loads {
+                    for (family, arch, how, time) in loads {
+                        let how = match how {
+                            radio_kernels::Loaded::Cubin => "cubin",
+                            radio_kernels::Loaded::Ptx => "PTX",
+                        };
                         println!(
-                            "  load {:<20} {:<7} {:.3} s",
+                            "  load {:<20} {:<7} {:<5} {:.3} s",
                             family.name(),
                             arch.name(),
+                            how,
                             time.as_secs_f64()
                         );
                     }

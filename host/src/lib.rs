@@ -34,7 +34,7 @@ pub mod streaming;
 
 pub use error::{DriverContext, Error, Result};
 pub use runtime::{
-    launch_1d, Arch, CudaFunction, DeviceBuffer, DeviceBufferMut, Family, Gpu, LaunchConfig, ModuleSource,
-    PushKernelArg, Stream, Timer,
+    launch_1d, Arch, Cubin, CudaFunction, DeviceBuffer, DeviceBufferMut, Family, Gpu, KernelSpec,
+    LaunchConfig, Loaded, ModuleSource, PushKernelArg, Stream, Timer,
 };
 pub use streaming::{InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};

@@ -16,20 +16,38 @@ pub use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
 /// `stream.launch_builder(&function)`).
 pub type Stream = Arc<CudaStream>;
 
-/// One embedded PTX module: a kernel family's kernels for one architecture
-/// (`radio_kernels::MODULES` lists them).
+/// One embedded kernel module: a family's kernels for one architecture, as PTX and, where
+/// the build had `ptxas`, as cubins for the devices users run (`radio_kernels::MODULES` lists
+/// them).
 #[derive(Clone, Copy, Debug)]
 pub struct ModuleSource {
     pub family: Family,
     pub arch: Arch,
     pub ptx: &'static str,
+    pub cubins: &'static [Cubin],
 }
 
-/// A module slot: loaded (JIT-compiled by the driver) the first time one of its kernels is
-/// looked up.
+/// A module assembled ahead of time for one device architecture.
+#[derive(Clone, Copy, Debug)]
+pub struct Cubin {
+    /// The `ptxas` target (`sm_80`, `sm_86`, `sm_89`, `sm_90`, `sm_90a`).
+    pub target: &'static str,
+    pub image: &'static [u8],
+}
+
+/// How a module was loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Loaded {
+    /// From the cubin assembled for this device: no compilation at load.
+    Cubin,
+    /// From PTX, compiled by the driver (or taken from its cache).
+    Ptx,
+}
+
+/// A module slot: loaded the first time one of its kernels is looked up.
 struct ModuleSlot {
     source: ModuleSource,
-    loaded: Mutex<Option<Arc<CudaModule>>>,
+    loaded: Mutex<Option<(Arc<CudaModule>, Loaded)>>,
 }
 
 /// One CUDA device with the project's kernels: each family's PTX module is loaded the first
@@ -99,11 +117,12 @@ impl Gpu {
         })
     }
 
-    /// The module of `family` for `arch`, loaded (JIT-compiled by the driver, or taken from
-    /// its cache) on first use; thread-safe (one load per module). `Ok(None)` when there is
-    /// no such module. A failed load returns [`Error::ModuleLoad`] and is tried again on the
-    /// next use.
-    fn module(&self, family: Family, arch: Arch) -> Result<Option<Arc<CudaModule>>> {
+    /// The module of `family` for `arch`, loaded on first use: from the cubin for this
+    /// device if the build made one (a cubin the driver refuses falls back to the PTX), else
+    /// from the PTX (JIT-compiled by the driver, or taken from its cache). Thread-safe (one
+    /// load per module). `Ok(None)` when there is no such module. A failed load returns
+    /// [`Error::ModuleLoad`] and is tried again on the next use.
+    fn module(&self, family: Family, arch: Arch) -> Result<Option<(Arc<CudaModule>, Loaded)>> {
         let Some(slot) = self.modules.iter().find(|m| m.source.family == family && m.source.arch == arch)
         else {
             return Ok(None);
@@ -112,18 +131,29 @@ impl Gpu {
         if let Some(module) = loaded.as_ref() {
             return Ok(Some(module.clone()));
         }
-        let module = self
-            .context
-            .load_module(cudarc::nvrtc::Ptx::from_src(slot.source.ptx))
-            .map_err(|source| Error::ModuleLoad { family: family.name(), arch: arch.name(), source })?;
+        let target = cubin_target(arch, self.compute_capability);
+        let cubin =
+            slot.source.cubins.iter().find(|c| Some(c.target) == target).and_then(|c| {
+                self.context.load_module(cudarc::nvrtc::Ptx::from_binary(c.image.to_vec())).ok()
+            });
+        let module = match cubin {
+            Some(module) => (module, Loaded::Cubin),
+            None => {
+                let module =
+                    self.context.load_module(cudarc::nvrtc::Ptx::from_src(slot.source.ptx)).map_err(
+                        |source| Error::ModuleLoad { family: family.name(), arch: arch.name(), source },
+                    )?;
+                (module, Loaded::Ptx)
+            }
+        };
         *loaded = Some(module.clone());
         Ok(Some(module))
     }
 
     /// Loads every module this device uses that is not loaded yet, and returns each one's
-    /// family, architecture and load time (the driver's JIT compilation of the PTX, or its
-    /// cache): what `radio-kernels selftest` reports.
-    pub fn load_modules(&self) -> Result<Vec<(Family, Arch, std::time::Duration)>> {
+    /// family, architecture, how it was loaded and the time it took (a cubin's load, or the
+    /// driver's JIT compilation of the PTX): what `radio-kernels selftest` reports.
+    pub fn load_modules(&self) -> Result<Vec<(Family, Arch, Loaded, std::time::Duration)>> {
         let mut times = Vec::new();
         for slot in &self.modules {
             let (family, arch) = (slot.source.family, slot.source.arch);
@@ -133,8 +163,9 @@ impl Gpu {
             let fresh = slot.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).is_none();
             if fresh {
                 let start = std::time::Instant::now();
-                self.module(family, arch)?;
-                times.push((family, arch, start.elapsed()));
+                if let Some((_, how)) = self.module(family, arch)? {
+                    times.push((family, arch, how, start.elapsed()));
+                }
             }
         }
         Ok(times)
@@ -202,7 +233,7 @@ impl Gpu {
             return Ok(function.clone());
         }
         let family = radio_kernels_gpu::modules::find(name, arch).ok_or(Error::MissingKernel(name))?.family;
-        let module = self.module(family, arch)?.ok_or(Error::MissingKernel(name))?;
+        let (module, _) = self.module(family, arch)?.ok_or(Error::MissingKernel(name))?;
         let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
         self.functions
             .lock()
@@ -627,4 +658,18 @@ pub fn allow_dynamic_shared(function: &CudaFunction, bytes: u32, during: &'stati
 /// A launch configuration of `blocks` one-dimensional blocks of `threads` threads.
 pub fn launch_1d(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: shared_bytes }
+}
+
+/// The cubin target for modules of `arch` on a device of compute capability
+/// `(major, minor)`: the sm_80 modules are assembled for sm_80, sm_86, sm_89 and sm_90, the
+/// sm_90a ones for sm_90a; other devices (and builds without ptxas) use the PTX.
+fn cubin_target(arch: Arch, (major, minor): (u32, u32)) -> Option<&'static str> {
+    match (arch, major, minor) {
+        (Arch::Sm80, 8, 0) => Some("sm_80"),
+        (Arch::Sm80, 8, 6) => Some("sm_86"),
+        (Arch::Sm80, 8, 9) => Some("sm_89"),
+        (Arch::Sm80, 9, 0) => Some("sm_90"),
+        (Arch::Sm90a, 9, 0) => Some("sm_90a"),
+        _ => None,
+    }
 }

@@ -1,6 +1,6 @@
 //! The demo's figures: the PFB's channel response ([`channel_response`]), the visibilities
 //! at the reference channel against the brightest source's predicted phase, the FRB map with
-//! the sources marked, and the beam powers of the three beamformers ([`write`]).
+//! the sources marked, and the beam powers of the three beamformers ([`write()`]).
 use super::chain::Chain;
 use super::frb::{self, FrbMap};
 use super::plot;

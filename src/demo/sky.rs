@@ -17,7 +17,7 @@ use rustfft::FftPlanner;
 pub const SAMPLE_RATE: f64 = 3.2e9;
 /// Speed of light (m/s).
 pub const LIGHT: f64 = 299_792_458.0;
-/// Dish spacing north-south and east-west (m), seed 000's sigma and sigma'.
+/// Dish spacing north-south and east-west (m): CHORD's, the FRB beamformer's sigma and sigma'.
 pub const SPACING: (f64, f64) = (6.3, 8.5);
 /// Receiver noise rms per polarisation in ADC units (10-bit range +-511).
 pub const NOISE_RMS: f64 = 30.0;
@@ -76,7 +76,7 @@ pub fn channel_frequency(k: u32, n: u32) -> f64 {
 
 /// The demo's sources: `count` (1 to 8) sources placed so that, at frequency `reference`
 /// (finite, above 0), they fall on distinct half-integer points of the FRB beamformer's
-/// `side x side` grid (seed 000 eq. 1), the first the brightest. Other values are errors.
+/// `side x side` grid ([`frb_coordinates`]), the first the brightest. Other values are errors.
 pub fn sources(count: u32, side: u32, reference: f64) -> Result<Vec<Source>> {
     if !(1..=8).contains(&count) {
         return Err(Error::InvalidConfig(format!("sources: count must be 1 ..= 8, got {count}")));

@@ -1,20 +1,24 @@
-//! The streaming drivers of the F-engine, baseband, delay and FRB families, as
-//! [`correlator`](super::correlator) is for the X-engine: each builds its engine at the
+//! The streaming drivers, one per engine family ([`drive`]): each builds its engine at the
 //! headline shape, measures the kernel-only time per chunk with the one-shot launcher on
 //! device-resident random data (CUDA events, median of [`KERNEL_REPS`]), fills the input slots
 //! with random data ([`prime`]) and hands the engine and its [`Setup`] to the visitor.
 //!
-//! Headline shapes: the F-engine at n = 1024, 4096 and 32768 ([`PFB_CHANNELS`]; `--channels`,
-//! `--bits`), 16 taps, chunks of 2^24 samples per polarisation; the baseband beamformer at
+//! Headline shapes: the correlator at 512 dual-polarisation stations, 16 channels, chunks of
+//! 8192 samples, integrations of 64 chunks ([`correlator_config`]; `--stations`); the
+//! F-engine at n = 1024, 4096 and 32768 ([`PFB_CHANNELS`](super::PFB_CHANNELS);
+//! `--channels`, `--bits`), 16 taps, chunks of 2^24 samples per polarisation; the baseband beamformer at
 //! full CHORD (D = 512, B = 96, F = 16, T = 32768: 55.9 ms of data per chunk); the delay
 //! beamformer at MeerKAT's 8 dithered beams from 64 dual-polarisation antennas (C = 512,
 //! T = 4096, the `delay_beamformer` bench's first row); the FRB beamformer at full CHORD
 //! (D = 512 on the 24 x 24 grid, F = 256, T = 1920, T_ds = 40, the `frb_beamformer` bench's
 //! case) resampled to 5760 beams and quantised to 8 bits.
 use super::{
-    fill_host_random, pfb_config, prime, EngineKind, Options, Setup, Visit, CHORD_SAMPLE_TIME_S, KERNEL_REPS,
+    correlator_config, fill_host_random, pfb_config, prime, EngineKind, Options, Setup, Visit,
+    CORRELATOR_CHUNKS_PER_INTEGRATION, KERNEL_REPS,
 };
+use crate::baseband_beamformer::SAMPLE_TIME_S as CHORD_SAMPLE_TIME_S;
 use crate::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
+use crate::correlator::Correlator;
 use crate::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
 use crate::frb_beamformer::quantize::{Format as QuantizeFormat, QuantizeConfig, Quantizer};
 use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig};
@@ -42,12 +46,54 @@ pub const FRB_BEAMS: u32 = 5760;
 /// The drivers of this file, by family.
 pub(super) fn drive(gpu: &Gpu, kind: EngineKind, options: &Options, visit: &mut Visit<'_>) -> Result<()> {
     match kind {
-        EngineKind::Correlator => super::correlator(gpu, options.correlator_stations(), options.depth, visit),
+        EngineKind::Correlator => correlator(gpu, options.correlator_stations(), options.depth, visit),
         EngineKind::Pfb => pfb(gpu, options, visit),
         EngineKind::Baseband => baseband(gpu, options.depth, visit),
         EngineKind::Delay => delay(gpu, options.depth, visit),
         EngineKind::Frb => frb(gpu, options.depth, visit),
     }
+}
+
+/// The correlator's [`Integration`](crate::correlator::Integration) for `stations`
+/// dual-polarisation stations ([`correlator_config`]), integrations of
+/// [`CORRELATOR_CHUNKS_PER_INTEGRATION`] chunks, `depth` slots per ring. Kernel-only time:
+/// [`Correlator::accumulate`] on a device buffer. Data time: CHORD's sampling time per sample.
+/// Rate: useful TOPS (`8 N (N + 1) / 2 P^2 C T` per chunk).
+pub fn correlator(gpu: &Gpu, stations: u32, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
+    let config = correlator_config(stations)?;
+    let correlator = Correlator::new(gpu, config)?;
+    let kernel_ms = {
+        let mut input = gpu.alloc::<u8>(config.input_bytes(), 0)?;
+        fill_random(gpu, input.borrow_mut(), 5)?;
+        let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0)?;
+        let ms = median_ms(gpu, KERNEL_REPS, || correlator.accumulate(&input, &mut accumulator))?;
+        gpu.synchronize()?;
+        ms
+    };
+    let per_integration = CORRELATOR_CHUNKS_PER_INTEGRATION;
+    let mut engine = correlator.streaming(per_integration, depth)?;
+    prime(&mut engine, depth, |engine, slot| {
+        fill_host_random(engine.input()?, 0xc0 + slot as u64);
+        Ok(())
+    })?;
+    let kind = correlator.wgmma_kind().map_or("mma.sync".to_string(), |k| format!("wgmma {k:?}"));
+    let setup = Setup {
+        engine: "correlator",
+        configuration: format!(
+            "N={} P=2 C={} T={} int8 ({kind}), {per_integration} chunks per integration",
+            config.stations, config.channels, config.times
+        ),
+        input_bytes: config.input_bytes() as f64,
+        output_bytes: (config.output_len() * std::mem::size_of::<[i64; 2]>()) as f64 / per_integration as f64,
+        data_seconds: config.times as f64 * CHORD_SAMPLE_TIME_S,
+        work: config.useful_ops(),
+        rate_unit: "TOPS",
+        rate_scale: 1e12,
+        kernel_s: kernel_ms * 1e-3,
+        chunk_multiple: per_integration as u64,
+        pfb_shape: None,
+    };
+    visit(&mut engine, setup)
 }
 
 /// The F-engine ([`crate::pfb::ChannelizerStream`]) at each of `options.pfb_channels()`,

@@ -76,11 +76,6 @@ use crate::modules::{Arch, Family, KernelSpec};
 mod layout;
 pub use layout::*;
 
-#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-mod device;
-#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-pub use device::*;
-
 /// Every instance of the kernel, written once: `$callback!` gets (entry point, dishes, most
 /// warps) for each. The A slice's register count is compile-time, so there is one instance
 /// per dish count; and the register cap that lets a block fit one SM depends on its warps, so
@@ -157,6 +152,12 @@ macro_rules! bb_table {
     };
 }
 bb_instances!(bb_table);
+
+// After the instance list, which the entry points are made from.
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
+mod device;
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
+pub use device::*;
 
 /// The instance for `dishes` and a block of `warps` warps: the most generously capped one
 /// whose blocks may have that many warps (`None` if no instance takes such a block).

@@ -74,15 +74,6 @@ pub use float::*;
 mod layout;
 pub use layout::*;
 
-#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-mod device;
-#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-pub use device::*;
-#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-mod dither;
-#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-pub use dither::*;
-
 /// Threads per block (every variant).
 pub const THREADS: u32 = 128;
 /// Input bytes of one stage (before row padding).
@@ -190,6 +181,16 @@ macro_rules! delay_table {
     };
 }
 delay_instances!(delay_table);
+
+// After the instance list, which the entry points are made from.
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
+mod device;
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
+pub use device::*;
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
+mod dither;
+#[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
+pub use dither::*;
 
 #[cfg(test)]
 mod tests {

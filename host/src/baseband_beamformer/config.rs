@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::size;
 use radio_kernels_gpu::baseband_beamformer as layout;
 
-/// CHORD's sampling time, 4096 / 2.4 GHz (the seed rounds it to 1.7 us).
+/// CHORD's sampling time, 4096 / 2.4 GHz (about 1.7 us).
 pub const SAMPLE_TIME_S: f64 = 4096.0 / 2.4e9;
 
 /// What one launch beamforms. Polarisations are fixed at [`POLS`] = 2.
@@ -42,7 +42,7 @@ impl BeamformerConfig {
         }
         if b * d > layout::MAX_BEAMS_TIMES_DISHES {
             return bad(format!(
-                "beams * dishes = {b} * {d} exceeds 65536: the beam matrix must fit in registers (seed eq. 9)"
+                "beams * dishes = {b} * {d} exceeds 65536: the beam matrix must fit in registers (B D / 2 per block)"
             ));
         }
         if self.freqs == 0 || self.freqs > 65535 {

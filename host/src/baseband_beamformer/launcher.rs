@@ -175,8 +175,8 @@ impl<'g> BasebandBeamformer<'g> {
 
     /// Replaces the weights and shifts (same validation as [`BasebandBeamformer::new`]),
     /// copied on the launcher's [`stream`](Self::stream) after its earlier launches (which
-    /// use the old ones) and before its later ones. A [`BasebandStream`] has its own copy
-    /// ([`BasebandStream::set_weights`]).
+    /// use the old ones) and before its later ones. A [`BasebandStream`](super::BasebandStream) has its own copy
+    /// ([`BasebandStream::set_weights`](super::BasebandStream::set_weights)).
     pub fn set_weights(&mut self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
         self.config.check_weights(weights, shifts)?;
         self.weights.upload_on(&self.stream, weights, "upload source")?;

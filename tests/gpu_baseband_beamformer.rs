@@ -14,6 +14,7 @@ use radio_kernels::baseband_beamformer::{
     beamform_reference, BasebandBeamformer, BeamformerConfig, CHUNK, POLS,
 };
 use radio_kernels::gpu_shared::baseband_beamformer::{max_warps, BEAMS_PER_WARP, INSTANCES};
+use radio_kernels::gpu_shared::modules::KernelSpec;
 use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
@@ -120,15 +121,57 @@ fn bit_exact_for_the_issue_sizes() {
 fn every_kernel_at_its_smallest_and_largest_block() {
     let gpu = gpu();
     let mut rng = rng();
-    for (dishes, most, name) in INSTANCES {
-        let fewest =
-            INSTANCES.iter().filter(|k| k.0 == dishes && k.1 < most).map(|k| k.1 + 1).max().unwrap_or(1);
+    for k in INSTANCES {
+        let (dishes, most, name) = (k.dishes, k.warps, k.spec.name);
+        let fewest = INSTANCES
+            .iter()
+            .filter(|o| o.dishes == dishes && o.warps < most)
+            .map(|o| o.warps + 1)
+            .max()
+            .unwrap_or(1);
         for beams in [fewest * BEAMS_PER_WARP, most.min(max_warps(dishes)) * BEAMS_PER_WARP] {
             let c = config(dishes, beams, 1 + dishes % 3, 256);
             let inputs = random_inputs(&c, &mut rng);
             let (got, expected) = run_on(&gpu, c, &inputs);
             println!("{name}: {beams} beams exact");
             assert_exact(&c, &got, &expected);
+        }
+    }
+}
+
+/// `with_kernel`: the tighter-capped 16-warp instance on blocks the 12-warp one is chosen
+/// for (CHORD's 96 beams, and one warp), bit-exact; a spec that does not take the block, or
+/// is not a baseband instance, is `InvalidConfig`.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn with_kernel_runs_a_chosen_instance_and_rejects_others() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let find = |dishes: u32, warps: u32| -> &'static KernelSpec {
+        &INSTANCES.iter().find(|k| k.dishes == dishes && k.warps == warps).unwrap().spec
+    };
+    for beams in [96, 8] {
+        let c = config(512, beams, 2, 256);
+        let inputs = random_inputs(&c, &mut rng);
+        let beamformer = BasebandBeamformer::new(&gpu, c, &inputs.weights, &inputs.shifts).unwrap();
+        assert_eq!(beamformer.kernels(), [find(512, 12)]);
+        let beamformer = beamformer.with_kernel(find(512, 16)).unwrap();
+        assert_eq!(beamformer.kernels(), [find(512, 16)]);
+        let e = gpu.upload(&inputs.e).unwrap();
+        let mut j = gpu.alloc::<u8>(c.output_len(), 0xA5).unwrap();
+        beamformer.beamform(&e, &mut j).unwrap();
+        let expected = beamform_reference(&c, &inputs.e, &inputs.weights, &inputs.shifts).unwrap();
+        assert_exact(&c, &j.download().unwrap(), &expected);
+    }
+    let c = config(512, 128, 1, 128);
+    let inputs = random_inputs(&c, &mut rng);
+    let make = || BasebandBeamformer::new(&gpu, c, &inputs.weights, &inputs.shifts).unwrap();
+    let delay = radio_kernels::gpu_shared::delay_beamformer::VARIANTS[0].spec();
+    for spec in [find(512, 12), find(64, 16), &delay] {
+        match make().with_kernel(spec) {
+            Err(Error::InvalidConfig(m)) => assert!(m.contains(spec.name), "{m}"),
+            Err(other) => panic!("{}: {other:?}", spec.name),
+            Ok(_) => panic!("{} accepted for 16 warps x 512 dishes", spec.name),
         }
     }
 }

@@ -120,7 +120,7 @@ impl DitherState {
         })?;
         let mut raw = gpu.alloc::<u32>(len, 0xA5)?;
         let mut values = gpu.alloc::<f32>(len, 0xA5)?;
-        let kernel = gpu.function("delay_beamformer_dither_draws")?;
+        let kernel = gpu.kernel(&layout::DITHER_DRAWS)?;
         let mut launch = gpu.stream().launch_builder(&kernel);
         launch
             .arg(self.buffer.arg_mut())
@@ -131,7 +131,7 @@ impl DitherState {
         // SAFETY: matches `delay_beamformer_dither_draws(states, count, draws, raw, values)`;
         // the states hold `count` states and both outputs `draws * count` values (64-bit
         // offsets in the kernel), all on `gpu`.
-        unsafe { launch.launch(launch_1d(self.count.div_ceil(256), 256, 0)) }
+        unsafe { launch.launch(launch_1d(self.count.div_ceil(DITHER_THREADS), DITHER_THREADS, 0)) }
             .during("drawing dither values")?;
         Ok((raw.download()?, values.download()?))
     }

@@ -18,7 +18,7 @@ impl<'g> DelayBeamformer<'g> {
         // Any plan of this configuration has the same variant and so the same kernel.
         let probe = Plan::new(&config, 1)?;
         let variant = probe.variant;
-        let kernel = gpu.function(variant.kernel_name())?;
+        let kernel = gpu.kernel(&variant.spec())?;
         let most_shared = variant.shared_bytes(variant.max_coefficient_antennas());
         allow_dynamic_shared(&kernel, most_shared, "raising the delay beamformer's shared-memory limit")?;
         let per_sm = kernel
@@ -78,13 +78,13 @@ impl<'g> DelayBeamformer<'g> {
         let matrices: Vec<u32> = jumps().sequence[..32].iter().flatten().flatten().copied().collect();
         let matrices = upload_on(self.gpu, stream, &matrices)?;
         let mut buffer = self.gpu.alloc::<u32>(count as usize * STATE_WORDS, 0xA5)?;
-        let kernel = self.gpu.function("delay_beamformer_dither_init")?;
+        let kernel = self.gpu.kernel(&layout::DITHER_INIT)?;
         let mut launch = stream.launch_builder(&kernel);
         launch.arg(buffer.arg_mut()).arg(&count).arg(base.raw()).arg(matrices.raw());
         // SAFETY: matches `delay_beamformer_dither_init(states, count, base, jumps)`: `count`
         // states of STATE_WORDS words, one base state, 32 jump matrices of 160 x 5 words,
         // all allocated on this GPU just above.
-        unsafe { launch.launch(launch_1d(count.div_ceil(256), 256, 0)) }
+        unsafe { launch.launch(launch_1d(count.div_ceil(DITHER_THREADS), DITHER_THREADS, 0)) }
             .during("initialising dither states")?;
         // The uploads must outlive the kernel that reads them.
         stream.synchronize().during("waiting for the dither states")?;
@@ -268,7 +268,8 @@ impl<'g> DelayBeamformer<'g> {
         let mut config = launch_1d(p.batches, THREADS, p.shared_bytes());
         config.grid_dim.1 = p.groups;
         config.grid_dim.2 = c.channels;
-        // SAFETY: arguments match `delay_beamformer_p*_s*` (kernels-gpu delay_beamformer.rs):
+        // SAFETY: arguments match the plan's variant's `delay_beamformer_p*` (kernels-gpu
+        // delay_beamformer/device.rs):
         // every buffer belongs to this GPU and its length was checked against the validated
         // configuration, whose offsets the kernel forms in 64 bits (module comment there);
         // w and d passed `check_steering`; the slot table and the dither states belong to

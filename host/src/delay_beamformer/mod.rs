@@ -1,4 +1,4 @@
-//! Delay beamformer (MeerKAT-style B-engine, seed 003): configuration, plan, validation,
+//! Delay beamformer (MeerKAT-style B-engine): configuration, plan, validation,
 //! steering helpers, curand-compatible dither states, the launcher, and the CPU reference.
 //! Device side, formulas and layouts: `radio_kernels_gpu::delay_beamformer`.
 //!
@@ -42,7 +42,7 @@ use crate::size;
 use bytemuck::Pod;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::delay_beamformer as layout;
-pub use radio_kernels_gpu::delay_beamformer::{Variant, THREADS, TIME_GRANULE, VARIANTS};
+pub use radio_kernels_gpu::delay_beamformer::{Variant, DITHER_THREADS, THREADS, TIME_GRANULE, VARIANTS};
 use radio_kernels_gpu::xorwow::{self, Jump, STATE_WORDS};
 pub use radio_kernels_gpu::xorwow::{dither, Xorwow};
 use std::sync::OnceLock;

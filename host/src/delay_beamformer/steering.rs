@@ -35,8 +35,8 @@ pub fn check_steering(config: &DelayBeamformerConfig, weights: &[[f32; 2]], dela
     )
 }
 
-/// Builds the kernel's `w` and `d` (`[antenna][beam]`) from the external parameters of seed
-/// 003: a complex `weight[a][b]`, a quantisation `gain[b]`, a `delay[a][b]` in seconds and a
+/// Builds the kernel's `w` and `d` (`[antenna][beam]`) from the external parameters of the
+/// MeerKAT beamformer design: a complex `weight[a][b]`, a quantisation `gain[b]`, a `delay[a][b]` in seconds and a
 /// fringe `phase[a][b]` in radians, for channels `channel_width` Hz apart.
 ///
 /// `w = weight * gain * exp(j phase)`, `d = 2 * channel_width * delay`, so the phase applied to

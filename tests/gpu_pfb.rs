@@ -20,11 +20,11 @@
 mod common;
 
 use common::*;
+use radio_kernels::gpu_shared::modules::KernelSpec;
 use radio_kernels::pfb::{
-    hann_sinc_weights, output_value, pack_samples, reference_chunk, Channelizer, ChannelizerConfig,
-    cluster_kernel_applies, ChannelizerStream, Complex, DelayModel, OutputChunk, OutputFormat, PfbKernel, PfbPath,
-    PfbStage, Schedule, DELAY_MODEL_FIELDS, PFB_KERNELS,
-    MAX_CAPACITY_SAMPLES, MAX_OUTPUT_VALUES,
+    cluster_kernel_applies, hann_sinc_weights, output_value, pack_samples, reference_chunk, Channelizer,
+    ChannelizerConfig, ChannelizerStream, Complex, DelayModel, OutputChunk, OutputFormat, PfbKernel, PfbPath,
+    PfbStage, Schedule, DELAY_MODEL_FIELDS, MAX_CAPACITY_SAMPLES, MAX_OUTPUT_VALUES, PFB_KERNELS,
 };
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
@@ -114,7 +114,11 @@ impl Case {
 
 /// A channelizer on `path`, through [`Channelizer::with_kernel`] with the path's kernel for
 /// `config` ([`PfbPath::kernel`]: the fused path only where the cluster kernel applies).
-fn on_path<'g>(gpu: &'g Gpu, config: ChannelizerConfig, path: PfbPath) -> radio_kernels::Result<Channelizer<'g>> {
+fn on_path<'g>(
+    gpu: &'g Gpu,
+    config: ChannelizerConfig,
+    path: PfbPath,
+) -> radio_kernels::Result<Channelizer<'g>> {
     let kernel = path.kernel(gpu, &config)?;
     Channelizer::with_kernel(gpu, config, None, kernel)
 }
@@ -132,7 +136,7 @@ fn check_case_on(gpu: &Gpu, case: &Case, rng: &mut StdRng, path: PfbPath) {
 }
 
 /// As [`check_case`] with the kernels `kernel` names ([`Channelizer::with_kernel`]).
-fn check_case_with(gpu: &Gpu, case: &Case, rng: &mut StdRng, kernel: &radio_kernels::KernelSpec) {
+fn check_case_with(gpu: &Gpu, case: &Case, rng: &mut StdRng, kernel: &KernelSpec) {
     let config = case.config();
     println!(
         "n {} T {} bits {} S {} x{} {:?} {}",
@@ -346,7 +350,7 @@ fn every_compiled_kernel_matches_the_reference() {
     }
     let config = ChannelizerConfig { taps: 16, ..ChannelizerConfig::new(1024) };
     let ci4 = ChannelizerConfig { output: OutputFormat::Ci4, ..config.clone() };
-    let refused = |config: &ChannelizerConfig, kernel: &radio_kernels::KernelSpec| {
+    let refused = |config: &ChannelizerConfig, kernel: &KernelSpec| {
         let got = Channelizer::with_kernel(&gpu, config.clone(), None, kernel);
         assert!(matches!(got, Err(Error::InvalidConfig(_))), "{} {config:?}", kernel.name);
     };
@@ -354,10 +358,14 @@ fn every_compiled_kernel_matches_the_reference() {
     refused(&config, &PfbKernel::post(true).unwrap().spec);
     refused(&ci4, &PfbKernel::post(false).unwrap().spec);
     refused(&config, &PfbKernel::cluster(16, true).unwrap().spec);
-    refused(&ChannelizerConfig { channels: 2048, ..config.clone() }, &PfbKernel::cluster(16, false).unwrap().spec);
+    refused(
+        &ChannelizerConfig { channels: 2048, ..config.clone() },
+        &PfbKernel::cluster(16, false).unwrap().spec,
+    );
     let other = radio_kernels::gpu_shared::modules::kernels().find(|k| !k.name.starts_with("pfb_")).unwrap();
     refused(&config, other);
-    let post = Channelizer::with_kernel(&gpu, ci4.clone(), None, &PfbKernel::post(true).unwrap().spec).unwrap();
+    let post =
+        Channelizer::with_kernel(&gpu, ci4.clone(), None, &PfbKernel::post(true).unwrap().spec).unwrap();
     assert_eq!(post.kernels(), [&PfbKernel::fir(16).unwrap().spec, &PfbKernel::post(true).unwrap().spec]);
 }
 
@@ -526,8 +534,8 @@ fn a_chunked_stream_equals_one_long_buffer_bit_for_bit() {
         DelayModel { delay: -700.0, delay_rate: 0.005, phase: -1.0, phase_rate: 0.0, reference_sample: 5e4 },
     ];
     let gains = random_gains(&small, 40.0, &mut rng);
-    // Both paths: the default three-kernel one and the opt-in fused kernel (n <= 4096).
-    for path in paths(&gpu, &config) {
+    // Both paths where the cluster kernel applies.
+    for path in paths(&gpu, &small) {
         let mut outputs = Vec::new();
         for config in [small.clone(), long.clone()] {
             let mut ch = on_path(&gpu, config, path).unwrap();
@@ -811,7 +819,7 @@ fn plot(path: &std::path::Path, x: &[f64], curves: &[(&[f64], [u8; 3])]) {
     write_png(path, w as u32, h as u32, &img);
 }
 
-/// Sweeps a tone across channel k0 +- 3 channels (seed Fig. 7) and compares the measured
+/// Sweeps a tone across channel k0 +- 3 channels and compares the measured
 /// response of channel k0 with |W(f)| / |W(0)|, W the Fourier transform of the weights. The
 /// gain of each tone is set from the expected response (as the seed does) so the int8 output
 /// resolves it; the plot goes to `$RADIO_KERNELS_BENCH_OUT` (else `target/`).
@@ -1284,8 +1292,8 @@ fn boundary_case(gpu: &Gpu, rng: &mut StdRng, config: ChannelizerConfig, path: P
         }
     }
     let gains = random_gains(c, 40.0, rng);
-    let mut ch = Channelizer::with_kernel(gpu, config.clone(), None, kernel).unwrap();
-    assert_eq!(ch.kernels()[0], kernel);
+    let mut ch = on_path(gpu, config.clone(), path).unwrap();
+    assert_eq!(ch.path(), path);
     ch.poison_before_runs(Some(POISON));
     ch.set_gains(&gains).unwrap();
     for (p, m) in models.iter().enumerate() {
@@ -1938,12 +1946,7 @@ fn caller_streams_and_engine_setup_errors() {
     let (bytes, flags) = random_chunks(&config, chunks, 20, &mut rng);
     let changes = random_changes(&config, chunks, &mut rng);
     for path in paths(&gpu, &config) {
-        let want = pushed(
-            &mut on_path(&gpu, config.clone(), path).unwrap(),
-            &bytes,
-            &flags,
-            &changes,
-        );
+        let want = pushed(&mut on_path(&gpu, config.clone(), path).unwrap(), &bytes, &flags, &changes);
         let mut ch = on_path(&gpu, config.clone(), path).unwrap();
         let stream = gpu.new_stream().unwrap();
         ch.set_stream(&stream).unwrap();

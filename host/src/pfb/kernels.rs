@@ -98,8 +98,12 @@ pub(super) fn select(gpu: &Gpu, config: &ChannelizerConfig, spec: &KernelSpec) -
     }
     let missing = |what: &str| Error::InvalidConfig(format!("no PFB {what} kernel for this configuration"));
     Ok(match kernel.stage {
-        PfbStage::Fir => Selection::Three { fir: kernel, post: PfbKernel::post(int4).ok_or_else(|| missing("post"))? },
-        PfbStage::Post => Selection::Three { fir: PfbKernel::fir(config.taps).ok_or_else(|| missing("FIR"))?, post: kernel },
+        PfbStage::Fir => {
+            Selection::Three { fir: kernel, post: PfbKernel::post(int4).ok_or_else(|| missing("post"))? }
+        }
+        PfbStage::Post => {
+            Selection::Three { fir: PfbKernel::fir(config.taps).ok_or_else(|| missing("FIR"))?, post: kernel }
+        }
         PfbStage::Cluster => {
             check_cluster(gpu, config)?;
             Selection::Cluster(kernel)

@@ -12,12 +12,12 @@
 //! side, formulas and layouts: `radio_kernels_gpu::pfb`.
 //!
 //! Time: stream sample 0 is the first sample of the first chunk; spectrum m's window nominally
-//! starts at sample `2 n m` (critically sampled, sec. 2.1). The delay model of each
+//! starts at sample `2 n m` (critically sampled). The delay model of each
 //! polarisation is evaluated at the window's nominal centre `2 n m + n T`; the delay `d` (in
 //! samples, the delay to apply: output(t) = input(t - d)) is split into `coarse = round(d)`
 //! (ties to even), applied as an index offset (the window starts at `2 n m - coarse`), and
 //! `fine = d - coarse` in [-1/2, 1/2], applied with the fringe phase as
-//! `exp(j (phase - pi k fine / n))` on channel k (sec. 2.1 step 4).
+//! `exp(j (phase - pi k fine / n))` on channel k.
 //!
 //! Streaming (Fig. 2): the channelizer keeps, per polarisation, a device buffer holding the
 //! samples from shortly before the next output chunk's earliest window to the newest input.

@@ -321,6 +321,7 @@ pub(crate) mod c32 {
     //! reinterpreted from an integer into an integer `xor` (a `LOP3` in the SASS), where the
     //! negation of a float is a free operand modifier of the `FFMA` that uses it.
     use super::C32;
+    #[cfg(radio_sm90a)]
     use crate::intrinsics::st_shared_v2;
     use core::arch::asm;
 
@@ -333,6 +334,7 @@ pub(crate) mod c32 {
         [x, y]
     }
 
+    #[cfg(radio_sm90a)]
     #[inline(always)]
     pub(crate) unsafe fn st_c32(address: u32, v: C32) {
         st_shared_v2(address, [v[0].to_bits(), v[1].to_bits()]);
@@ -362,6 +364,7 @@ pub(crate) mod c32 {
     }
 
     /// `shfl.sync.idx` of an f32 over the full warp.
+    #[cfg(radio_sm90a)]
     #[inline(always)]
     pub(crate) fn shfl_idx_f32(value: f32, src_lane: u32) -> f32 {
         let out: f32;

@@ -1,10 +1,10 @@
-//! Cluster-fused PFB path for n = [`CLUSTER_CHANNELS`] on Hopper (sm_90a; seed 004 sec. 6,
-//! "fuse all three kernels"): FIR, FFT and post-processing of [`super`] in one kernel whose
+//! Cluster-fused PFB path for n = [`CLUSTER_CHANNELS`] on Hopper (sm_90a; all three kernels
+//! fused): FIR, FFT and post-processing of [`super`] in one kernel whose
 //! intermediate values stay on chip, each input sample unpacked once.
 //!
 //! The three-kernel path's factorisation, spread over a cluster of [`CLUSTER_BLOCKS`] = 4
-//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix (sec. 4.2,
-//! [`super::fft_index`]). Each block has two warp roles that work on consecutive batches of
+//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix
+//! ([`super::fft_index`]). Each block has two warp roles that work on consecutive batches of
 //! [`CLUSTER_BATCH`] spectra at once:
 //! - **FIR threads** ([`CLUSTER_THREADS`] = 256, warpgroups 0-1, [`CLUSTER_FIR_REGISTERS`]
 //!   after `setmaxnreg`): the column pairs `q = 4 q1 + c`, one per thread (`q1 < n/4`, both
@@ -38,7 +38,7 @@
 //! posts of batch `k - 1`. The FIR threads arrive with release semantics (their FFT values);
 //! the post threads arrive relaxed: they only say that they have finished reading, and their
 //! loads have returned (their values were used), so they need not wait for their own output
-//! stores to drain (with release, a `MEMBAR.ALL.GPU` per batch: 1.46 against 1.31 ms).
+//! stores to drain (with release, each batch would pay a `MEMBAR.ALL.GPU`).
 //!
 //! Each cluster takes a run of whole batches; the host launches as many clusters as are
 //! resident (one wave). Nothing in the loop waits on a global load: the batch's offsets and
@@ -223,7 +223,7 @@ pub(super) mod device {
     use super::super::{
         cmul, fir_row_start, fir_row_word, fixup_columns, fixup_pair, output_index, post_rotations,
         quantise_complex, r2c_fixup_pair_x2, r2c_twiddles, rotations, unpack_words, unpack_words32,
-        unzip_column, C32,
+        unzip_column,
     };
     use super::*;
     use crate::intrinsics::*;
@@ -604,7 +604,7 @@ pub(super) mod device {
                     ym[r] = ld_cluster_c32(tr + 8 * fft_slot(wm), r as u32);
                 });
                 // The lane's column twiddles, loaded per polarisation: held across both (once per
-                // batch) they cost 7% of the kernel's time (1.395 against 1.307 ms, H200).
+                // batch) they take registers the loop needs, which made the kernel slower.
                 let tw_u = [column_twiddle(0, 0), column_twiddle(0, 1), column_twiddle(0, 2)];
                 let t_u = [column_twiddle(0, 3), column_twiddle(0, 4)];
                 let tw_w = [column_twiddle(1, 0), column_twiddle(1, 1), column_twiddle(1, 2)];
@@ -757,7 +757,11 @@ mod tests {
         }
         assert!(cluster_shared_bytes(16) > 227 * 1024, "16-bit input would fit too");
         for bits in BITS.into_iter().filter(|&b| b <= CLUSTER_MAX_BITS) {
-            assert!(cluster_shared_bytes(bits) <= 227 * 1024, "{bits}-bit: {} bytes", cluster_shared_bytes(bits));
+            assert!(
+                cluster_shared_bytes(bits) <= 227 * 1024,
+                "{bits}-bit: {} bytes",
+                cluster_shared_bytes(bits)
+            );
             // Rows a whole number of chunks apart, so one run stages the batch; every pair's two
             // words of the last row, at every offset within the first chunk, lie inside it.
             assert_eq!(cluster_row_step(bits) % 16, 0);
@@ -785,8 +789,8 @@ mod tests {
     /// u and n/4 - u at most 2-way.
     #[test]
     fn cluster_shared_memory_accesses_are_conflict_free() {
-        use crate::pfb::stockham::{fft_slot, stockham_load, stockham_store};
         use crate::bank::wavefronts;
+        use crate::pfb::stockham::{fft_slot, stockham_load, stockham_store};
         let a = CLUSTER_POINTS;
         let buffer = 8 * crate::pfb::stockham::fft_buffer_slots(a);
         for warp in 0..CLUSTER_THREADS / 32 {
@@ -798,8 +802,10 @@ mod tests {
             for ns in [1, 16] {
                 for r in 0..16 {
                     let at = |l: usize, e: u32| (tid(l) / 16) * buffer + 8 * fft_slot(e);
-                    let load: [u32; 32] = std::array::from_fn(|l| at(l, stockham_load(tid(l) % 16, r, a, 16)));
-                    let store: [u32; 32] = std::array::from_fn(|l| at(l, stockham_store(tid(l) % 16, r, ns, 16)));
+                    let load: [u32; 32] =
+                        std::array::from_fn(|l| at(l, stockham_load(tid(l) % 16, r, a, 16)));
+                    let store: [u32; 32] =
+                        std::array::from_fn(|l| at(l, stockham_store(tid(l) % 16, r, ns, 16)));
                     assert_eq!(wavefronts(&load, 8), 2, "pass {ns}, r {r}: loads");
                     assert_eq!(wavefronts(&store, 8), 2, "pass {ns}, r {r}: stores");
                 }

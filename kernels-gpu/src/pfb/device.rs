@@ -3,6 +3,7 @@
 //! the sm_90a one. Their parameters and launch shapes are documented on each.
 #![cfg(target_arch = "nvptx64")]
 
+#[cfg(not(radio_sm90a))]
 use super::*;
 
 macro_rules! pfb_entries {

@@ -243,7 +243,7 @@ pub(super) unsafe fn fir_rw<const TV: usize, const B: usize, const S: usize>(
 ) {
     // The same prologue as `fir`'s, written out: as a shared function returning the
     // thread's place and weights, ptxas scheduled this kernel differently and the 16-tap
-    // FIR ran 2-3% slower on the H200.
+    // FIR ran slower.
     let pol = block_idx_y();
     let id = global_thread_x();
     let tid = thread_idx_x();
@@ -269,8 +269,8 @@ pub(super) unsafe fn fir_rw<const TV: usize, const B: usize, const S: usize>(
             w[j] = [f32::from_bits(w0), f32::from_bits(w1)];
         }
     });
-    let out = out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize)
-        as *mut u32;
+    let out =
+        out.add((pol * spectra) as usize * channels as usize + fft_index(q, channels) as usize) as *mut u32;
     let out_row = 2 * channels as usize; // u32 words from one spectrum's output to the next
 
     let row_bytes = 16 * fir_row_chunks(bits, width);

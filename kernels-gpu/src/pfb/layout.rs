@@ -5,9 +5,9 @@
 use super::{FIR_VARIANTS, MAX_TAPS, SPECTRA_PER_POST_THREAD, THREADS, UNZIP};
 
 /// Spectra a FIR thread computes together (a batch: one staging slot of new rows, one barrier;
-/// its window holds `taps + batch - 1` sample pairs), by compiled tap count. 16 taps: 16 (on
-/// the H200 batches of 16 beat 8 by 3%, at four blocks per SM instead of five: the per-batch
-/// barrier and bookkeeping cost more than the occupancy).
+/// its window holds `taps + batch - 1` sample pairs), by compiled tap count. 16 taps: 16, at
+/// four blocks per SM instead of five for batches of 8: the per-batch barrier and bookkeeping
+/// cost more than the occupancy gains.
 pub const fn fir_batch(variant_taps: u32) -> u32 {
     match variant_taps {
         32.. => 4,
@@ -30,10 +30,9 @@ pub const fn fir_variant(taps: u32) -> u32 {
     MAX_TAPS
 }
 
-
-/// Spectra per FIR thread (seed sec. 3.4, tuned on the H200): each thread computes at least
-/// 32T real outputs (16T spectra of its two columns; the seed's 8T left the staged kernel 8%
-/// slower: more window reloads and block prologues) unless that leaves fewer than 2^17
+/// Spectra per FIR thread: each thread computes at least 32T real outputs (16T spectra of its
+/// two columns; fewer mean more window reloads and block prologues) unless that leaves fewer
+/// than 2^17
 /// threads; then rounded up to whole batches ([`fir_batch`]), so only a delay step or the
 /// end of the launch leaves the staged path.
 pub const fn fir_spectra_per_thread(channels: u32, taps: u32, spectra: u32) -> u32 {
@@ -102,9 +101,8 @@ pub const fn fir_pair_of_thread(tid: u32, width: u32, warp_rows: bool) -> u32 {
 /// Whether the FIR kernel of `variant_taps` compiled taps keeps its window in registers
 /// (needs `variant_taps - 1 <= batch`; no shared ring, [`fir_shared_bytes`]), uses
 /// [`fir_pair_of_thread`]'s row-per-warp order and a warp vote for its batch contiguity checks
-/// (one offset load per lane instead of `batch` per thread). Measured (and tested) only at 16
-/// taps on the H200, where row-per-warp and the vote took the FIR from 0.628 to 0.584 ms at
-/// n = 32768 with batches of 16, and the register window from 0.584 to 0.437 ms.
+/// (one offset load per lane instead of `batch` per thread). Only at 16 taps, the tap count
+/// it was measured and tested at.
 pub const fn fir_warp_rows(variant_taps: u32) -> bool {
     variant_taps == 16
 }
@@ -163,12 +161,10 @@ pub const fn post_tile_log2(channels: u32, tile_log2: u32) -> u32 {
     }
 }
 
-/// Log2 of the columns of a post block's tile (16 columns by 8 groups of 4 spectra): on the
-/// H200 at n = 32768 the post kernel took 0.438 ms against 0.455 (8 columns), 0.557 (32),
-/// 0.659 (128) and 0.678 for the earlier blocks of 128 consecutive columns of one group,
-/// whose channel-major output left in 16-byte pieces 1 KB apart; n = 1024 and 4096 were
-/// fastest at 16 too (and 8 columns were 5-6% slower again with the kernel of
-/// [`post_thread_columns`]).
+/// Log2 of the columns of a post block's tile (16 columns by 8 groups of 4 spectra): the
+/// block writes 8 groups' 16-byte pieces of each of its channels (128 contiguous bytes),
+/// where blocks of consecutive columns of one group wrote 16-byte pieces 1 KB apart; 16
+/// columns measured fastest of 8 to 128.
 pub const POST_TILE_LOG2: u32 = 4;
 // The post block's gains in shared memory ([`POST_SHARED_BYTES`]) hold tiles of 16 columns.
 const _: () = assert!(POST_TILE_LOG2 <= 4);
@@ -226,13 +222,11 @@ pub fn unpack_words32(first: u32, second: u32, shift: u32, bits: u32) -> (i32, i
     ((top as i32) >> (32 - bits), ((top << bits) as i32) >> (32 - bits))
 }
 
-
 /// The two columns post thread `t` (`0 <= t < n/8`) owns: `u = t + 1` and its mirror
 /// `n/4 - u`. The last thread (`u = n/8`) has one column, its own mirror, twice; column 0 (its
 /// own mirror within the column) has no thread: the post kernel's first tile of blocks
 /// computes it apart ([`post_columns`] gives thread 0 both self-mirrored columns instead, which
-/// costs a divergent second loop in every warp of that tile: 9% more warp instructions at
-/// n = 1024).
+/// costs a divergent second loop in every warp of that tile).
 pub const fn post_thread_columns(t: u32, channels: u32) -> (u32, u32) {
     let u = t + 1;
     (u, channels / UNZIP - u)
@@ -245,7 +239,7 @@ mod tests {
     use crate::pfb::BITS;
 
     #[test]
-    fn fir_threads_take_whole_batches_and_follow_the_seed_heuristic() {
+    fn fir_threads_take_whole_batches_and_follow_the_heuristic() {
         for (n, taps, spectra) in
             [(64u32, 1u32, 8u32), (1024, 16, 65536), (32768, 16, 2048), (65536, 32, 8), (4096, 3, 16)]
         {
@@ -286,9 +280,7 @@ mod tests {
             for q0 in (0..n).step_by(THREADS as usize).take(8) {
                 for warp in 0..THREADS / 32 {
                     let at: std::vec::Vec<u32> = (0..32)
-                        .map(|l| {
-                            fft_index(q0 + fir_pair_of_thread(32 * warp + l, THREADS, true), n)
-                        })
+                        .map(|l| fft_index(q0 + fir_pair_of_thread(32 * warp + l, THREADS, true), n))
                         .collect();
                     assert!(at.windows(2).all(|p| p[1] == p[0] + 1), "n {n} q0 {q0} warp {warp}");
                 }

@@ -84,7 +84,7 @@ pub use layout::*;
 
 /// Supported sample widths in bits.
 pub const BITS: [u32; 5] = [4, 8, 10, 12, 16];
-/// Unzip factor b of the six-step FFT (sec. 4.2).
+/// Unzip factor b of the six-step FFT.
 pub const UNZIP: u32 = 4;
 /// Smallest and largest channel counts (powers of two).
 pub const MIN_CHANNELS: u32 = 64;
@@ -320,7 +320,11 @@ mod tests {
                     let shared = k.shared_bytes(bits, channels);
                     assert!(k.spec.shared_bytes.is_none_or(|s| s == shared), "{}", k.spec.name);
                     let fits = k.stage != PfbStage::Cluster || bits <= cluster::CLUSTER_MAX_BITS;
-                    assert!(!fits || shared <= k.max_shared_bytes(), "{} {bits}-bit n {channels}", k.spec.name);
+                    assert!(
+                        !fits || shared <= k.max_shared_bytes(),
+                        "{} {bits}-bit n {channels}",
+                        k.spec.name
+                    );
                 }
             }
         }

@@ -8,8 +8,7 @@ use super::*;
 use crate::intrinsics::*;
 
 /// [`ld_global_c32`] asking the L2 to fetch the whole 256-byte block from DRAM: the post
-/// kernel's FFT reads (the kernel 1.7-1.9% faster on the H200 at n = 1024, 4096 and 32768
-/// than without the hint; streaming `.cs` stores of its output were not).
+/// kernel's FFT reads (faster with the hint; streaming `.cs` stores of its output were not).
 #[inline(always)]
 unsafe fn load_c32_l2_256(ptr: *const [f32; 2]) -> [f32; 2] {
     let (x, y): (u32, u32);
@@ -225,17 +224,14 @@ pub(super) unsafe fn post<const INT4: bool>(
     // with selects to place a spectrum's values, it took 165 registers). The spectra are a
     // real loop (when unrolled, the compiler hoisted every load of the group and spilled);
     // both polarisations of a spectrum go in one iteration (then 128 registers, four blocks
-    // per SM; 96 and five with the gains in shared memory): on the H200 at n = 32768 that
-    // beat one (spectrum, polarisation) per iteration
-    // (72 registers, seven blocks) by 8% and a polarisation-outer loop with the gains
-    // loaded once per polarisation (96, five) by 4%, though both were up to 7% faster at
-    // n = 1024 and 4096.
+    // per SM; 96 and five with the gains in shared memory): at large n that beat one
+    // (spectrum, polarisation) per iteration (72 registers, seven blocks) and a
+    // polarisation-outer loop with the gains loaded once per polarisation (96, five).
     let scratch = dynamic_shared();
     // Saturated values of pol 0 in the low half, pol 1 in the high half (at most 32 each);
     // thread u = n/8 counted its one column twice.
     let clipped = {
-        let c =
-            post_loop::<INT4>(u, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0);
+        let c = post_loop::<INT4>(u, fft, gains_shared, fine, rotation, scratch, tid, channels, spectra, s0);
         if u == w {
             c >> 1
         } else {
@@ -275,4 +271,3 @@ pub(super) unsafe fn post<const INT4: bool>(
         }
     });
 }
-

@@ -1,7 +1,6 @@
 //! `cargo bench --bench pfb`: PFB channelizer, the three-kernel path (FIR, cuFFT C2C,
-//! post-processing) for n in {1024, 4096, 32768} and the fused path for n in {1024, 4096} (at
-//! n = 1024 on sm_90 the cluster kernel, and the sm_80 fused kernel beside it),
-//! 16 taps, 10-bit input, int8 output, on device-resident random input of about 2^27 samples
+//! post-processing) for n in {1024, 4096, 32768} and the fused path (the cluster kernel) at
+//! n = 1024 on sm_90, 16 taps, 10-bit input, int8 output, on device-resident random input of about 2^27 samples
 //! per polarisation per launch; the fused rows give their speed-up over the three-kernel
 //! path (kernel times and whole `run` calls).
 //! Reports Msample/s per polarisation, each kernel's bandwidth (bytes it must read and write
@@ -12,7 +11,7 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::pfb::{Channelizer, ChannelizerConfig, OutputFormat, PfbPath};
+use radio_kernels::pfb::{cluster_kernel_applies, Channelizer, ChannelizerConfig, OutputFormat, PfbPath};
 
 const REPS: usize = 21;
 
@@ -39,7 +38,8 @@ fn main() {
             max_delay: 4096,
             output: OutputFormat::Ci8,
         };
-        let mut ch = match Channelizer::with_path(&gpu, config.clone(), None, PfbPath::ThreeKernel) {
+        let three = PfbPath::ThreeKernel.kernel(&gpu, &config).expect("a FIR for 16 taps");
+        let mut ch = match Channelizer::with_kernel(&gpu, config.clone(), None, three) {
             Ok(ch) => ch,
             Err(e) => {
                 println!("pfb bench: cannot build the channelizer ({e}); nothing to measure");
@@ -64,18 +64,10 @@ fn main() {
         let three_output = ch.output().download().expect("output");
         rows.push((label, samples, ch.kernel_bytes(), config.output_bytes() as u64, [all, fir, fft, post]));
         drop(ch);
-        // At n = 1024 on sm_90 the fused path runs the cluster kernel; the sm_80 fused kernel
-        // is measured beside it (sm_90a kernels switched off).
-        let kinds: &[bool] = if channels > radio_kernels::pfb::FUSED_MAX_CHANNELS {
-            &[]
-        } else if channels == 1024 && gpu.wgmma_enabled() {
-            &[true, false]
-        } else {
-            &[true]
-        };
-        for &sm90 in kinds {
-            gpu.set_wgmma_enabled(sm90);
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, PfbPath::Fused).expect("fused");
+        // The fused path: the cluster kernel, where it applies (n = 1024 on sm_90).
+        if cluster_kernel_applies(&gpu, &config) {
+            let cluster = PfbPath::Fused.kernel(&gpu, &config).expect("the cluster kernel");
+            let mut ch = Channelizer::with_kernel(&gpu, config.clone(), None, cluster).expect("fused");
             ch.fill_input_with(|buffer| fill_random(&gpu, buffer, 17)).expect("fill");
             ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
             ch.run().expect("first fused run");
@@ -85,20 +77,16 @@ fn main() {
             let equal = out.iter().zip(&three_output).filter(|(a, b)| a == b).count();
             let f_all = median_ms(&gpu, REPS, || ch.run().expect("run"));
             let f_kernel = median_ms(&gpu, REPS, || ch.run_fused().expect("fused"));
-            let kind = match ch.resident_clusters() {
-                Some(clusters) => {
-                    println!("cluster kernel: {clusters} clusters of 4 blocks resident");
-                    "cluster"
-                }
-                None => "sm_80",
-            };
-            let label = format!("fused ({kind}) n={channels} T=16 10-bit");
+            if let Some(clusters) = ch.resident_clusters() {
+                println!("cluster kernel: {clusters} clusters of 4 blocks resident");
+            }
+            let label = format!("fused (cluster) n={channels} T=16 10-bit");
             group.throughput(Throughput::Elements(samples));
             group.bench_function(&label, |b| {
                 b.iter_custom(|iters| common::event_time(&gpu, iters, || ch.run_fused().expect("fused")))
             });
             fused_rows.push((
-                format!("n={channels} {kind}"),
+                format!("n={channels} cluster"),
                 samples,
                 ch.fused_bytes(),
                 f_all,
@@ -108,9 +96,7 @@ fn main() {
                 close,
                 equal as f64 / out.len() as f64,
             ));
-            drop(ch);
         }
-        gpu.set_wgmma_enabled(true);
     }
     group.finish();
 

@@ -5,10 +5,10 @@
 //! against a sample-by-sample check; a chunked stream equal bit for bit to one long buffer; the
 //! phase of a delayed tone; the channel response against the transform of the weights (plot
 //! saved as a PNG); typed errors for bad input. Intermediate and output buffers are poisoned
-//! before every launch. `Channelizer::new` runs the fused kernel for n <= 4096, so the tests
-//! above at those sizes test it; the fused tests below add every tap count at n = 64, 1024
-//! and 4096, and the three-kernel tests keep that path covered at n <= 4096 and compare the
-//! two paths' outputs. Then: a push that fails its checks changes nothing (the stream goes on
+//! before every launch. `Channelizer::new` runs the cluster kernel at n = 1024 on Hopper, so
+//! the tests above at that size test it there; every compiled kernel runs through
+//! `Channelizer::with_kernel`, and the three-kernel tests keep that path covered at n = 1024
+//! and compare the two paths' outputs. Then: a push that fails its checks changes nothing (the stream goes on
 //! with the bytes of one that never saw it); a property test over the valid configuration
 //! space against the reference; and the 2^32 boundaries (the largest output chunk and kept
 //! input `validate` accepts), skipped where device memory is short. The streaming engine
@@ -20,10 +20,11 @@
 mod common;
 
 use common::*;
+use radio_kernels::gpu_shared::modules::KernelSpec;
 use radio_kernels::pfb::{
-    hann_sinc_weights, output_value, pack_samples, reference_chunk, Channelizer, ChannelizerConfig,
-    ChannelizerStream, Complex, DelayModel, OutputChunk, OutputFormat, PfbPath, Schedule, DELAY_MODEL_FIELDS,
-    MAX_CAPACITY_SAMPLES, MAX_OUTPUT_VALUES,
+    cluster_kernel_applies, hann_sinc_weights, output_value, pack_samples, reference_chunk, Channelizer,
+    ChannelizerConfig, ChannelizerStream, Complex, DelayModel, OutputChunk, OutputFormat, PfbKernel, PfbPath,
+    PfbStage, Schedule, DELAY_MODEL_FIELDS, MAX_CAPACITY_SAMPLES, MAX_OUTPUT_VALUES, PFB_KERNELS,
 };
 use radio_kernels::{Error, Gpu};
 use rand::rngs::StdRng;
@@ -111,6 +112,17 @@ impl Case {
     }
 }
 
+/// A channelizer on `path`, through [`Channelizer::with_kernel`] with the path's kernel for
+/// `config` ([`PfbPath::kernel`]: the fused path only where the cluster kernel applies).
+fn on_path<'g>(
+    gpu: &'g Gpu,
+    config: ChannelizerConfig,
+    path: PfbPath,
+) -> radio_kernels::Result<Channelizer<'g>> {
+    let kernel = path.kernel(gpu, &config)?;
+    Channelizer::with_kernel(gpu, config, None, kernel)
+}
+
 /// Runs `case` on the GPU (default path) and compares two output chunks with the reference.
 fn check_case(gpu: &Gpu, case: &Case, rng: &mut StdRng) {
     let path = PfbPath::for_config(gpu, &case.config());
@@ -119,15 +131,22 @@ fn check_case(gpu: &Gpu, case: &Case, rng: &mut StdRng) {
 
 /// As [`check_case`] on `path`.
 fn check_case_on(gpu: &Gpu, case: &Case, rng: &mut StdRng, path: PfbPath) {
+    let kernel = path.kernel(gpu, &case.config()).unwrap();
+    check_case_with(gpu, case, rng, kernel);
+}
+
+/// As [`check_case`] with the kernels `kernel` names ([`Channelizer::with_kernel`]).
+fn check_case_with(gpu: &Gpu, case: &Case, rng: &mut StdRng, kernel: &KernelSpec) {
     let config = case.config();
     println!(
-        "n {} T {} bits {} S {} x{} {:?} {path:?}",
+        "n {} T {} bits {} S {} x{} {:?} {}",
         config.channels,
         config.taps,
         config.bits,
         config.spectra_per_heap,
         config.heaps_per_chunk,
-        config.output
+        config.output,
+        kernel.name
     );
     let n2 = 2 * config.channels as usize;
     let chunk = config.chunk_samples as usize;
@@ -140,8 +159,8 @@ fn check_case_on(gpu: &Gpu, case: &Case, rng: &mut StdRng, path: PfbPath) {
     let gains = random_gains(&config, case.sigma, rng);
     let weights = hann_sinc_weights(config.channels, config.taps);
 
-    let mut ch = Channelizer::with_path(gpu, config.clone(), None, path).unwrap();
-    assert_eq!(ch.path(), path);
+    let mut ch = Channelizer::with_kernel(gpu, config.clone(), None, kernel).unwrap();
+    assert_eq!(ch.kernels()[0], kernel);
     ch.poison_before_runs(Some(POISON));
     ch.set_gains(&gains).unwrap();
     for (p, m) in models.iter().enumerate() {
@@ -300,36 +319,54 @@ fn matches_the_reference_when_fir_threads_run_many_batches() {
     check_case(&gpu, &case, &mut rng);
 }
 
-/// The fused kernel at n = 64, 1024 and 4096 (8, 8 and 2 spectra per block) for every
-/// compiled tap count, with int4 output at the end; heaps of 8 and 16 spectra, two per chunk.
+/// Every compiled kernel through [`Channelizer::with_kernel`]: each FIR at its own tap count
+/// and at fewer (zero weights in front), at n = 64 and 4096, with the post kernel of the
+/// output format; each cluster kernel (sm_90 GPUs) at n = 1024 for its tap count, both output
+/// formats; and the kernel overrides that do not fit a configuration are typed errors.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn fused_matches_the_reference_for_every_tap_count_at_64_1024_and_4096_channels() {
+fn every_compiled_kernel_matches_the_reference() {
     let (gpu, mut rng) = (gpu(), rng());
-    for (channels, spectra_per_heap) in [(64, 16), (1024, 8), (4096, 8)] {
-        for taps in [1, 4, 16, 32] {
+    for (i, kernel) in PFB_KERNELS.iter().enumerate() {
+        let (channels, spectra_per_heap) = match kernel.stage {
+            PfbStage::Fir => ([64, 4096][i % 2], 16),
+            PfbStage::Post => continue,
+            PfbStage::Cluster if gpu.wgmma_enabled() => (1024, 8),
+            PfbStage::Cluster => continue,
+        };
+        let int4 = kernel.int4;
+        for taps in [kernel.taps, kernel.taps.div_ceil(2)] {
             let case = Case {
                 channels,
                 taps,
-                bits: [4, 8, 10, 12, 16][(taps as usize + channels as usize / 64) % 5],
+                bits: [4, 8, 10, 12][(taps as usize + i) % 4],
                 spectra_per_heap,
                 heaps_per_chunk: 2,
-                output: OutputFormat::Ci8,
-                sigma: 50.0,
+                output: if int4 { OutputFormat::Ci4 } else { OutputFormat::Ci8 },
+                sigma: if int4 { 4.0 } else { 50.0 },
             };
-            check_case_on(&gpu, &case, &mut rng, PfbPath::Fused);
+            check_case_with(&gpu, &case, &mut rng, &kernel.spec);
         }
-        let case = Case {
-            channels,
-            taps: 16,
-            bits: 10,
-            spectra_per_heap,
-            heaps_per_chunk: 2,
-            output: OutputFormat::Ci4,
-            sigma: 4.0,
-        };
-        check_case_on(&gpu, &case, &mut rng, PfbPath::Fused);
     }
+    let config = ChannelizerConfig { taps: 16, ..ChannelizerConfig::new(1024) };
+    let ci4 = ChannelizerConfig { output: OutputFormat::Ci4, ..config.clone() };
+    let refused = |config: &ChannelizerConfig, kernel: &KernelSpec| {
+        let got = Channelizer::with_kernel(&gpu, config.clone(), None, kernel);
+        assert!(matches!(got, Err(Error::InvalidConfig(_))), "{} {config:?}", kernel.name);
+    };
+    refused(&config, &PfbKernel::fir(8).unwrap().spec);
+    refused(&config, &PfbKernel::post(true).unwrap().spec);
+    refused(&ci4, &PfbKernel::post(false).unwrap().spec);
+    refused(&config, &PfbKernel::cluster(16, true).unwrap().spec);
+    refused(
+        &ChannelizerConfig { channels: 2048, ..config.clone() },
+        &PfbKernel::cluster(16, false).unwrap().spec,
+    );
+    let other = radio_kernels::gpu_shared::modules::kernels().find(|k| !k.name.starts_with("pfb_")).unwrap();
+    refused(&config, other);
+    let post =
+        Channelizer::with_kernel(&gpu, ci4.clone(), None, &PfbKernel::post(true).unwrap().spec).unwrap();
+    assert_eq!(post.kernels(), [&PfbKernel::fir(16).unwrap().spec, &PfbKernel::post(true).unwrap().spec]);
 }
 
 /// The three-kernel path (named explicitly) at sizes the fused kernel also covers: every bit
@@ -374,7 +411,8 @@ fn three_kernel_path_matches_the_reference_below_4096_channels() {
     check_case_on(&gpu, &case, &mut rng, PfbPath::ThreeKernel);
 }
 
-/// The fused and three-kernel paths on the same stream: every output component within one
+/// The fused (cluster) and three-kernel paths on the same stream (sm_90 GPUs): every output
+/// component within one
 /// LSB of the other (the FIR outputs are the same f32 values; the FFTs round differently, so
 /// values near a rounding boundary may differ), and each chunk of both against the f64
 /// reference (values, saturation counts, lost flags).
@@ -382,10 +420,11 @@ fn three_kernel_path_matches_the_reference_below_4096_channels() {
 #[ignore = "needs a CUDA GPU"]
 fn fused_and_three_kernel_outputs_agree_within_one_lsb() {
     let (gpu, mut rng) = (gpu(), rng());
+    assert!(gpu.wgmma_enabled(), "the cluster kernel runs on sm_90 GPUs");
     for (channels, taps, bits, output, sigma) in [
         (1024, 16, 10, OutputFormat::Ci8, 50.0),
-        (4096, 16, 12, OutputFormat::Ci8, 300.0),
-        (256, 4, 8, OutputFormat::Ci4, 5.0),
+        (1024, 16, 12, OutputFormat::Ci8, 300.0),
+        (1024, 4, 8, OutputFormat::Ci4, 5.0),
     ] {
         let config = ChannelizerConfig {
             channels,
@@ -406,7 +445,7 @@ fn fused_and_three_kernel_outputs_agree_within_one_lsb() {
         let gains = random_gains(&config, sigma, &mut rng);
         let mut outputs = Vec::new();
         for path in [PfbPath::Fused, PfbPath::ThreeKernel] {
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            let mut ch = on_path(&gpu, config.clone(), path).unwrap();
             ch.poison_before_runs(Some(POISON));
             ch.set_gains(&gains).unwrap();
             for (p, m) in models.iter().enumerate() {
@@ -495,11 +534,11 @@ fn a_chunked_stream_equals_one_long_buffer_bit_for_bit() {
         DelayModel { delay: -700.0, delay_rate: 0.005, phase: -1.0, phase_rate: 0.0, reference_sample: 5e4 },
     ];
     let gains = random_gains(&small, 40.0, &mut rng);
-    // Both paths: the default three-kernel one and the opt-in fused kernel (n <= 4096).
-    for path in [PfbPath::ThreeKernel, PfbPath::Fused] {
+    // Both paths where the cluster kernel applies.
+    for path in paths(&gpu, &small) {
         let mut outputs = Vec::new();
         for config in [small.clone(), long.clone()] {
-            let mut ch = Channelizer::with_path(&gpu, config, None, path).unwrap();
+            let mut ch = on_path(&gpu, config, path).unwrap();
             ch.poison_before_runs(Some(POISON));
             ch.set_gains(&gains).unwrap();
             for (p, m) in models.iter().enumerate() {
@@ -523,7 +562,7 @@ fn a_chunked_stream_equals_one_long_buffer_bit_for_bit() {
 /// rarely (windows sliding across batches) give, chunk by chunk, the bits of one long buffer,
 /// the f64 reference within one LSB (flags and saturation counts too) and values within one
 /// LSB of the three-kernel path, for every bit width up to 12, tap variant and both output
-/// formats (and the same for 16-bit input, which the sm_80 fused kernel takes).
+/// formats; 16-bit input is refused on the fused path and runs the three kernels by default.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
@@ -531,7 +570,6 @@ fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
     assert!(gpu.wgmma_enabled(), "the cluster kernel runs on sm_90 GPUs");
     for (taps, bits, output, sigma) in [
         (16, 10, OutputFormat::Ci8, 50.0),
-        (16, 16, OutputFormat::Ci8, 300.0),
         (13, 4, OutputFormat::Ci4, 4.0),
         (8, 12, OutputFormat::Ci8, 2000.0),
         (4, 8, OutputFormat::Ci8, 40.0),
@@ -576,13 +614,11 @@ fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
         for (config, path) in
             [(&small, PfbPath::Fused), (&long, PfbPath::Fused), (&long, PfbPath::ThreeKernel)]
         {
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
-            // The cluster kernel takes up to 12-bit input; 16-bit runs the sm_80 fused kernel.
-            let fits = bits <= radio_kernels::gpu_shared::pfb::cluster::CLUSTER_MAX_BITS;
-            let cluster = path == PfbPath::Fused && fits;
+            let mut ch = on_path(&gpu, config.clone(), path).unwrap();
+            let cluster = path == PfbPath::Fused;
             assert_eq!(ch.resident_clusters().is_some(), cluster, "{bits}-bit {path:?}");
             // It is the default path wherever it applies.
-            assert_eq!(PfbPath::for_config(&gpu, config) == PfbPath::Fused, fits, "{bits}-bit");
+            assert_eq!(PfbPath::for_config(&gpu, config), PfbPath::Fused, "{bits}-bit");
             ch.poison_before_runs(Some(POISON));
             ch.set_gains(&gains).unwrap();
             for (p, m) in models.iter().enumerate() {
@@ -630,6 +666,9 @@ fn cluster_kernel_handles_delay_steps_and_streams_bit_for_bit() {
         );
         assert!(saturated > 0 || (sigma < 100.0 && output == OutputFormat::Ci8), "some values saturate");
     }
+    let wide = ChannelizerConfig { bits: 16, spectra_per_heap: 16, ..ChannelizerConfig::new(1024) };
+    assert!(matches!(on_path(&gpu, wide.clone(), PfbPath::Fused), Err(Error::InvalidConfig(_))));
+    assert_eq!(PfbPath::for_config(&gpu, &wide), PfbPath::ThreeKernel);
 }
 
 /// A 16-bit tone of amplitude `amp` at `frequency` (cycles per sample), dithered.
@@ -780,7 +819,7 @@ fn plot(path: &std::path::Path, x: &[f64], curves: &[(&[f64], [u8; 3])]) {
     write_png(path, w as u32, h as u32, &img);
 }
 
-/// Sweeps a tone across channel k0 +- 3 channels (seed Fig. 7) and compares the measured
+/// Sweeps a tone across channel k0 +- 3 channels and compares the measured
 /// response of channel k0 with |W(f)| / |W(0)|, W the Fourier transform of the weights. The
 /// gain of each tone is set from the expected response (as the seed does) so the int8 output
 /// resolves it; the plot goes to `$RADIO_KERNELS_BENCH_OUT` (else `target/`).
@@ -898,15 +937,15 @@ fn bad_input_gives_typed_errors() {
         Err(Error::ShapeMismatch { .. })
     ));
     let large = ChannelizerConfig { channels: 8192, ..ok.clone() };
-    assert!(matches!(
-        Channelizer::with_path(&gpu, large, None, PfbPath::Fused),
-        Err(Error::InvalidConfig(_))
-    ));
-    let mut three = Channelizer::with_path(&gpu, ok.clone(), None, PfbPath::ThreeKernel).unwrap();
+    assert!(matches!(on_path(&gpu, large, PfbPath::Fused), Err(Error::InvalidConfig(_))));
+    let mut three = on_path(&gpu, ok.clone(), PfbPath::ThreeKernel).unwrap();
     assert!(matches!(three.run_fused(), Err(Error::InvalidConfig(_))));
-    let mut fused = Channelizer::with_path(&gpu, ok.clone(), None, PfbPath::Fused).unwrap();
-    assert_eq!(fused.path(), PfbPath::Fused);
-    assert!(matches!(fused.run_fir(), Err(Error::InvalidConfig(_))));
+    let cluster = ChannelizerConfig { channels: 1024, chunk_samples: 16384, ..ok.clone() };
+    if cluster_kernel_applies(&gpu, &cluster) {
+        let mut fused = on_path(&gpu, cluster, PfbPath::Fused).unwrap();
+        assert_eq!(fused.path(), PfbPath::Fused);
+        assert!(matches!(fused.run_fir(), Err(Error::InvalidConfig(_))));
+    }
     let mut ch = Channelizer::new(&gpu, ok.clone(), None).unwrap();
     assert!(matches!(ch.set_gains(&[[1.0, 0.0]; 64]), Err(Error::ShapeMismatch { .. })));
     let mut gains = vec![[1.0f32, 0.0]; 128];
@@ -986,9 +1025,9 @@ fn a_failed_push_changes_nothing_and_the_stream_continues() {
     let ramp = DelayModel { reference_sample: 25800.0, delay: 100.0, delay_rate: 1e-3, ..good[0] };
     let fixed = DelayModel { delay: -37.3, phase: 0.7, ..Default::default() };
     let weights = hann_sinc_weights(config.channels, config.taps);
-    for path in [PfbPath::Fused, PfbPath::ThreeKernel] {
+    for path in paths(&gpu, &config) {
         let new = || {
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            let mut ch = on_path(&gpu, config.clone(), path).unwrap();
             ch.poison_before_runs(Some(POISON));
             ch.set_gains(&gains).unwrap();
             for (p, m) in good.iter().enumerate() {
@@ -1133,7 +1172,9 @@ fn property_gpu_matches_the_reference_over_valid_configurations() {
     gpu_proptest(16, prop_case(), |case| {
         let config = &case.config;
         prop_assert!(config.validate().is_ok(), "{config:?}");
-        let path = case.path.unwrap_or_else(|| PfbPath::for_config(&gpu, config));
+        // The fused path where the cluster kernel applies, else the default.
+        let fused_applies = |&p: &PfbPath| p == PfbPath::ThreeKernel || cluster_kernel_applies(&gpu, config);
+        let path = case.path.filter(fused_applies).unwrap_or_else(|| PfbPath::for_config(&gpu, config));
         println!("{config:?} {path:?} sigma {} loss {} extreme {}", case.sigma, case.loss, case.extreme);
         let mut rng = StdRng::seed_from_u64(case.seed);
         let n2 = 2 * config.channels as usize;
@@ -1162,7 +1203,7 @@ fn property_gpu_matches_the_reference_over_valid_configurations() {
             }
         });
         let gains = random_gains(config, case.sigma, &mut rng);
-        let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+        let mut ch = on_path(&gpu, config.clone(), path).unwrap();
         ch.poison_before_runs(Some(POISON));
         ch.set_gains(&gains).unwrap();
         for (p, m) in models.iter().enumerate() {
@@ -1251,7 +1292,7 @@ fn boundary_case(gpu: &Gpu, rng: &mut StdRng, config: ChannelizerConfig, path: P
         }
     }
     let gains = random_gains(c, 40.0, rng);
-    let mut ch = Channelizer::with_path(gpu, config.clone(), None, path).unwrap();
+    let mut ch = on_path(gpu, config.clone(), path).unwrap();
     assert_eq!(ch.path(), path);
     ch.poison_before_runs(Some(POISON));
     ch.set_gains(&gains).unwrap();
@@ -1371,7 +1412,8 @@ fn the_largest_valid_chunk_and_kept_input_index_past_2_32() {
         output: OutputFormat::Ci8,
     };
     assert_eq!(fused.output_values() as u64, MAX_OUTPUT_VALUES);
-    boundary_case(&gpu, &mut rng, fused, PfbPath::Fused);
+    let path = PfbPath::for_config(&gpu, &fused);
+    boundary_case(&gpu, &mut rng, fused, path);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1544,10 +1586,10 @@ fn streamed(
     out
 }
 
-/// The paths to compare: the three kernels, and the fused (or, at n = 1024 on Hopper, the
-/// cluster) kernel where n allows.
-fn paths(config: &ChannelizerConfig) -> Vec<PfbPath> {
-    if config.channels <= radio_kernels::pfb::FUSED_MAX_CHANNELS {
+/// The paths to compare: the three kernels, and the fused path where the cluster kernel
+/// applies.
+fn paths(gpu: &Gpu, config: &ChannelizerConfig) -> Vec<PfbPath> {
+    if cluster_kernel_applies(gpu, config) {
         vec![PfbPath::ThreeKernel, PfbPath::Fused]
     } else {
         vec![PfbPath::ThreeKernel]
@@ -1593,10 +1635,10 @@ fn streaming_engine_gives_the_bytes_of_push_for_random_chunks_flags_and_delays()
         // At least one lost packet, mid-stream, whatever the draw.
         flags[0][chunks / 2][0] = false;
         let changes = random_changes(&config, chunks, &mut rng);
-        for path in paths(&config) {
+        for path in paths(&gpu, &config) {
             let depth = rng.random_range(1..=4);
             let new = || {
-                let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+                let mut ch = on_path(&gpu, config.clone(), path).unwrap();
                 ch.poison_before_runs(Some(POISON));
                 ch
             };
@@ -1673,9 +1715,9 @@ fn streaming_engine_backlog_errors_and_registered_memory_keep_the_bytes_of_push(
         }
         all
     });
-    for path in [PfbPath::ThreeKernel, PfbPath::Fused] {
+    for path in paths(&gpu, &config) {
         let new = || {
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            let mut ch = on_path(&gpu, config.clone(), path).unwrap();
             ch.poison_before_runs(Some(POISON));
             ch
         };
@@ -1789,9 +1831,9 @@ fn a_delay_flip_completes_the_most_outputs_per_submit() {
     let early = DelayModel { delay: 1024.0, ..Default::default() };
     changes[0] = vec![Change::Model(0, late), Change::Model(1, late)];
     changes[10] = vec![Change::Model(0, early), Change::Model(1, early)];
-    for path in paths(&config) {
+    for path in paths(&gpu, &config) {
         let new = || {
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            let mut ch = on_path(&gpu, config.clone(), path).unwrap();
             ch.poison_before_runs(Some(POISON));
             ch
         };
@@ -1851,7 +1893,7 @@ fn streaming_engine_matches_push_at_engine_sized_chunks() {
             .push(Change::Model(0, DelayModel { delay: 60000.0, delay_rate: -1e-4, ..Default::default() }));
         let path = PfbPath::for_config(&gpu, &config);
         let new = || {
-            let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+            let mut ch = on_path(&gpu, config.clone(), path).unwrap();
             ch.poison_before_runs(Some(POISON));
             ch
         };
@@ -1903,14 +1945,9 @@ fn caller_streams_and_engine_setup_errors() {
     let chunks = 16;
     let (bytes, flags) = random_chunks(&config, chunks, 20, &mut rng);
     let changes = random_changes(&config, chunks, &mut rng);
-    for path in paths(&config) {
-        let want = pushed(
-            &mut Channelizer::with_path(&gpu, config.clone(), None, path).unwrap(),
-            &bytes,
-            &flags,
-            &changes,
-        );
-        let mut ch = Channelizer::with_path(&gpu, config.clone(), None, path).unwrap();
+    for path in paths(&gpu, &config) {
+        let want = pushed(&mut on_path(&gpu, config.clone(), path).unwrap(), &bytes, &flags, &changes);
+        let mut ch = on_path(&gpu, config.clone(), path).unwrap();
         let stream = gpu.new_stream().unwrap();
         ch.set_stream(&stream).unwrap();
         assert!(std::sync::Arc::ptr_eq(ch.stream(), &stream));

@@ -1,80 +1,5 @@
-//! The GPU channelizer: its kernels (three-kernel, fused and cluster paths), the kept input
-//! between chunks, and `push`.
+//! The GPU channelizer: construction, the kept input between chunks, and `push`.
 use super::*;
-
-/// Which kernels a [`Channelizer`] runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PfbPath {
-    /// One kernel (FIR, FFT and post-processing with the spectra in shared memory), for
-    /// n <= [`FUSED_MAX_CHANNELS`]: the cluster kernel where it applies (sm_90, n = 1024,
-    /// at most 16 taps and 12-bit input, heaps of whole batches of 8 spectra), else the sm_80
-    /// fused kernel.
-    Fused,
-    /// FIR, cuFFT C2C and post-processing kernels (any n).
-    ThreeKernel,
-}
-
-impl PfbPath {
-    /// The default: the fused path where the cluster kernel applies (sm_90, n = 1024, at most
-    /// 16 taps and 12-bit input, heaps of whole batches of 8 spectra; on the H200 faster than
-    /// the three kernels with 8x less device-memory traffic, BENCHMARKS.md), else the
-    /// three-kernel path (the sm_80 fused kernel is slower than it: opt-in through
-    /// [`Channelizer::with_path`]).
-    pub fn for_config(gpu: &Gpu, config: &ChannelizerConfig) -> PfbPath {
-        if cluster_kernel_applies(gpu, config) {
-            PfbPath::Fused
-        } else {
-            PfbPath::ThreeKernel
-        }
-    }
-}
-
-/// The three-kernel path's kernels, cuFFT plan and intermediate buffers.
-pub(super) struct ThreeKernel {
-    pub(super) fir: CudaFunction,
-    pub(super) post: CudaFunction,
-    pub(super) fft: FftPlan,
-    pub(super) fir_out: DeviceBuffer<[f32; 2]>,
-    pub(super) fft_out: DeviceBuffer<[f32; 2]>,
-}
-
-/// The fused kernel, its twiddle table `exp(-j pi k / n)` (`k < 2n`, f64 rounded to f32) and
-/// its spectra per block.
-pub(super) struct Fused {
-    pub(super) kernel: CudaFunction,
-    pub(super) twiddles: DeviceBuffer<[f32; 2]>,
-    pub(super) spectra_per_block: u32,
-    /// The cluster kernel (`radio_kernels_gpu::pfb::cluster`) instead, with the clusters that
-    /// are resident at once.
-    pub(super) clusters: Option<u32>,
-}
-
-/// Whether the fused path runs the cluster kernel: the sm_90a kernels are in use, n is
-/// [`cluster_layout::CLUSTER_CHANNELS`], at most 16 taps and 12-bit input, and heaps are
-/// whole batches.
-pub(super) fn cluster_kernel_applies(gpu: &Gpu, config: &ChannelizerConfig) -> bool {
-    gpu.wgmma_enabled()
-        && config.channels == cluster_layout::CLUSTER_CHANNELS
-        && config.taps <= cluster_layout::CLUSTER_MAX_TAPS
-        && config.bits <= cluster_layout::CLUSTER_MAX_BITS
-        && config.spectra_per_heap.is_multiple_of(cluster_layout::CLUSTER_BATCH)
-}
-
-/// The fused kernel's twiddle table for `channels`: `exp(-j pi k / n)` for `k < 2n`. Errors
-/// unless `channels` is a power of two in `MIN_CHANNELS ..= MAX_CHANNELS`.
-pub fn fused_twiddles(channels: u32) -> Result<Vec<[f32; 2]>> {
-    if !channels.is_power_of_two() || !(MIN_CHANNELS..=MAX_CHANNELS).contains(&channels) {
-        return Err(Error::InvalidConfig(format!(
-            "channels must be a power of two in {MIN_CHANNELS}..={MAX_CHANNELS}, got {channels}"
-        )));
-    }
-    Ok((0..2 * channels as u64)
-        .map(|k| {
-            let (s, c) = (-std::f64::consts::PI * k as f64 / channels as f64).sin_cos();
-            [c as f32, s as f32]
-        })
-        .collect())
-}
 
 /// One output chunk, downloaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,184 +25,6 @@ impl PushPlan {
     /// Output chunks the push completes.
     pub(crate) fn complete(&self) -> usize {
         self.complete
-    }
-}
-
-/// The kernels and the state they share across chunks: the three-kernel path's or the fused
-/// path's kernels, the weights and the gains.
-pub(super) struct Kernels {
-    pub(super) three: Option<ThreeKernel>,
-    pub(super) fused: Option<Fused>,
-    pub(super) weights: DeviceBuffer<f32>,
-    pub(super) gains: DeviceBuffer<[f32; 2]>,
-}
-
-/// The buffers one output chunk's launches read and write: the kept input, the chunk's
-/// schedule (offsets into the kept input, fine delays, rotations, `2 x spectra_per_chunk`
-/// each, polarisation 0 first) and its output and saturation counts.
-pub(super) struct Launch<'a> {
-    pub(super) inputs: &'a [DeviceBuffer<u32>; 2],
-    pub(super) offsets: &'a DeviceBuffer<u32>,
-    pub(super) fine: &'a DeviceBuffer<f32>,
-    pub(super) rotation: &'a DeviceBuffer<[f32; 4]>,
-    pub(super) output: &'a mut DeviceBuffer<u8>,
-    pub(super) saturated: &'a mut DeviceBuffer<u32>,
-}
-
-/// The three-kernel path's state, or a typed error on the fused path (a function of the field,
-/// so that callers can borrow the other kernel state beside it).
-pub(super) fn three_kernel(three: &mut Option<ThreeKernel>) -> Result<&mut ThreeKernel> {
-    three.as_mut().ok_or_else(|| {
-        Error::InvalidConfig("the three-kernel launches need a channelizer on PfbPath::ThreeKernel".into())
-    })
-}
-
-impl Kernels {
-    /// Every launch of one output chunk on `stream`, the intermediates and output poisoned
-    /// first with `poison`, if any.
-    pub(super) fn run(
-        &mut self,
-        c: &ChannelizerConfig,
-        mut l: Launch<'_>,
-        poison: Option<u8>,
-        stream: &Stream,
-    ) -> Result<()> {
-        if let Some(byte) = poison {
-            if let Some(three) = &mut self.three {
-                three.fir_out.poison_on(stream, byte)?;
-                three.fft_out.poison_on(stream, byte)?;
-            }
-            l.output.poison_on(stream, byte)?;
-        }
-        if self.fused.is_some() {
-            return self.fused(c, &mut l, stream);
-        }
-        self.fir(c, &l, stream)?;
-        self.fft(stream)?;
-        self.post(c, &mut l, stream)
-    }
-
-    /// The fused (or cluster) kernel; clears the saturation counts first.
-    pub(super) fn fused(&self, c: &ChannelizerConfig, l: &mut Launch<'_>, stream: &Stream) -> Result<()> {
-        let Some(fused) = &self.fused else {
-            return Err(Error::InvalidConfig("run_fused needs a channelizer on PfbPath::Fused".into()));
-        };
-        let spectra = c.spectra_u32();
-        let g = fused.spectra_per_block;
-        l.saturated.poison_on(stream, 0)?;
-        // The cluster kernel: one wave, each cluster a run of whole batches (g divides the
-        // heap and so the chunk). The sm_80 kernel: one block per g spectra of one heap.
-        let run = fused.clusters.map(|resident| {
-            let batches = spectra / g;
-            batches.div_ceil(resident.min(batches)) * g
-        });
-        let cfg = match run {
-            Some(run) => launch_1d(
-                cluster_layout::CLUSTER_BLOCKS * spectra.div_ceil(run),
-                cluster_layout::CLUSTER_BLOCK_THREADS,
-                cluster_layout::cluster_shared_bytes(c.bits),
-            ),
-            None => launch_1d(spectra / g, FUSED_THREADS, fused_layout::fused_shared_bytes(c.channels, g)),
-        };
-        let mut launch = stream.launch_builder(&fused.kernel);
-        launch
-            .arg(l.inputs[0].raw())
-            .arg(l.inputs[1].raw())
-            .arg(l.offsets.raw())
-            .arg(self.weights.raw())
-            .arg(fused.twiddles.raw())
-            .arg(self.gains.raw())
-            .arg(l.fine.raw())
-            .arg(l.rotation.raw())
-            .arg(l.output.arg_mut())
-            .arg(l.saturated.arg_mut());
-        match &run {
-            Some(run) => launch.arg(&c.taps).arg(&spectra).arg(&c.spectra_per_heap).arg(&c.bits).arg(run),
-            None => launch
-                .arg(&c.channels)
-                .arg(&c.taps)
-                .arg(&spectra)
-                .arg(&c.spectra_per_heap)
-                .arg(&c.bits)
-                .arg(&g),
-        };
-        // SAFETY: matches `pfb_cluster_t*_ci*(input0, input1, offsets, weights, twiddles, gains,
-        // fine, rotation, out, saturated, taps, spectra, spectra_per_heap, bits, run)` (n = 1024,
-        // heap and run whole batches) or `pfb_fused_t*_ci*(.., saturated, channels, taps,
-        // spectra, spectra_per_heap, bits, g)`; the callers checked every window lies in the
-        // inputs; twiddles hold 2n values, the schedule 2 x spectra entries each, the output
-        // and saturation counts a chunk's (every `Launch` is built from buffers of those sizes).
-        unsafe { launch.launch(cfg) }.during("launching the fused PFB kernel")?;
-        Ok(())
-    }
-
-    /// The FIR launch.
-    pub(super) fn fir(&mut self, c: &ChannelizerConfig, l: &Launch<'_>, stream: &Stream) -> Result<()> {
-        let weights = &self.weights;
-        let three = three_kernel(&mut self.three)?;
-        let spectra = c.spectra_u32();
-        let per_thread = layout::fir_spectra_per_thread(c.channels, c.taps, spectra);
-        let width = layout::fir_block_width(c.channels);
-        let threads = c.channels as u64 * spectra.div_ceil(per_thread) as u64;
-        let cfg = LaunchConfig {
-            // `width` divides n, so a block's threads share their spectra.
-            grid_dim: ((threads / width as u64) as u32, 2, 1),
-            block_dim: (width, 1, 1),
-            shared_mem_bytes: layout::fir_shared_bytes(c.bits, width, layout::fir_variant(c.taps)),
-        };
-        let mut launch = stream.launch_builder(&three.fir);
-        launch
-            .arg(l.inputs[0].raw())
-            .arg(l.inputs[1].raw())
-            .arg(l.offsets.raw())
-            .arg(weights.raw())
-            .arg(three.fir_out.arg_mut())
-            .arg(&c.channels)
-            .arg(&c.taps)
-            .arg(&spectra)
-            .arg(&per_thread)
-            .arg(&c.bits);
-        // SAFETY: matches `pfb_fir_t*(input0, input1, offsets, weights, out, channels, taps,
-        // spectra, per_thread, bits)`; the callers checked every window lies in the inputs, the
-        // offsets hold 2 x spectra entries and fir_out 2 x spectra x n values.
-        unsafe { launch.launch(cfg) }.during("launching the PFB FIR")?;
-        Ok(())
-    }
-
-    /// The cuFFT C2C launch.
-    pub(super) fn fft(&mut self, stream: &Stream) -> Result<()> {
-        let three = three_kernel(&mut self.three)?;
-        three.fft.forward(stream, &mut three.fir_out, &mut three.fft_out)
-    }
-
-    /// The post-processing launch; clears the saturation counts first.
-    pub(super) fn post(&mut self, c: &ChannelizerConfig, l: &mut Launch<'_>, stream: &Stream) -> Result<()> {
-        let gains = &self.gains;
-        let three = three_kernel(&mut self.three)?;
-        let spectra = c.spectra_u32();
-        l.saturated.poison_on(stream, 0)?;
-        let tile = layout::POST_TILE_LOG2;
-        let cfg = LaunchConfig {
-            grid_dim: (layout::post_blocks(c.channels, spectra, tile), 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: layout::POST_SHARED_BYTES,
-        };
-        let mut launch = stream.launch_builder(&three.post);
-        launch
-            .arg(three.fft_out.raw())
-            .arg(gains.raw())
-            .arg(l.fine.raw())
-            .arg(l.rotation.raw())
-            .arg(l.output.arg_mut())
-            .arg(l.saturated.arg_mut())
-            .arg(&c.channels)
-            .arg(&spectra)
-            .arg(&c.spectra_per_heap)
-            .arg(&tile);
-        // SAFETY: matches `pfb_post_ci*(fft, gains, fine, rotation, out, saturated, channels,
-        // spectra, spectra_per_heap, tile_log2)` with the sizes allocated in `with_path`.
-        unsafe { launch.launch(cfg) }.during("launching the PFB post-processing")?;
-        Ok(())
     }
 }
 
@@ -327,17 +74,17 @@ pub struct Channelizer<'g> {
 }
 
 impl<'g> Channelizer<'g> {
-    /// Validates `config`, loads the kernels (fused for n <= [`FUSED_MAX_CHANNELS`], see
-    /// [`PfbPath::for_config`]), plans cuFFT (three-kernel path) and allocates every buffer.
-    /// `weights`: `2 n T` f32 (`w[t + 2n j]`), or `None` for [`hann_sinc_weights`]. Gains
-    /// start at 1 and delay models at 0.
+    /// Validates `config`, loads the kernels of [`PfbPath::for_config`], plans cuFFT
+    /// (three-kernel path) and allocates every buffer. `weights`: `2 n T` f32 (`w[t + 2n j]`),
+    /// or `None` for [`hann_sinc_weights`]. Gains start at 1 and delay models at 0.
     pub fn new(gpu: &'g Gpu, config: ChannelizerConfig, weights: Option<&[f32]>) -> Result<Channelizer<'g>> {
-        let path = PfbPath::for_config(gpu, &config);
-        Channelizer::with_path(gpu, config, weights, path)
+        config.validate()?;
+        let kernel = PfbPath::for_config(gpu, &config).kernel(gpu, &config)?;
+        Channelizer::with_kernel(gpu, config, weights, kernel)
     }
 
-    /// As [`new`](Self::new) on the given path; [`PfbPath::Fused`] needs n <=
-    /// [`FUSED_MAX_CHANNELS`].
+    /// As [`new`](Self::new) on the given path ([`PfbPath::kernel`]): [`Error::InvalidConfig`]
+    /// for [`PfbPath::Fused`] where the cluster kernel does not apply.
     pub fn with_path(
         gpu: &'g Gpu,
         config: ChannelizerConfig,
@@ -345,13 +92,25 @@ impl<'g> Channelizer<'g> {
         path: PfbPath,
     ) -> Result<Channelizer<'g>> {
         config.validate()?;
-        if path == PfbPath::Fused && config.channels > FUSED_MAX_CHANNELS {
-            return Err(Error::InvalidConfig(format!(
-                "the fused PFB path needs channels <= {FUSED_MAX_CHANNELS}, got {}",
-                config.channels
-            )));
-        }
-        let n = config.channels as usize;
+        let kernel = path.kernel(gpu, &config)?;
+        Channelizer::with_kernel(gpu, config, weights, kernel)
+    }
+
+    /// As [`new`](Self::new) with the kernels `kernel` names (for tests and benchmarks): a
+    /// FIR (`pfb_fir_t*`, any compiled for at least the configuration's taps) runs the
+    /// three-kernel path with the post kernel of the output format; a post kernel
+    /// (`pfb_post_ci*`, the output format's) the three-kernel path with the FIR for the taps;
+    /// a cluster kernel (`pfb_cluster_t*_ci*`) the fused path, where it applies
+    /// ([`cluster_kernel_applies`]). [`Error::InvalidConfig`] for any other spec or one that does
+    /// not fit the configuration.
+    pub fn with_kernel(
+        gpu: &'g Gpu,
+        config: ChannelizerConfig,
+        weights: Option<&[f32]>,
+        kernel: &KernelSpec,
+    ) -> Result<Channelizer<'g>> {
+        config.validate()?;
+        let selection = select(gpu, &config, kernel)?;
         let weights = match weights {
             Some(w) => {
                 check_weights(&config, w)?;
@@ -360,75 +119,7 @@ impl<'g> Channelizer<'g> {
             None => hann_sinc_weights(config.channels, config.taps),
         };
         let spectra = config.spectra_per_chunk() as usize;
-        let values = 2 * spectra * n;
-        let int4 = config.output == OutputFormat::Ci4;
-        let (three, fused) = match path {
-            PfbPath::ThreeKernel => {
-                let fir = gpu.function(layout::fir_kernel_name(layout::fir_variant(config.taps)))?;
-                // The 16-tap FIR's batches of 16 need up to 64 KB (16-bit input). The function
-                // is shared by every channelizer of this GPU, so the limit is the most any of
-                // them needs.
-                let fir_shared = layout::fir_shared_bytes(16, THREADS, layout::fir_variant(config.taps));
-                allow_dynamic_shared(&fir, fir_shared, "raising the PFB FIR's shared-memory limit")?;
-                let three = ThreeKernel {
-                    fir,
-                    post: gpu.function(layout::post_kernel_name(int4))?,
-                    fft: FftPlan::new(gpu, config.channels / UNZIP, 2 * spectra as u32 * UNZIP)?,
-                    fir_out: gpu.alloc(values, 0)?,
-                    fft_out: gpu.alloc(values, 0)?,
-                };
-                (Some(three), None)
-            }
-            PfbPath::Fused if cluster_kernel_applies(gpu, &config) => {
-                let variant = layout::fir_variant(config.taps);
-                let kernel = gpu.hopper_function(cluster_layout::cluster_kernel_name(variant, int4))?;
-                // As above: the most any channelizer of this GPU needs (the widest input).
-                allow_dynamic_shared(
-                    &kernel,
-                    cluster_layout::cluster_shared_bytes(cluster_layout::CLUSTER_MAX_BITS),
-                    "raising the cluster PFB kernel's shared-memory limit",
-                )?;
-                let probe = launch_1d(
-                    cluster_layout::CLUSTER_BLOCKS,
-                    cluster_layout::CLUSTER_BLOCK_THREADS,
-                    cluster_layout::cluster_shared_bytes(config.bits),
-                );
-                let clusters = kernel
-                    .occupancy_max_active_clusters(probe, gpu.stream())
-                    .during("querying the cluster PFB kernel's resident clusters")?;
-                if clusters == 0 {
-                    return Err(Error::InvalidConfig(
-                        "the cluster PFB kernel cannot be resident on this GPU".into(),
-                    ));
-                }
-                let fused = Fused {
-                    kernel,
-                    twiddles: gpu.upload(&fused_twiddles(config.channels)?)?,
-                    spectra_per_block: cluster_layout::CLUSTER_BATCH,
-                    clusters: Some(clusters),
-                };
-                (None, Some(fused))
-            }
-            PfbPath::Fused => {
-                let kernel = gpu.function(fused_layout::fused_kernel_for(config.taps, int4))?;
-                // As above: the most any channelizer of this GPU needs.
-                allow_dynamic_shared(
-                    &kernel,
-                    fused_layout::FUSED_MAX_SHARED,
-                    "raising the fused PFB kernel's shared-memory limit",
-                )?;
-                let fused = Fused {
-                    kernel,
-                    twiddles: gpu.upload(&fused_twiddles(config.channels)?)?,
-                    spectra_per_block: fused_layout::fused_spectra_per_block(
-                        config.channels,
-                        config.spectra_per_heap,
-                    ),
-                    clusters: None,
-                };
-                (None, Some(fused))
-            }
-        };
+        let kernels = Kernels::new(gpu, &config, selection, &weights)?;
         // One word of padding for the pair unpacker, then whole 16-byte chunks plus 64 bytes for
         // the FIR's staged rows (`fir_row_chunks` copies up to 28 bytes past the last word).
         let words =
@@ -441,12 +132,7 @@ impl<'g> Channelizer<'g> {
         let mut ch = Channelizer {
             gpu,
             models: [DelayModel::default(); 2],
-            kernels: Kernels {
-                three,
-                fused,
-                weights: gpu.upload(&weights)?,
-                gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * n])?,
-            },
+            kernels,
             inputs: [alloc_input()?, alloc_input()?],
             spare: [alloc_input()?, alloc_input()?],
             base: 0,
@@ -479,16 +165,25 @@ impl<'g> Channelizer<'g> {
         &self.config
     }
 
-    /// Clusters of the fused path's cluster kernel resident at once (its launches are one
-    /// wave of them), or `None` where the fused path runs the sm_80 kernel or the
-    /// three-kernel path runs.
+    /// Clusters of the cluster kernel resident at once (its launches are one wave of them),
+    /// or `None` on the three-kernel path.
     pub fn resident_clusters(&self) -> Option<u32> {
-        self.kernels.fused.as_ref().and_then(|f| f.clusters)
+        self.kernels.cluster.as_ref().map(|c| c.clusters)
     }
 
-    /// The kernels this channelizer runs.
+    /// The kernels this channelizer runs: the cluster kernel, or the FIR and post kernels
+    /// (cuFFT between them).
+    pub fn kernels(&self) -> Vec<&'static KernelSpec> {
+        match (&self.kernels.cluster, &self.kernels.three) {
+            (Some(cluster), _) => vec![&cluster.kernel.1.spec],
+            (None, Some(three)) => vec![&three.fir.1.spec, &three.post.1.spec],
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// The path this channelizer runs.
     pub fn path(&self) -> PfbPath {
-        if self.kernels.fused.is_some() {
+        if self.kernels.cluster.is_some() {
             PfbPath::Fused
         } else {
             PfbPath::ThreeKernel
@@ -826,7 +521,7 @@ impl<'g> Channelizer<'g> {
         )
     }
 
-    /// Launches the fused kernel, or FIR, FFT and post-processing, for the next output chunk
+    /// Launches the cluster kernel, or FIR, FFT and post-processing, for the next output chunk
     /// into the device output (no download): the benchmark hook after
     /// [`fill_input_with`](Self::fill_input_with). Errors, changing nothing, when its schedule
     /// is invalid or its windows are not all in the kept input.
@@ -895,7 +590,7 @@ impl<'g> Channelizer<'g> {
         (kernels, launch, config, stream)
     }
 
-    /// The fused launch alone (for timing); clears the saturation counts first. `run` uploads
+    /// The cluster kernel's launch alone (for timing); clears the saturation counts first. `run` uploads
     /// its offsets and rotations first.
     pub fn run_fused(&mut self) -> Result<()> {
         let (kernels, mut launch, config, stream) = self.own_launch();

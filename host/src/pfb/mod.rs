@@ -2,21 +2,22 @@
 //! unit"): configuration and validation, sample packing, PFB weights, the delay model,
 //! lost-data flags, the f64 CPU reference, the [`Channelizer`] that runs the GPU path on a
 //! stream of chunks, and its streaming engine [`ChannelizerStream`] (pinned rings, copies
-//! overlapped with the kernels). The GPU path is the three-kernel path (FIR, cuFFT C2C,
-//! post-processing) or the fused path ([`PfbPath::Fused`], n <= 4096: FIR, FFT and
-//! post-processing in one launch). The fused path runs, on sm_90 at n = 1024, the cluster
-//! kernel (`radio_kernels_gpu::pfb::cluster`, at most 16 taps and 12-bit input, heaps of whole
-//! batches of 8 spectra), the default there ([`PfbPath::for_config`]); otherwise the sm_80
-//! fused kernel (`radio_kernels_gpu::pfb::fused`), slower than the three kernels and so only
-//! when asked. Device side, formulas and layouts: `radio_kernels_gpu::pfb`.
+//! overlapped with the kernels). The GPU path ([`PfbPath::for_config`]) is the fused path
+//! ([`PfbPath::Fused`]: FIR, FFT and post-processing in one launch of the cluster kernel,
+//! `radio_kernels_gpu::pfb::cluster`) where that applies (sm_90a, n = 1024, at most 16 taps
+//! and 12-bit input, heaps of whole batches of 8 spectra), else the three-kernel path (FIR,
+//! cuFFT C2C, post-processing; every configuration on Ampere). The kernels come from the
+//! device crate's descriptors (`radio_kernels_gpu::pfb::PfbKernel`, each with its
+//! [`KernelSpec`]); [`Channelizer::with_kernel`] names them for tests and benchmarks. Device
+//! side, formulas and layouts: `radio_kernels_gpu::pfb`.
 //!
 //! Time: stream sample 0 is the first sample of the first chunk; spectrum m's window nominally
-//! starts at sample `2 n m` (critically sampled, sec. 2.1). The delay model of each
+//! starts at sample `2 n m` (critically sampled). The delay model of each
 //! polarisation is evaluated at the window's nominal centre `2 n m + n T`; the delay `d` (in
 //! samples, the delay to apply: output(t) = input(t - d)) is split into `coarse = round(d)`
 //! (ties to even), applied as an index offset (the window starts at `2 n m - coarse`), and
 //! `fine = d - coarse` in [-1/2, 1/2], applied with the fringe phase as
-//! `exp(j (phase - pi k fine / n))` on channel k (sec. 2.1 step 4).
+//! `exp(j (phase - pi k fine / n))` on channel k.
 //!
 //! Streaming (Fig. 2): the channelizer keeps, per polarisation, a device buffer holding the
 //! samples from shortly before the next output chunk's earliest window to the newest input.
@@ -46,8 +47,9 @@
 //!
 //! Files: `config` (sizes and validation), `packing` (samples in, values out), `weights`,
 //! `schedule` (delay model, per-spectrum schedule, lost flags), `reference` (f64 CPU
-//! reference), `fft` (the cuFFT plan), `channelizer` (the GPU paths and `push`),
-//! `streaming` (the streaming engine).
+//! reference), `fft` (the cuFFT plan), `kernels` (path and kernel selection, the launches),
+//! `channelizer` (construction, the kept input and `push`), `streaming` (the streaming
+//! engine).
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{
     allow_dynamic_shared, launch_1d, DeviceBuffer, DeviceBufferMut, Gpu, LaunchConfig, PushKernelArg, Stream,
@@ -55,10 +57,10 @@ use crate::runtime::{
 use crate::size;
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
+use radio_kernels_gpu::modules::KernelSpec;
 use radio_kernels_gpu::pfb as layout;
 use radio_kernels_gpu::pfb::cluster as cluster_layout;
-use radio_kernels_gpu::pfb::fused as fused_layout;
-pub use radio_kernels_gpu::pfb::fused::{FUSED_MAX_CHANNELS, FUSED_THREADS};
+pub use radio_kernels_gpu::pfb::{PfbKernel, PfbStage, PFB_KERNELS};
 pub use radio_kernels_gpu::pfb::{
     BITS, FIR_VARIANTS, MAX_CHANNELS, MAX_TAPS, MIN_CHANNELS, SAMPLE_GRANULE, SPECTRA_PER_POST_THREAD,
     THREADS, UNZIP,
@@ -80,6 +82,8 @@ mod reference;
 pub use reference::*;
 mod fft;
 use fft::*;
+mod kernels;
+pub use kernels::*;
 mod channelizer;
 pub use channelizer::*;
 

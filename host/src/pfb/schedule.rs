@@ -177,7 +177,7 @@ impl Schedule {
 /// Longest window [`lost_flags`] takes: the largest PFB window, `2 x 65536 x 32` samples.
 pub const MAX_WINDOW: u64 = 2 * MAX_CHANNELS as u64 * MAX_TAPS as u64;
 
-/// Lost-data flags (sec. 3.7) of spectra whose windows start at `starts[pol][i]`: a spectrum is
+/// Lost-data flags of spectra whose windows start at `starts[pol][i]`: a spectrum is
 /// lost when either polarisation's window `[start, start + window)` touches a sample before
 /// the stream or a packet `present[pol]` marks missing (packets past the end of `present`
 /// count as missing too). Returns (per spectrum, per heap of `spectra_per_heap`; a last,

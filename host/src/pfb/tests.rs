@@ -248,29 +248,6 @@ fn rotations_match_the_f64_phase_of_every_channel() {
     }
 }
 
-#[test]
-fn fir_threads_take_whole_batches_and_follow_the_seed_heuristic() {
-    for (n, taps, spectra) in
-        [(64u32, 1u32, 8u32), (1024, 16, 65536), (32768, 16, 2048), (65536, 32, 8), (4096, 3, 16)]
-    {
-        let batch = layout::fir_batch(layout::fir_variant(taps));
-        let k = layout::fir_spectra_per_thread(n, taps, spectra);
-        assert!(k >= batch && k.is_multiple_of(batch), "n {n} T {taps}: {k} spectra per thread");
-        // 16T spectra (32T outputs) per thread, rounded up to whole batches, unless that
-        // leaves fewer than 2^17 threads.
-        let by_threads = ((n as u64 * spectra as u64) >> 17) as u32;
-        if by_threads >= 16 * taps {
-            assert_eq!(k, (16 * taps).div_ceil(batch) * batch, "n {n} T {taps}");
-        } else {
-            assert_eq!(k, by_threads.max(1).div_ceil(batch) * batch, "n {n} T {taps}");
-        }
-        assert!(k < 16 * taps + batch, "n {n} T {taps}: no more than the heuristic asks, rounded up");
-    }
-    assert_eq!(layout::fir_variant(3), 4);
-    assert_eq!(layout::fir_variant(17), 32);
-    assert_eq!(layout::fir_kernel_name(layout::fir_variant(16)), "pfb_fir_t16");
-}
-
 /// The FIR's staged rows: copying whole 16-byte chunks from `fir_row_start` and reading
 /// each thread's pair at `fir_row_word` gives the pair `unpack_pair` reads from the whole
 /// stream, within `fir_row_chunks`, for every width, block width and bit offset; rows of
@@ -327,79 +304,6 @@ fn staged_fir_rows_unpack_like_the_stream_and_read_conflict_free() {
         4 * layout::post_scratch_word(7, SPECTRA_PER_POST_THREAD - 1, THREADS - 1) + 4,
         layout::POST_SCRATCH_BYTES
     );
-}
-
-/// The 16-tap FIR's row-per-warp order: a permutation of a full block's pairs (identity
-/// otherwise); each warp's 32 outputs are consecutive in one row of the unzipped matrix;
-/// its staged-row reads need at most `bits / 4` wavefronts (none extra at 4 and 12 bits).
-#[test]
-fn fir_warp_rows_store_contiguously_and_read_with_few_conflicts() {
-    use radio_kernels_gpu::bank::wavefronts;
-    assert!(layout::fir_warp_rows(16));
-    assert!(FIR_VARIANTS.iter().filter(|&&t| t != 16).all(|&t| !layout::fir_warp_rows(t)));
-    let mut seen = [false; THREADS as usize];
-    for tid in 0..THREADS {
-        let t = layout::fir_pair_of_thread(tid, THREADS, true);
-        assert!(!seen[t as usize], "pair {t} taken twice");
-        seen[t as usize] = true;
-        assert_eq!(layout::fir_pair_of_thread(tid % 64, 64, true), tid % 64);
-        assert_eq!(layout::fir_pair_of_thread(tid, THREADS, false), tid);
-    }
-    for n in [128u32, 1024, 65536] {
-        for q0 in (0..n).step_by(THREADS as usize).take(8) {
-            for warp in 0..THREADS / 32 {
-                let at: Vec<u32> = (0..32)
-                    .map(|l| {
-                        layout::fft_index(q0 + layout::fir_pair_of_thread(32 * warp + l, THREADS, true), n)
-                    })
-                    .collect();
-                assert!(at.windows(2).all(|p| p[1] == p[0] + 1), "n {n} q0 {q0} warp {warp}");
-            }
-        }
-    }
-    for bits in BITS {
-        let most = match bits {
-            4 | 12 => 1,
-            8 | 10 => 2,
-            _ => 4,
-        };
-        let mut worst = 0;
-        for offset in 0..128 {
-            for warp in 0..THREADS / 32 {
-                for second in [0, 4] {
-                    let addresses: [u32; 32] = std::array::from_fn(|l| {
-                        let t = layout::fir_pair_of_thread(32 * warp + l as u32, THREADS, true);
-                        layout::fir_row_word(0, offset, t, bits) + second
-                    });
-                    worst = worst.max(wavefronts(&addresses, 4));
-                }
-            }
-        }
-        assert_eq!(worst, most, "bits {bits}");
-        assert!(worst <= bits.div_ceil(4));
-    }
-}
-
-#[test]
-fn fft_index_is_a_permutation_and_post_columns_cover_each_column_once() {
-    for n in [64u32, 1024, 65536] {
-        let mut seen = vec![false; n as usize];
-        for q in 0..n {
-            let i = layout::fft_index(q, n) as usize;
-            assert!(!seen[i]);
-            seen[i] = true;
-        }
-        let a = n / 4;
-        let mut owned = vec![0; a as usize];
-        for u in 0..layout::post_threads_per_group(n) {
-            let (c, w) = layout::post_columns(u, n);
-            owned[c as usize] += 1;
-            if w != c {
-                owned[w as usize] += 1;
-            }
-        }
-        assert!(owned.iter().all(|&o| o == 1), "n {n}");
-    }
 }
 
 #[test]
@@ -695,253 +599,6 @@ fn reference_puts_a_delayed_tone_in_its_channel_with_the_delay_phase() {
     assert!(r.lost_spectra.iter().all(|&l| !l));
 }
 
-/// The fused kernel's FFT, emulated pass by pass as the device runs it (slots with pads,
-/// Stockham radix-16 passes with the last radix 2, 4 or 8, twiddles from the f64 table,
-/// then the R2C fix-up), matches a 2n-point real f64 FFT; every pass's stores are a
-/// permutation of the spectrum.
-#[test]
-fn fused_fft_passes_match_a_real_fft() {
-    use fused_layout::*;
-    let mut rng = rng();
-    for log2 in 6..=12u32 {
-        let n = 1u32 << log2;
-        let tw = fused_twiddles(n).unwrap();
-        let g: Vec<f64> = (0..2 * n).map(|_| rng.random_range(-1000.0..1000.0)).collect();
-        let mut smem = vec![[f32::NAN; 2]; fused_buffer_slots(n) as usize];
-        for q in 0..n {
-            smem[fused_slot(q) as usize] = [g[2 * q as usize] as f32, g[2 * q as usize + 1] as f32];
-        }
-        let mut ns = 1;
-        while ns < n {
-            let radix = fused_radix(n, ns);
-            let mut next = smem.clone();
-            let mut written = vec![false; n as usize];
-            for j in 0..n / radix {
-                let mut v = [[0.0f32; 2]; 16];
-                let w = stockham_twiddles(|at| tw[at as usize], j, ns, n, radix);
-                for r in 0..radix {
-                    v[r as usize] = smem[fused_slot(stockham_load(j, r, n, radix)) as usize];
-                    if ns > 1 {
-                        v[r as usize] = layout::cmul(v[r as usize], w[r as usize]);
-                    }
-                }
-                let v = dft_radix(v, radix);
-                for r in 0..radix {
-                    let e = stockham_store(j, r, ns, radix);
-                    assert!(!written[e as usize], "n {n}, ns {ns}: element {e} written twice");
-                    written[e as usize] = true;
-                    next[fused_slot(e) as usize] = v[r as usize];
-                }
-            }
-            smem = next;
-            ns *= radix;
-        }
-        let mut want: Vec<Complex<f64>> = g.iter().map(|&x| Complex::new(x, 0.0)).collect();
-        FftPlanner::<f64>::new().plan_fft_forward(2 * n as usize).process(&mut want);
-        let (mut err, mut norm) = (0.0, 0.0);
-        for k in 0..n {
-            let z = smem[fused_slot(k) as usize];
-            let m = smem[fused_slot((n - k) & (n - 1)) as usize];
-            let x = layout::r2c_fixup(z, m, tw[k as usize]);
-            err += (x[0] as f64 - want[k as usize].re).powi(2) + (x[1] as f64 - want[k as usize].im).powi(2);
-            norm += want[k as usize].norm_sqr();
-        }
-        let rel = (err / norm).sqrt();
-        println!("n {n}: relative L2 error {rel:.2e}");
-        assert!(rel < 2e-6, "n {n}: relative L2 error {rel:.2e}");
-    }
-}
-
-/// Every shared-memory access of the fused FFT passes (8-byte loads and stores of each
-/// warp of each round, spectra of one block side by side), the FIR's stores and the post
-/// loads of `Z[k]` are bank-conflict free; the post loads of the mirror `Z[n - k]` cross a
-/// pad in each half-warp phase: at most 2-way (4 wavefronts instead of 2).
-#[test]
-fn fused_shared_memory_accesses_are_conflict_free() {
-    use fused_layout::*;
-    use radio_kernels_gpu::bank::wavefronts;
-    for log2 in 6..=12u32 {
-        let n = 1u32 << log2;
-        let g = fused_spectra_per_block(n, 256);
-        let buffer = 8 * fused_buffer_slots(n);
-        let buffers = 2 * g;
-        let mut ns = 1;
-        while ns < n {
-            let radix = fused_radix(n, ns);
-            let per_buffer = n / radix;
-            let per_round = FUSED_THREADS / per_buffer;
-            let mut first = 0;
-            while first < buffers {
-                for warp in 0..FUSED_THREADS / 32 {
-                    let lanes: Vec<(u32, u32)> = (0..32)
-                        .map(|l| {
-                            let tid = 32 * warp + l;
-                            (first + tid / per_buffer, tid % per_buffer)
-                        })
-                        .filter(|&(b, _)| b < buffers && b < first + per_round)
-                        .collect();
-                    if lanes.len() < 32 {
-                        // Partial warps only at the end of a round of small spectra.
-                        assert!(per_buffer < 32 || lanes.is_empty(), "n {n} ns {ns}");
-                        continue;
-                    }
-                    for r in 0..radix {
-                        let load: [u32; 32] = std::array::from_fn(|l| {
-                            let (b, j) = lanes[l];
-                            b * buffer + 8 * fused_slot(stockham_load(j, r, n, radix))
-                        });
-                        let store: [u32; 32] = std::array::from_fn(|l| {
-                            let (b, j) = lanes[l];
-                            b * buffer + 8 * fused_slot(stockham_store(j, r, ns, radix))
-                        });
-                        assert_eq!(wavefronts(&load, 8), 2, "n {n}, ns {ns}, radix {radix}: loads");
-                        assert_eq!(wavefronts(&store, 8), 2, "n {n}, ns {ns}, radix {radix}: stores");
-                    }
-                }
-                first += per_round;
-            }
-            ns *= radix;
-        }
-        for warp in 0..n.div_ceil(32) {
-            let z: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot((32 * warp + l as u32) % n));
-            assert_eq!(wavefronts(&z, 8), 2, "n {n}: FIR stores / post loads");
-            let m: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot((n - 32 * warp - l as u32) & (n - 1)));
-            let w = wavefronts(&m, 8);
-            assert!(w <= 4, "n {n}, warp {warp}: post mirror loads take {w} wavefronts");
-        }
-    }
-}
-
-/// The cluster kernel's output slots: the four blocks together hold every channel, each
-/// once, except the self-mirrored column n/8's (the same values twice, from one thread);
-/// gain slots are a bijection onto the gain table; shared memory fits an SM for every bit
-/// width, with 16-byte aligned stages.
-#[test]
-fn cluster_blocks_cover_every_channel_and_fit_shared_memory() {
-    use cluster_layout::*;
-    let n = CLUSTER_CHANNELS;
-    let a = n / UNZIP;
-    let mut seen = vec![0u32; n as usize];
-    for rank in 0..CLUSTER_BLOCKS {
-        let slots = cluster_block_slots(rank);
-        let mut gains = vec![false; CLUSTER_GAIN_SLOTS as usize];
-        for slot in 0..slots {
-            seen[cluster_slot_channel(slot, rank) as usize] += 1;
-            for p in 0..2 {
-                let g = cluster_gain_slot(p, slot) as usize;
-                assert!(!gains[g], "rank {rank} slot {slot} pol {p}: gain slot {g} twice");
-                gains[g] = true;
-            }
-        }
-        if rank == 0 {
-            assert!(gains.iter().all(|&g| g));
-        }
-    }
-    for (k, &count) in seen.iter().enumerate() {
-        let twice = k as u32 % a == a / 2;
-        assert_eq!(count, if twice { 2 } else { 1 }, "channel {k}");
-    }
-    for lane in 0..CLUSTER_POST_COLUMNS {
-        for side in 0..2 {
-            for v in 0..4 {
-                let slot = cluster_out_slot(lane, side, v);
-                let u = lane + 1; // rank 0
-                assert_eq!(cluster_slot_channel(slot, 0), if side == 0 { u } else { a - u } + a * v);
-            }
-        }
-    }
-    assert!(cluster_shared_bytes(16) > 227 * 1024, "16-bit input would fit too");
-    for bits in layout::BITS.into_iter().filter(|&b| b <= CLUSTER_MAX_BITS) {
-        assert!(cluster_shared_bytes(bits) <= 227 * 1024, "{bits}-bit: {} bytes", cluster_shared_bytes(bits));
-        // Rows a whole number of chunks apart, so one run stages the batch; every pair's two
-        // words of the last row, at every offset within the first chunk, lie inside it.
-        assert_eq!(cluster_row_step(bits) % 16, 0);
-        assert!(cluster_stage_chunks(bits) <= CLUSTER_STAGE_COPIES * CLUSTER_THREADS);
-        for offset in 0..128 {
-            let last = (CLUSTER_BATCH - 1) * cluster_row_step(bits);
-            let word = layout::fir_row_word(0, offset, CLUSTER_CHANNELS - 1, bits);
-            assert!(last + word + 8 <= 16 * cluster_stage_chunks(bits), "{bits}-bit offset {offset}");
-        }
-    }
-    assert_eq!(CLUSTER_STAGE_OFFSET % 16, 0);
-    assert_eq!(CLUSTER_FFT_BYTES % 16, 0);
-    assert_eq!(CLUSTER_POST_THREADS, 32 * CLUSTER_BATCH, "one post warp per spectrum of a batch");
-    assert_eq!(CLUSTER_THREADS, CLUSTER_POINTS, "one row twiddle per thread");
-    assert_eq!(CLUSTER_THREADS, 16 * CLUSTER_TRANSFORMS, "one radix-16 butterfly per FIR thread");
-    // Warpgroups of 128 threads take their register budgets (`setmaxnreg`) together.
-    assert_eq!(CLUSTER_THREADS % 128, 0);
-    assert_eq!(CLUSTER_POST_THREADS % 128, 0);
-    assert_eq!(CLUSTER_BLOCK_THREADS * CLUSTER_LAUNCH_REGISTERS, 65536, "the register file");
-}
-
-/// Every shared-memory access of the cluster kernel's loop, as its warps issue them: the FIR
-/// stores, both FFT passes' loads and stores, the post's gain loads and output-staging
-/// stores and the copy-out's loads are conflict-free; the post's (remote) loads of columns
-/// u and n/4 - u at most 2-way.
-#[test]
-fn cluster_shared_memory_accesses_are_conflict_free() {
-    use cluster_layout::*;
-    use fused_layout::{fused_slot, stockham_load, stockham_store};
-    use radio_kernels_gpu::bank::wavefronts;
-    let a = CLUSTER_POINTS;
-    let buffer = 8 * fused_layout::fused_buffer_slots(a);
-    for warp in 0..CLUSTER_THREADS / 32 {
-        let tid = |l: usize| 32 * warp + l as u32;
-        for b in 0..CLUSTER_TRANSFORMS {
-            let fir: [u32; 32] = std::array::from_fn(|l| b * buffer + 8 * fused_slot(tid(l)));
-            assert_eq!(wavefronts(&fir, 8), 2, "FIR stores");
-        }
-        for ns in [1, 16] {
-            for r in 0..16 {
-                let at = |l: usize, e: u32| (tid(l) / 16) * buffer + 8 * fused_slot(e);
-                let load: [u32; 32] = std::array::from_fn(|l| at(l, stockham_load(tid(l) % 16, r, a, 16)));
-                let store: [u32; 32] = std::array::from_fn(|l| at(l, stockham_store(tid(l) % 16, r, ns, 16)));
-                assert_eq!(wavefronts(&load, 8), 2, "pass {ns}, r {r}: loads");
-                assert_eq!(wavefronts(&store, 8), 2, "pass {ns}, r {r}: stores");
-            }
-        }
-    }
-    for r in 1..16 {
-        // Second-pass twiddles: lanes 16-31 repeat lanes 0-15 (a broadcast).
-        let twiddle: [u32; 32] = std::array::from_fn(|l| 8 * cluster_row_twiddle(r, l as u32 % 16));
-        assert_eq!(wavefronts(&twiddle, 8), 2, "row twiddles, r {r}");
-    }
-    for slot in 0..CLUSTER_COLUMN_TWIDDLES {
-        let (side, j) = (slot / (CLUSTER_COLUMN_TWIDDLES / 2), slot % (CLUSTER_COLUMN_TWIDDLES / 2));
-        let column: [u32; 32] = std::array::from_fn(|l| 8 * cluster_column_twiddle(side, j, l as u32));
-        assert_eq!(wavefronts(&column, 8), 2, "column twiddles");
-    }
-    for rank in 0..CLUSTER_BLOCKS {
-        let u = |l: usize| rank * CLUSTER_POST_COLUMNS + l as u32 + 1;
-        let column: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot(u(l)));
-        let mirror: [u32; 32] = std::array::from_fn(|l| 8 * fused_slot(a - u(l)));
-        // Columns u = 32 c + 1 .. 32 c + 32 straddle a pad slot in each half-warp phase:
-        // 2-way, as the fused kernel's mirror loads.
-        assert!(wavefronts(&column, 8) <= 4, "rank {rank}: post loads of u");
-        assert!(wavefronts(&mirror, 8) <= 4, "rank {rank}: post loads of n/4 - u");
-    }
-    for s in 0..CLUSTER_BATCH {
-        for side in 0..2 {
-            for v in 0..4 {
-                let stage: [u32; 32] =
-                    std::array::from_fn(|l| 4 * cluster_out_word(s, cluster_out_slot(l as u32, side, v)));
-                assert_eq!(wavefronts(&stage, 4), 1, "output staging stores");
-                for p in 0..2 {
-                    let gain: [u32; 32] = std::array::from_fn(|l| {
-                        8 * cluster_gain_slot(p, cluster_out_slot(l as u32, side, v))
-                    });
-                    assert_eq!(wavefronts(&gain, 8), 2, "gain loads");
-                }
-            }
-        }
-        for first in (0..CLUSTER_OUT_SLOTS).step_by(32) {
-            let copy: [u32; 32] =
-                std::array::from_fn(|l| 4 * cluster_out_word(s, (first + l as u32) % CLUSTER_OUT_SLOTS));
-            assert!(wavefronts(&copy, 4) <= 2, "copy-out loads");
-        }
-    }
-}
-
 /// The cluster kernel's row FFT as the device runs it (two radix-16 Stockham passes over
 /// padded slots, the first into a scratch buffer and the second back; the second pass's
 /// twiddles `W_(n/4)^(j r)` from the table the kernel builds, entry `8 j r` of the n-point
@@ -949,15 +606,15 @@ fn cluster_shared_memory_accesses_are_conflict_free() {
 #[test]
 fn cluster_row_fft_matches_a_dft() {
     use cluster_layout::*;
-    use fused_layout::*;
+    use radio_kernels_gpu::pfb::stockham::*;
     let mut rng = rng();
     let a = CLUSTER_POINTS;
     let tw = fused_twiddles(CLUSTER_CHANNELS).unwrap();
     let z: Vec<[f64; 2]> =
         (0..a).map(|_| [rng.random_range(-1000.0..1000.0), rng.random_range(-1000.0..1000.0)]).collect();
-    let mut smem = vec![[f32::NAN; 2]; fused_buffer_slots(a) as usize];
+    let mut smem = vec![[f32::NAN; 2]; fft_buffer_slots(a) as usize];
     for q in 0..a {
-        smem[fused_slot(q) as usize] = [z[q as usize][0] as f32, z[q as usize][1] as f32];
+        smem[fft_slot(q) as usize] = [z[q as usize][0] as f32, z[q as usize][1] as f32];
     }
     for ns in [1, 16] {
         let mut next = smem.clone();
@@ -971,15 +628,15 @@ fn cluster_row_fft_matches_a_dft() {
         for j in 0..a / 16 {
             let mut v = [[0.0f32; 2]; 16];
             for r in 0..16 {
-                v[r as usize] = smem[fused_slot(stockham_load(j, r, a, 16)) as usize];
+                v[r as usize] = smem[fft_slot(stockham_load(j, r, a, 16)) as usize];
                 if ns > 1 {
                     let w = table[cluster_row_twiddle(r, j % ns) as usize];
                     v[r as usize] = layout::cmul(v[r as usize], w);
                 }
             }
-            let v = dft_radix(v, 16);
+            let v = dft16(v);
             for r in 0..16 {
-                next[fused_slot(stockham_store(j, r, ns, 16)) as usize] = v[r as usize];
+                next[fft_slot(stockham_store(j, r, ns, 16)) as usize] = v[r as usize];
             }
         }
         smem = next;
@@ -993,7 +650,7 @@ fn cluster_row_fft_matches_a_dft() {
             want[0] += zq[0] * c - zq[1] * s;
             want[1] += zq[0] * s + zq[1] * c;
         }
-        let got = smem[fused_slot(k) as usize];
+        let got = smem[fft_slot(k) as usize];
         err += (got[0] as f64 - want[0]).powi(2) + (got[1] as f64 - want[1]).powi(2);
         norm += want[0].powi(2) + want[1].powi(2);
     }
@@ -1001,29 +658,12 @@ fn cluster_row_fft_matches_a_dft() {
     assert!(rel < 1e-6, "relative L2 error {rel}");
 }
 
-#[test]
-fn fused_blocks_share_a_heap_and_fit_shared_memory() {
-    use fused_layout::*;
-    for log2 in 6..=12u32 {
-        let n = 1u32 << log2;
-        for s in [4, 8, 12, 16, 24, 256] {
-            let g = fused_spectra_per_block(n, s);
-            assert_eq!(s % g, 0);
-            assert!(fused_shared_bytes(n, g) <= FUSED_MAX_SHARED);
-            assert!(g >= 2 || n == 4096, "n {n} S {s}: g {g}");
-        }
-    }
-    assert_eq!(fused_spectra_per_block(512, 256), 4);
-    assert_eq!(fused_spectra_per_block(1024, 256), 4);
-    assert_eq!(fused_spectra_per_block(4096, 256), 1);
-}
-
-/// The fused post's per-thread fix-up (columns u and its mirror, [`layout::post_columns`])
+/// The per-thread fix-up (columns u and its mirror, [`layout::post_columns`])
 /// covers every channel once, reads each spectrum value once, and gives each channel
 /// `r2c_fixup(Z[k], Z[n - k], exp(-j pi k / n))` (within the f32 rounding of the row
 /// twiddle products).
 #[test]
-fn fused_post_pairs_cover_every_channel_with_its_mirror() {
+fn post_pairs_cover_every_channel_with_its_mirror() {
     let mut rng = rng();
     for log2 in 6..=12u32 {
         let n = 1u32 << log2;

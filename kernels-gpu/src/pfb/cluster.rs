@@ -1,10 +1,10 @@
-//! Cluster-fused PFB path for n = [`CLUSTER_CHANNELS`] on Hopper (sm_90a; seed 004 sec. 6,
-//! "fuse all three kernels"): FIR, FFT and post-processing of [`super`] in one kernel whose
+//! Cluster-fused PFB path for n = [`CLUSTER_CHANNELS`] on Hopper (sm_90a; all three kernels
+//! fused): FIR, FFT and post-processing of [`super`] in one kernel whose
 //! intermediate values stay on chip, each input sample unpacked once.
 //!
 //! The three-kernel path's factorisation, spread over a cluster of [`CLUSTER_BLOCKS`] = 4
-//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix (sec. 4.2,
-//! [`super::fft_index`]). Each block has two warp roles that work on consecutive batches of
+//! blocks (one per SM): block `c` owns row `c` of the unzipped matrix
+//! ([`super::fft_index`]). Each block has two warp roles that work on consecutive batches of
 //! [`CLUSTER_BATCH`] spectra at once:
 //! - **FIR threads** ([`CLUSTER_THREADS`] = 256, warpgroups 0-1, [`CLUSTER_FIR_REGISTERS`]
 //!   after `setmaxnreg`): the column pairs `q = 4 q1 + c`, one per thread (`q1 < n/4`, both
@@ -18,7 +18,7 @@
 //!      it belongs to, taps ascending (so its f32 FIR values are the three-kernel FIR's). A
 //!      delay step makes the polarisation reload its window from global memory.
 //!   2. The n/4-point FFT of row `c` of every (spectrum, polarisation): two radix-16 Stockham
-//!      passes ([`super::fused`]'s butterflies and slots), the first into a scratch buffer and
+//!      passes ([`super::stockham`]), the first into a scratch buffer and
 //!      the second back, so neither pass needs a barrier between its loads and stores; the
 //!      second pass's twiddles come from a table of `W^(j r)` ([`cluster_row_twiddle`]), one
 //!      load each.
@@ -38,7 +38,7 @@
 //! posts of batch `k - 1`. The FIR threads arrive with release semantics (their FFT values);
 //! the post threads arrive relaxed: they only say that they have finished reading, and their
 //! loads have returned (their values were used), so they need not wait for their own output
-//! stores to drain (with release, a `MEMBAR.ALL.GPU` per batch: 1.46 against 1.31 ms).
+//! stores to drain (with release, each batch would pay a `MEMBAR.ALL.GPU`).
 //!
 //! Each cluster takes a run of whole batches; the host launches as many clusters as are
 //! resident (one wave). Nothing in the loop waits on a global load: the batch's offsets and
@@ -50,7 +50,7 @@
 //! Layouts of input, offsets, weights, gains, fine delays, rotations, output and counts are
 //! those of the three-kernel path ([`super`]); `twiddles[k] = exp(-j pi k / n)`, `k < 2n`.
 
-use super::fused::fused_buffer_slots;
+use super::stockham::fft_buffer_slots;
 use super::{fir_row_chunks, UNZIP};
 
 /// Channel count of the cluster kernel.
@@ -97,7 +97,7 @@ pub const CLUSTER_COLUMN_SLOTS: u32 = 8 * CLUSTER_POST_COLUMNS;
 pub const CLUSTER_OUT_SLOTS: u32 = CLUSTER_COLUMN_SLOTS + 4;
 
 /// Bytes of one FFT buffer (every transform of a batch, pad slots included).
-pub const CLUSTER_FFT_BYTES: u32 = CLUSTER_TRANSFORMS * 8 * fused_buffer_slots(CLUSTER_POINTS);
+pub const CLUSTER_FFT_BYTES: u32 = CLUSTER_TRANSFORMS * 8 * fft_buffer_slots(CLUSTER_POINTS);
 /// Offset of the row FFT's scratch buffer (after the two FFT buffers): the first pass writes
 /// it, the second reads it, so neither pass needs a barrier between its loads and stores.
 pub const CLUSTER_SCRATCH_OFFSET: u32 = 2 * CLUSTER_FFT_BYTES;
@@ -217,49 +217,23 @@ pub const fn cluster_slot_channel(slot: u32, rank: u32) -> u32 {
     }
 }
 
-/// Kernel name of the cluster path for `variant_taps` compiled taps (1, 4, 8 or 16).
-pub const fn cluster_kernel_name(variant_taps: u32, int4: bool) -> &'static str {
-    match (variant_taps, int4) {
-        (1, false) => "pfb_cluster_t1_ci8",
-        (4, false) => "pfb_cluster_t4_ci8",
-        (8, false) => "pfb_cluster_t8_ci8",
-        (_, false) => "pfb_cluster_t16_ci8",
-        (1, true) => "pfb_cluster_t1_ci4",
-        (4, true) => "pfb_cluster_t4_ci4",
-        (8, true) => "pfb_cluster_t8_ci4",
-        (_, true) => "pfb_cluster_t16_ci4",
-    }
-}
-
-/// Every cluster kernel (`build.rs` gives them `.reqnctapercluster`).
-pub const CLUSTER_KERNELS: [&str; 8] = [
-    cluster_kernel_name(1, false),
-    cluster_kernel_name(4, false),
-    cluster_kernel_name(8, false),
-    cluster_kernel_name(16, false),
-    cluster_kernel_name(1, true),
-    cluster_kernel_name(4, true),
-    cluster_kernel_name(8, true),
-    cluster_kernel_name(16, true),
-];
-
 #[cfg(all(target_arch = "nvptx64", radio_sm90a))]
-mod device {
-    use super::super::fused::{dft_radix, fused_slot, stockham_load, stockham_store};
+pub(super) mod device {
+    use super::super::stockham::{dft16, fft_slot, stockham_load, stockham_store};
     use super::super::{
         cmul, fir_row_start, fir_row_word, fixup_columns, fixup_pair, output_index, post_rotations,
         quantise_complex, r2c_fixup_pair_x2, r2c_twiddles, rotations, unpack_words, unpack_words32,
-        unzip_column, C32,
+        unzip_column,
     };
     use super::*;
     use crate::intrinsics::*;
-    use crate::pfb::c32::{ld_c32, ld_cluster_c32, ld_global_c32, shfl_idx_f32, st_c32};
+    use crate::pfb::arith::c32::{ld_c32, ld_cluster_c32, ld_global_c32, shfl_idx_f32, st_c32};
     use crate::wgmma::set_max_registers;
 
     const B: usize = CLUSTER_BATCH as usize;
     const A: u32 = CLUSTER_POINTS;
     const N: u32 = CLUSTER_CHANNELS;
-    const SLOT_BYTES: u32 = 8 * fused_buffer_slots(CLUSTER_POINTS);
+    const SLOT_BYTES: u32 = 8 * fft_buffer_slots(CLUSTER_POINTS);
 
     /// One radix-16 Stockham pass over the batch's transforms, from `source` to `target`:
     /// thread `tid` takes butterfly `tid % 16` of transform `tid / 16` (256 threads, 16
@@ -273,36 +247,36 @@ mod device {
         let j = tid % per;
         let mut v = [[0.0f32; 2]; 16];
         unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            v[r] = ld_c32(source + transform + 8 * fused_slot(stockham_load(j, r as u32, A, R)));
+            v[r] = ld_c32(source + transform + 8 * fft_slot(stockham_load(j, r as u32, A, R)));
         });
         if ns > 1 {
             unroll!(r in [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
                 v[r] = cmul(v[r], ld_c32(twiddles + 8 * cluster_row_twiddle(r as u32, j)));
             });
         }
-        v = dft_radix(v, R);
+        v = dft16(v);
         unroll!(r in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            st_c32(target + transform + 8 * fused_slot(stockham_store(j, r as u32, ns, R)), v[r]);
+            st_c32(target + transform + 8 * fft_slot(stockham_store(j, r as u32, ns, R)), v[r]);
         });
     }
 
-    /// The kernel's arguments (see [`cluster_kernel`]'s entry points).
+    /// The kernel's arguments (the entry points' parameters, `super::super::device`).
     #[derive(Clone, Copy)]
-    struct Args {
-        inputs: [*const u32; 2],
-        offsets: *const u32,
-        weights: *const f32,
-        twiddles: *const [f32; 2],
-        gains: *const [f32; 2],
-        fine: *const f32,
-        rotation: *const [f32; 4],
-        out: *mut u32,
-        saturated: *mut u32,
-        taps: u32,
-        spectra: u32,
-        spectra_per_heap: u32,
-        bits: u32,
-        run: u32,
+    pub(in crate::pfb) struct Args {
+        pub(in crate::pfb) inputs: [*const u32; 2],
+        pub(in crate::pfb) offsets: *const u32,
+        pub(in crate::pfb) weights: *const f32,
+        pub(in crate::pfb) twiddles: *const [f32; 2],
+        pub(in crate::pfb) gains: *const [f32; 2],
+        pub(in crate::pfb) fine: *const f32,
+        pub(in crate::pfb) rotation: *const [f32; 4],
+        pub(in crate::pfb) out: *mut u32,
+        pub(in crate::pfb) saturated: *mut u32,
+        pub(in crate::pfb) taps: u32,
+        pub(in crate::pfb) spectra: u32,
+        pub(in crate::pfb) spectra_per_heap: u32,
+        pub(in crate::pfb) bits: u32,
+        pub(in crate::pfb) run: u32,
     }
 
     /// The kernel body (module documentation). Grid: `4 x clusters` blocks of
@@ -318,7 +292,7 @@ mod device {
     /// the FIR threads may rewrite buffer `(k + 1) % 2`, whose last readers were the posts of
     /// batch `k - 1`. Both roles arrive and wait once per phase, `batches + 1` phases in all.
     #[inline(always)]
-    unsafe fn cluster_pfb<const TV: usize, const INT4: bool>(args: &Args) {
+    pub(in crate::pfb) unsafe fn cluster_pfb<const TV: usize, const INT4: bool>(args: &Args) {
         let Args { twiddles, gains, spectra, run, .. } = *args;
         let tid = thread_idx_x();
         let c = cluster_rank();
@@ -515,7 +489,7 @@ mod device {
                 if staged {
                     expected[p] = s0.wrapping_add(B as u32 * step);
                     unroll!(i in [0, 1, 2, 3, 4, 5, 6, 7] {
-                        st_c32(buffer + (2 * i as u32 + p as u32) * SLOT_BYTES + 8 * fused_slot(q1), acc[i]);
+                        st_c32(buffer + (2 * i as u32 + p as u32) * SLOT_BYTES + 8 * fft_slot(q1), acc[i]);
                     });
                 } else {
                     // A delay step inside the batch: each window read directly (the staged rows
@@ -535,7 +509,7 @@ mod device {
                                 ptr = ptr.add(row_words);
                             }
                         });
-                        st_c32(buffer + (2 * i + p as u32) * SLOT_BYTES + 8 * fused_slot(q1), sum);
+                        st_c32(buffer + (2 * i + p as u32) * SLOT_BYTES + 8 * fft_slot(q1), sum);
                         i += 1;
                     }
                 }
@@ -626,11 +600,11 @@ mod device {
                 let mut y = [[0.0f32; 2]; 4];
                 let mut ym = [[0.0f32; 2]; 4];
                 unroll!(r in [0, 1, 2, 3] {
-                    y[r] = ld_cluster_c32(tr + 8 * fused_slot(u), r as u32);
-                    ym[r] = ld_cluster_c32(tr + 8 * fused_slot(wm), r as u32);
+                    y[r] = ld_cluster_c32(tr + 8 * fft_slot(u), r as u32);
+                    ym[r] = ld_cluster_c32(tr + 8 * fft_slot(wm), r as u32);
                 });
                 // The lane's column twiddles, loaded per polarisation: held across both (once per
-                // batch) they cost 7% of the kernel's time (1.395 against 1.307 ms, H200).
+                // batch) they take registers the loop needs, which made the kernel slower.
                 let tw_u = [column_twiddle(0, 0), column_twiddle(0, 1), column_twiddle(0, 2)];
                 let t_u = [column_twiddle(0, 3), column_twiddle(0, 4)];
                 let tw_w = [column_twiddle(1, 0), column_twiddle(1, 1), column_twiddle(1, 2)];
@@ -736,55 +710,145 @@ mod device {
         }
         cluster_wait();
     }
+}
 
-    macro_rules! cluster_kernel {
-        ($name:ident, $tv:literal, $int4:literal) => {
-            /// See the module documentation. `4 x clusters` blocks of `CLUSTER_THREADS` in
-            /// clusters of 4; `cluster_shared_bytes(bits)` bytes of dynamic shared memory.
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(
-                input0: *const u32,
-                input1: *const u32,
-                offsets: *const u32,
-                weights: *const f32,
-                twiddles: *const [f32; 2],
-                gains: *const [f32; 2],
-                fine: *const f32,
-                rotation: *const [f32; 4],
-                out: *mut u32,
-                saturated: *mut u32,
-                taps: u32,
-                spectra: u32,
-                spectra_per_heap: u32,
-                bits: u32,
-                run: u32,
-            ) {
-                cluster_pfb::<$tv, $int4>(&Args {
-                    inputs: [input0, input1],
-                    offsets,
-                    weights,
-                    twiddles,
-                    gains,
-                    fine,
-                    rotation,
-                    out,
-                    saturated,
-                    taps,
-                    spectra,
-                    spectra_per_heap,
-                    bits,
-                    run,
-                });
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::pfb::{fir_row_word, BITS};
+
+    /// The cluster kernel's output slots: the four blocks together hold every channel, each
+    /// once, except the self-mirrored column n/8's (the same values twice, from one thread);
+    /// gain slots are a bijection onto the gain table; shared memory fits an SM for every bit
+    /// width, with 16-byte aligned stages.
+    #[test]
+    fn cluster_blocks_cover_every_channel_and_fit_shared_memory() {
+        let n = CLUSTER_CHANNELS;
+        let a = n / UNZIP;
+        let mut seen = std::vec![0u32; n as usize];
+        for rank in 0..CLUSTER_BLOCKS {
+            let slots = cluster_block_slots(rank);
+            let mut gains = std::vec![false; CLUSTER_GAIN_SLOTS as usize];
+            for slot in 0..slots {
+                seen[cluster_slot_channel(slot, rank) as usize] += 1;
+                for p in 0..2 {
+                    let g = cluster_gain_slot(p, slot) as usize;
+                    assert!(!gains[g], "rank {rank} slot {slot} pol {p}: gain slot {g} twice");
+                    gains[g] = true;
+                }
             }
-        };
+            if rank == 0 {
+                assert!(gains.iter().all(|&g| g));
+            }
+        }
+        for (k, &count) in seen.iter().enumerate() {
+            let twice = k as u32 % a == a / 2;
+            assert_eq!(count, if twice { 2 } else { 1 }, "channel {k}");
+        }
+        for lane in 0..CLUSTER_POST_COLUMNS {
+            for side in 0..2 {
+                for v in 0..4 {
+                    let slot = cluster_out_slot(lane, side, v);
+                    let u = lane + 1; // rank 0
+                    assert_eq!(cluster_slot_channel(slot, 0), if side == 0 { u } else { a - u } + a * v);
+                }
+            }
+        }
+        assert!(cluster_shared_bytes(16) > 227 * 1024, "16-bit input would fit too");
+        for bits in BITS.into_iter().filter(|&b| b <= CLUSTER_MAX_BITS) {
+            assert!(
+                cluster_shared_bytes(bits) <= 227 * 1024,
+                "{bits}-bit: {} bytes",
+                cluster_shared_bytes(bits)
+            );
+            // Rows a whole number of chunks apart, so one run stages the batch; every pair's two
+            // words of the last row, at every offset within the first chunk, lie inside it.
+            assert_eq!(cluster_row_step(bits) % 16, 0);
+            assert!(cluster_stage_chunks(bits) <= CLUSTER_STAGE_COPIES * CLUSTER_THREADS);
+            for offset in 0..128 {
+                let last = (CLUSTER_BATCH - 1) * cluster_row_step(bits);
+                let word = fir_row_word(0, offset, CLUSTER_CHANNELS - 1, bits);
+                assert!(last + word + 8 <= 16 * cluster_stage_chunks(bits), "{bits}-bit offset {offset}");
+            }
+        }
+        assert_eq!(CLUSTER_STAGE_OFFSET % 16, 0);
+        assert_eq!(CLUSTER_FFT_BYTES % 16, 0);
+        assert_eq!(CLUSTER_POST_THREADS, 32 * CLUSTER_BATCH, "one post warp per spectrum of a batch");
+        assert_eq!(CLUSTER_THREADS, CLUSTER_POINTS, "one row twiddle per thread");
+        assert_eq!(CLUSTER_THREADS, 16 * CLUSTER_TRANSFORMS, "one radix-16 butterfly per FIR thread");
+        // Warpgroups of 128 threads take their register budgets (`setmaxnreg`) together.
+        assert_eq!(CLUSTER_THREADS % 128, 0);
+        assert_eq!(CLUSTER_POST_THREADS % 128, 0);
+        assert_eq!(CLUSTER_BLOCK_THREADS * CLUSTER_LAUNCH_REGISTERS, 65536, "the register file");
     }
 
-    cluster_kernel!(pfb_cluster_t1_ci8, 1, false);
-    cluster_kernel!(pfb_cluster_t4_ci8, 4, false);
-    cluster_kernel!(pfb_cluster_t8_ci8, 8, false);
-    cluster_kernel!(pfb_cluster_t16_ci8, 16, false);
-    cluster_kernel!(pfb_cluster_t1_ci4, 1, true);
-    cluster_kernel!(pfb_cluster_t4_ci4, 4, true);
-    cluster_kernel!(pfb_cluster_t8_ci4, 8, true);
-    cluster_kernel!(pfb_cluster_t16_ci4, 16, true);
+    /// Every shared-memory access of the cluster kernel's loop, as its warps issue them: the FIR
+    /// stores, both FFT passes' loads and stores, the post's gain loads and output-staging
+    /// stores and the copy-out's loads are conflict-free; the post's (remote) loads of columns
+    /// u and n/4 - u at most 2-way.
+    #[test]
+    fn cluster_shared_memory_accesses_are_conflict_free() {
+        use crate::bank::wavefronts;
+        use crate::pfb::stockham::{fft_slot, stockham_load, stockham_store};
+        let a = CLUSTER_POINTS;
+        let buffer = 8 * crate::pfb::stockham::fft_buffer_slots(a);
+        for warp in 0..CLUSTER_THREADS / 32 {
+            let tid = |l: usize| 32 * warp + l as u32;
+            for b in 0..CLUSTER_TRANSFORMS {
+                let fir: [u32; 32] = std::array::from_fn(|l| b * buffer + 8 * fft_slot(tid(l)));
+                assert_eq!(wavefronts(&fir, 8), 2, "FIR stores");
+            }
+            for ns in [1, 16] {
+                for r in 0..16 {
+                    let at = |l: usize, e: u32| (tid(l) / 16) * buffer + 8 * fft_slot(e);
+                    let load: [u32; 32] =
+                        std::array::from_fn(|l| at(l, stockham_load(tid(l) % 16, r, a, 16)));
+                    let store: [u32; 32] =
+                        std::array::from_fn(|l| at(l, stockham_store(tid(l) % 16, r, ns, 16)));
+                    assert_eq!(wavefronts(&load, 8), 2, "pass {ns}, r {r}: loads");
+                    assert_eq!(wavefronts(&store, 8), 2, "pass {ns}, r {r}: stores");
+                }
+            }
+        }
+        for r in 1..16 {
+            // Second-pass twiddles: lanes 16-31 repeat lanes 0-15 (a broadcast).
+            let twiddle: [u32; 32] = std::array::from_fn(|l| 8 * cluster_row_twiddle(r, l as u32 % 16));
+            assert_eq!(wavefronts(&twiddle, 8), 2, "row twiddles, r {r}");
+        }
+        for slot in 0..CLUSTER_COLUMN_TWIDDLES {
+            let (side, j) = (slot / (CLUSTER_COLUMN_TWIDDLES / 2), slot % (CLUSTER_COLUMN_TWIDDLES / 2));
+            let column: [u32; 32] = std::array::from_fn(|l| 8 * cluster_column_twiddle(side, j, l as u32));
+            assert_eq!(wavefronts(&column, 8), 2, "column twiddles");
+        }
+        for rank in 0..CLUSTER_BLOCKS {
+            let u = |l: usize| rank * CLUSTER_POST_COLUMNS + l as u32 + 1;
+            let column: [u32; 32] = std::array::from_fn(|l| 8 * fft_slot(u(l)));
+            let mirror: [u32; 32] = std::array::from_fn(|l| 8 * fft_slot(a - u(l)));
+            // Columns u = 32 c + 1 .. 32 c + 32 straddle a pad slot in each half-warp phase:
+            // 2-way.
+            assert!(wavefronts(&column, 8) <= 4, "rank {rank}: post loads of u");
+            assert!(wavefronts(&mirror, 8) <= 4, "rank {rank}: post loads of n/4 - u");
+        }
+        for s in 0..CLUSTER_BATCH {
+            for side in 0..2 {
+                for v in 0..4 {
+                    let stage: [u32; 32] =
+                        std::array::from_fn(|l| 4 * cluster_out_word(s, cluster_out_slot(l as u32, side, v)));
+                    assert_eq!(wavefronts(&stage, 4), 1, "output staging stores");
+                    for p in 0..2 {
+                        let gain: [u32; 32] = std::array::from_fn(|l| {
+                            8 * cluster_gain_slot(p, cluster_out_slot(l as u32, side, v))
+                        });
+                        assert_eq!(wavefronts(&gain, 8), 2, "gain loads");
+                    }
+                }
+            }
+            for first in (0..CLUSTER_OUT_SLOTS).step_by(32) {
+                let copy: [u32; 32] =
+                    std::array::from_fn(|l| 4 * cluster_out_word(s, (first + l as u32) % CLUSTER_OUT_SLOTS));
+                assert!(wavefronts(&copy, 4) <= 2, "copy-out loads");
+            }
+        }
+    }
 }

@@ -2,6 +2,45 @@
 //! downsampling), its configuration and its CPU reference.
 use super::*;
 
+// `I[f][tbar][p][q] = sum_{tau in tbar's T_ds block} sum_pol |Et[tau][f][pol][p][q]|^2`,
+// `Et = sum_{m,n} W[f][pol][m][n] E[tau][f][pol][m][n] exp(2 pi i (m p / 2M + n q / 2N))`
+// (eqs. 50-51), 0 <= p < 2M, 0 <= q < 2N. E complex int4+4 `[tau][f][pol][d]`, gridded by
+// `d -> (m, n)` (no dish: zero); W complex f16 `[f][pol][m][n]`; I `[f][tbar][p][q]`, so the
+// second kernel (sec. 5), a matrix product over the (p, q) pixels for every (f, tbar), reads
+// row-major `(F Tbar) x (2M 2N)` rows.
+//
+// The kernel behind [`FrbBeamformer`] is the straightforward version
+// (`radio_kernels_gpu::frb_beamformer::frb_beamform`): blocks of (channel, chunk of whole
+// output samples, [`frb_output_samples_per_block`]), T_inner samples per phase, gridding
+// through shared memory with W E formed in f16x2, both 1-d FFTs with the tensor-core short
+// FFT, |Et|^2 summed in f16x2: over the whole output sample for T_ds <= 96
+// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32. Full CHORD with
+// T_ds <= 96 (the production case) takes `frb_beamform_eo` instead: both FFTs as the
+// padded 48-point DFT split by the parity of the input index (no twiddles, no padding; the
+// A image [`eo_image`]), blocks of 6 warps, planar `X` and `G`, the two polarisations of a
+// pixel in the two halves of one f16x2 sum.
+// The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
+// layouts and bank-conflict checks are in place) are not written yet.
+//
+// Sizes. E (`T F 2D` bytes) and I (`F Tbar 4MN` values) pass 2^32 in ordinary launches (full
+// CHORD with F = 16: T = 262176 gives 4.3 GB of E; T = 120000 at T_ds = 1 gives 4.4 G values
+// of I), so the kernels form E's and I's element offsets in 64 bits from 32-bit row indices
+// (`(tau, f)` and `(f, tbar)` rows); `FrbConfig::validate` keeps those indices below 2^32
+// (`T F < 2^32`, [`FRB_MAX_ROWS`]: an E of at least 512 GB) and T at most 2^31
+// ([`FRB_MAX_TIMES`]: the kernels' sample counters), and the split keeps the grid within its
+// 2^31 - 1 blocks ([`FRB_MAX_BLOCKS`]).
+//
+// f16 range (sec. 4.14). W E is rounded to f16, the FFT stages hold f16 (`|G| <= N max|W E|`,
+// `|Et| <= D max|W E|`), and I is summed (for T_ds <= 96 entirely, else per phase) and stored
+// as f16 (at most 65504; partial sums are at most the total). So I is
+// finite for every input when `2 T_ds (D w_max 8 sqrt 2)^2 <= 65504`, i.e.
+// `w_max <= 256 / (sqrt(2 T_ds) 8 sqrt(2) D)`: for full CHORD (D = 512, T_ds = 40) that is
+// `|W| <= 4.9e-3`. For noise-like E (rms sigma per component, about 2-3 for 4-bit data) the
+// expected `I = 4 T_ds D |W|^2 sigma^2` (plus bright sources), so `|W|` near
+// `6 / sqrt(T_ds D)` puts noise near 1000, with headroom for sources 60 times brighter; the
+// GPU tests run at such magnitudes (uniform int4 E, sigma about 4.6, |W| up to
+// `sqrt(1000 / (4 T_ds D 21.5))`).
+
 /// Polarisations of the FRB beamformer.
 pub const FRB_POLS: u32 = 2;
 
@@ -248,17 +287,12 @@ impl<'g> FrbBeamformer<'g> {
         config.validate()?;
         config.check_grid(grid)?;
         check_weights(&config, weights)?;
-        let case = config.case()?;
-        let name = frb_beamform_kernel(&case, config.t_ds).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        let selected = selected_kernel(&config)?;
         // Full CHORD with f16 sums: the even/odd kernel (its own block size, shared memory
         // and A image in place of the Gamma image).
-        let eo = eo_applies(&case, config.t_ds);
-        let (threads, shared_bytes) = if eo {
-            (EO_THREADS, eo_shared_bytes())
-        } else {
-            (FRB_THREADS, frb_beamform_shared_bytes(&case))
-        };
-        let kernel = gpu.function(name)?;
+        let eo = selected.even_odd;
+        let (threads, shared_bytes) = (selected.threads(), selected.shared_bytes());
+        let kernel = gpu.kernel(&selected.spec)?;
         allow_dynamic_shared(&kernel, shared_bytes, "raising the FRB kernel's shared-memory limit")?;
         let resident = kernel
             .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
@@ -298,7 +332,7 @@ impl<'g> FrbBeamformer<'g> {
         };
         let small = FrbConfig { freqs: 1, times: t_ds.max(case.t_outer), t_ds, ..*c };
         small.validate()?;
-        if frb_beamform_kernel(&case, small.t_ds) != frb_beamform_kernel(&case, c.t_ds) {
+        if selected_kernel(&small)?.spec != selected_kernel(c)?.spec {
             return Err(Error::InvalidConfig(
                 "the FRB warm-up launch would run another kernel (internal error)".into(),
             ));
@@ -422,6 +456,18 @@ impl<'g> FrbBeamformer<'g> {
             .map_err(|source| Error::Driver { during: "launching the FRB beamformer", source })?;
         Ok(())
     }
+}
+
+/// The first kernel that runs `config` (a case of Table 2; see
+/// [`radio_kernels_gpu::frb_beamformer::frb_kernel`]).
+pub fn selected_kernel(config: &FrbConfig) -> Result<&'static FrbKernel> {
+    let case = config.case()?;
+    frb_kernel(&case, config.t_ds).ok_or_else(|| {
+        Error::InvalidConfig(format!(
+            "no first FRB kernel for (D, M, N) = ({}, {}, {}) at T_ds = {}",
+            config.dishes, config.m, config.n, config.t_ds
+        ))
+    })
 }
 
 /// Output samples per block of the first FRB kernel (blocks are channels times equal chunks

@@ -51,28 +51,6 @@ fn field() -> impl Strategy<Value = u32> {
     ]
 }
 
-/// f32 values including the non-finite ones.
-fn float() -> impl Strategy<Value = f32> {
-    prop_oneof![
-        prop::sample::select(vec![
-            0.0f32,
-            -0.0,
-            1.0,
-            -1.0,
-            4096.0,
-            4096.5,
-            -1e30,
-            f32::MAX,
-            f32::MIN,
-            f32::NAN,
-            f32::INFINITY,
-            f32::NEG_INFINITY
-        ]),
-        -50.0f32..50.0,
-        any::<f32>(),
-    ]
-}
-
 fn saturate(x: u128) -> usize {
     usize::try_from(x).unwrap_or(usize::MAX)
 }

@@ -1,4 +1,4 @@
-//! FRB beamformer, second kernel for factorizable beams (seed 000 sec. 5.3, issue 8 item 5),
+//! FRB beamformer, second kernel for factorizable beams (sec. 5.3 of the FRB beamformer note),
 //! host side: [`FactorizedConfig`], the f64 two-step reference of eqs. 143-144 and
 //! [`FactorizedResampler`], which builds U^M and U^N per channel on the host in f64
 //! ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel

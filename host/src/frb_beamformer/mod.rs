@@ -10,7 +10,8 @@
 //!   three-factor form of eqs. 28-30, and an emulation of the warp algorithm through the
 //!   register tables (optionally rounding each stage to f16 like the kernel);
 //! - `short_fft`: the launcher [`ShortFft`] with validation;
-//! - `first_kernel`: [`FrbConfig`], [`FrbBeamformer`] and its f64 reference;
+//! - `config`: [`FrbConfig`] and its checks; `first_kernel`: [`FrbBeamformer`];
+//!   `reference`: the first kernel's f64 reference;
 //! - [`resample`], [`factorized`]: the resamplers; [`quantize`]: the quantiser;
 //! - [`streaming`]: [`FrbStream`], which chains the first kernel, a resampler and the quantiser
 //!   on the device and streams E chunks through them from host memory.
@@ -37,8 +38,12 @@ mod gammas;
 pub use gammas::*;
 mod short_fft;
 pub use short_fft::*;
+mod config;
+pub use config::*;
 mod first_kernel;
 pub use first_kernel::*;
+mod reference;
+pub use reference::*;
 
 pub mod factorized;
 pub mod quantize;

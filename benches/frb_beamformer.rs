@@ -17,7 +17,7 @@ use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
 use half::f16;
 use radio_kernels::frb_beamformer::{
-    fft_methods, FftMethod, FrbBeamformer, FrbConfig, ShortFft, FFT_THREADS, FRB_CASES,
+    fft_kernel, fft_methods, FftMethod, FrbBeamformer, FrbConfig, ShortFft, FFT_THREADS, FRB_CASES,
 };
 use radio_kernels::gpu_shared::frb_beamformer::{
     direct_has_k8, direct_k16_tiles, sparse_selector, FFT_SIZES,
@@ -51,7 +51,8 @@ fn main() {
     let mut rng = StdRng::seed_from_u64(7);
     let mut rows = Vec::new();
     for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
-        let fft = ShortFft::with_method(&gpu, n, method).expect("short FFT");
+        let kernels = fft_kernel(n, method).expect("short FFT kernels");
+        let fft = ShortFft::with_kernel(&gpu, n, &kernels.looped).expect("short FFT");
         let words: Vec<u32> = (0..4 * threads)
             .map(|_| {
                 let mut half = || f16::from_f32(rng.random_range(-1.0f32..1.0)).to_bits();

@@ -8,7 +8,6 @@ mod common;
 use common::*;
 use half::f16;
 use radio_kernels::frb_beamformer::factorized::{FactorizedConfig, FactorizedResampler};
-use radio_kernels::frb_beamformer::nufft::{GpuNufft, NufftPlan, NUFFT_DEFAULT};
 use radio_kernels::frb_beamformer::quantize::{Format, QuantizeConfig, Quantizer};
 use radio_kernels::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler};
 use radio_kernels::frb_beamformer::{FrbBeamformer, FrbConfig, ShortFft};
@@ -132,9 +131,9 @@ fn target<T: bytemuck::Pod>(buffer: &DeviceBuffer<T>, poison: u8) -> (u64, usize
     (buffer.device_address(), buffer.len() * std::mem::size_of::<T>(), poison)
 }
 
-/// Every FRB launcher (first kernel, short FFT, the three resamplers, the NUFFT path and
-/// the quantiser) runs its public calls on the stream `set_stream` gave it, with the same
-/// bytes as on the default stream; a stream of another GPU is `WrongDevice`.
+/// Every FRB launcher (first kernel, short FFT, the three resamplers and the quantiser) runs
+/// its public calls on the stream `set_stream` gave it, with the same bytes as on the
+/// default stream; a stream of another GPU is `WrongDevice`.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_frb_launcher_runs_on_the_callers_stream() {
@@ -212,18 +211,6 @@ fn every_frb_launcher_runs_on_the_callers_stream() {
         factorized.resample(&want, &mut jf).unwrap()
     });
     assert_eq!(jf.download().unwrap(), jf_want.download().unwrap(), "factorized path");
-    // NUFFT path.
-    let (nt, ntp) = (theta.download().unwrap(), theta_prime.download().unwrap());
-    let plan = NufftPlan::new(8, 12, 3, &nt, &ntp, NUFFT_DEFAULT).unwrap();
-    let mut nufft = GpuNufft::new(&gpu, &plan).unwrap();
-    let mut jn_want = gpu.alloc::<u16>(rc.output_len(), POISON).unwrap();
-    nufft.resample(rc.times, &want, &mut jn_want).unwrap();
-    nufft.set_stream(&stream).unwrap();
-    let mut jn = gpu.alloc::<u16>(rc.output_len(), POISON).unwrap();
-    assert_enqueued_on(&gpu, &stream, target(&jn, POISON), "GpuNufft::resample", || {
-        nufft.resample(rc.times, &want, &mut jn).unwrap()
-    });
-    assert_eq!(jn.download().unwrap(), jn_want.download().unwrap(), "NUFFT path");
     // Quantiser (its counts are zeroed on the stream too).
     let qc = QuantizeConfig { channels: 3, times: rc.times, beams: 70, format: Format::U4 };
     let j_dev = gpu.upload(&j_want).unwrap();
@@ -251,7 +238,6 @@ fn every_frb_launcher_runs_on_the_callers_stream() {
         assert!(matches!(weights_path.set_stream(&theirs), Err(Error::WrongDevice { .. })));
         assert!(matches!(fused.set_stream(&theirs), Err(Error::WrongDevice { .. })));
         assert!(matches!(factorized.set_stream(&theirs), Err(Error::WrongDevice { .. })));
-        assert!(matches!(nufft.set_stream(&theirs), Err(Error::WrongDevice { .. })));
         assert!(matches!(quantizer.set_stream(&theirs), Err(Error::WrongDevice { .. })));
     }
 }

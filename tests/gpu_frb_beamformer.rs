@@ -24,7 +24,7 @@ mod common;
 use common::*;
 use half::f16;
 use radio_kernels::frb_beamformer::{
-    fft_methods, padded_dft, relative_l2, unpack_c16, FftMethod, ShortFft, C64, FFT_REL_L2_BOUND,
+    fft_kernel, fft_methods, padded_dft, relative_l2, unpack_c16, FftMethod, ShortFft, C64, FFT_REL_L2_BOUND,
 };
 use radio_kernels::gpu_shared::frb_beamformer::{ffts_per_warp, FFT_SIZES};
 use radio_kernels::gpu_shared::packing::pack_f16x2;
@@ -50,7 +50,7 @@ fn short_fft_matches_the_f64_padded_dft_for_every_n() {
     let gpu = gpu();
     let mut rng = rng();
     for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
-        let fft = ShortFft::with_method(&gpu, n, method).unwrap();
+        let fft = ShortFft::with_kernel(&gpu, n, &fft_kernel(n, method).unwrap().batch).unwrap();
         // A whole number of blocks, one that ends inside a warp, and a single FFT.
         for batch in [4096, 1003 + 4 * rng.random_range(0..200), 1] {
             let x_words = random_c16(&mut rng, batch * n as usize);
@@ -90,7 +90,7 @@ fn short_fft_matches_the_f64_padded_dft_for_every_n() {
 fn short_fft_of_impulses_is_the_dft_matrix() {
     let gpu = gpu();
     for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
-        let fft = ShortFft::with_method(&gpu, n, method).unwrap();
+        let fft = ShortFft::with_kernel(&gpu, n, &fft_kernel(n, method).unwrap().batch).unwrap();
         let batch = n as usize;
         let mut x_words = vec![0u32; batch * n as usize];
         for m in 0..n as usize {
@@ -113,7 +113,13 @@ fn bad_launches_are_typed_errors() {
     let gpu = gpu();
     assert!(matches!(ShortFft::new(&gpu, 10), Err(Error::InvalidConfig(_))));
     assert!(matches!(ShortFft::new(&gpu, 64), Err(Error::InvalidConfig(_))));
-    assert!(matches!(ShortFft::with_method(&gpu, 16, FftMethod::Direct), Err(Error::InvalidConfig(_))));
+    // A kernel of another N, and a spec that is no short FFT kernel.
+    let direct = fft_kernel(20, FftMethod::Direct).unwrap();
+    assert!(matches!(ShortFft::with_kernel(&gpu, 16, &direct.batch), Err(Error::InvalidConfig(_))));
+    assert!(matches!(ShortFft::with_kernel(&gpu, 10, &direct.batch), Err(Error::InvalidConfig(_))));
+    let first = &radio_kernels::gpu_shared::frb_beamformer::FRB_KERNELS[0].spec;
+    assert!(matches!(ShortFft::with_kernel(&gpu, 20, first), Err(Error::InvalidConfig(_))));
+    assert_eq!(ShortFft::with_kernel(&gpu, 20, &direct.looped).unwrap().method(), FftMethod::Direct);
     let fft = ShortFft::new(&gpu, 12).unwrap();
     let x = gpu.alloc::<u32>(12 * 5, 0).unwrap();
     let mut y = gpu.alloc::<u32>(24 * 5, POISON).unwrap();
@@ -141,7 +147,8 @@ fn loop_kernel_runs_the_same_fft() {
     for n in FFT_SIZES {
         // The three-factor kernels' register maps (eqs. 25-26), also at N = 20, whose
         // default is the direct DFT (checked by `direct_loop_kernel_runs_the_same_dft`).
-        let fft = ShortFft::with_method(&gpu, n, FftMethod::ThreeFactor).unwrap();
+        let fft =
+            ShortFft::with_kernel(&gpu, n, &fft_kernel(n, FftMethod::ThreeFactor).unwrap().batch).unwrap();
         let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
         // Registers: x[4 t + k] is chain k's input register of thread t.
         let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
@@ -196,7 +203,7 @@ fn direct_loop_kernel_runs_the_same_dft() {
     let gpu = gpu();
     let mut rng = rng();
     for n in FFT_SIZES.into_iter().filter(|&n| has_direct_dft(n)) {
-        let fft = ShortFft::with_method(&gpu, n, FftMethod::Direct).unwrap();
+        let fft = ShortFft::with_kernel(&gpu, n, &fft_kernel(n, FftMethod::Direct).unwrap().batch).unwrap();
         let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
         let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
         let x = gpu.upload(&regs).unwrap();
@@ -668,7 +675,6 @@ mod streaming {
     use super::frb::{random_grid, random_weights, rel_l2};
     use super::*;
     use radio_kernels::frb_beamformer::factorized::{FactorizedConfig, FactorizedResampler};
-    use radio_kernels::frb_beamformer::nufft::GpuNufft;
     use radio_kernels::frb_beamformer::quantize::{Format, QuantizeConfig, Quantizer};
     use radio_kernels::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler};
     use radio_kernels::frb_beamformer::{
@@ -690,7 +696,6 @@ mod streaming {
         send_sync::<FusedResampler<'static>>();
         send_sync::<FactorizedResampler<'static>>();
         send_sync::<Quantizer<'static>>();
-        send_sync::<GpuNufft<'static>>();
         send_sync::<ShortFft<'static>>();
         send::<FrbStream<'static, 'static>>();
     }
@@ -1105,7 +1110,7 @@ mod streaming {
     #[ignore = "needs a CUDA GPU"]
     fn first_launch_probe() {
         use cudarc::driver::sys;
-        use radio_kernels::gpu_shared::frb_beamformer::frb_beamform_kernel;
+        use radio_kernels::frb_beamformer::selected_kernel;
         let opened = Instant::now();
         let gpu = gpu();
         let open_ms = opened.elapsed().as_secs_f64() * 1e3;
@@ -1284,8 +1289,8 @@ mod streaming {
         // The kernels as the driver loaded them (queried last: a query may itself load).
         use sys::CUfunction_attribute::*;
         for c in [demo, c_config, d_config, e_config] {
-            let name = frb_beamform_kernel(&c.case().unwrap(), c.t_ds).unwrap();
-            let function = gpu.function(name).unwrap();
+            let spec = selected_kernel(&c).unwrap().spec;
+            let (name, function) = (spec.name, gpu.kernel(&spec).unwrap());
             let attr = |a| function.get_attribute(a).unwrap();
             eprintln!(
                 "{name:34}: {} registers, {} B local per thread, {} B static shared, {} B const, max {} threads, PTX {} binary {}",

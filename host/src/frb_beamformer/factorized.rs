@@ -1,4 +1,4 @@
-//! FRB beamformer, second kernel for factorizable beams (seed 000 sec. 5.3, issue 8 item 5),
+//! FRB beamformer, second kernel for factorizable beams (sec. 5.3 of the FRB beamformer note),
 //! host side: [`FactorizedConfig`], the f64 two-step reference of eqs. 143-144 and
 //! [`FactorizedResampler`], which builds U^M and U^N per channel on the host in f64
 //! ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
@@ -13,7 +13,7 @@ use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
 pub use radio_kernels_gpu::frb_beamformer::factorized::{
-    kernel_name, FactorLayout, BLOCK_TIMES, FACTOR_WARPS, GROUP_TIMES, MAX_GRID_AXIS,
+    kernel, FactorLayout, BLOCK_TIMES, FACTOR_THREADS, FACTOR_WARPS, GROUP_TIMES, MAX_GRID_AXIS,
 };
 
 /// One factorized job: `channels` channels of `times` slow samples of the `2M x 2N` grid, to
@@ -181,8 +181,15 @@ pub struct FactorizedResampler<'g> {
 impl<'g> FactorizedResampler<'g> {
     pub fn new(gpu: &'g Gpu, config: FactorizedConfig) -> Result<FactorizedResampler<'g>> {
         config.validate()?;
-        let name = kernel_name(config.m, config.n).ok_or(Error::MissingKernel("frb_factorized_*"))?;
-        let kernel = gpu.function(name)?;
+        let spec = kernel(config.m, config.n)
+            .ok_or_else(|| {
+                Error::InvalidConfig(format!(
+                    "no factorized kernel for (M, N) = ({}, {})",
+                    config.m, config.n
+                ))
+            })?
+            .spec;
+        let kernel = gpu.kernel(&spec)?;
         allow_dynamic_shared(
             &kernel,
             config.layout().smem_bytes(),
@@ -291,7 +298,7 @@ impl<'g> FactorizedResampler<'g> {
             .arg(&c.g_prime);
         let config = LaunchConfig {
             grid_dim: (c.times.div_ceil(BLOCK_TIMES), c.channels, 1),
-            block_dim: (32 * FACTOR_WARPS, 1, 1),
+            block_dim: (FACTOR_THREADS, 1, 1),
             shared_mem_bytes: c.layout().smem_bytes(),
         };
         // SAFETY: arguments match `frb_factorized_M_N` for the validated (M, N); I, U^M, U^N

@@ -2,199 +2,51 @@
 //! downsampling), its configuration and its CPU reference.
 use super::*;
 
-/// Polarisations of the FRB beamformer.
-pub const FRB_POLS: u32 = 2;
-
-/// Largest T per launch of the first FRB kernel, 2^31: the kernels count time samples in
-/// 32 bits and step a phase of up to 8 samples past the last one. E and I may exceed 2^32
-/// bytes and values (the kernels' row offsets are 64-bit), but their rows are counted in 32
-/// bits: `validate` also requires `T F < 2^32` ([`FRB_MAX_ROWS`]), which only an E of at
-/// least 512 GB would break.
-pub const FRB_MAX_TIMES: u32 = 1 << 31;
-
-/// Largest number of `(tau, f)` rows of E, `T F` (`2^32 - 1`: the kernels' 32-bit row
-/// indices; I has fewer rows, `F T / T_ds`).
-pub const FRB_MAX_ROWS: u64 = u32::MAX as u64;
-
-/// Largest number of blocks of one first-kernel launch (the grid's x dimension, `2^31 - 1`).
-pub const FRB_MAX_BLOCKS: u64 = (1 << 31) - 1;
-
-/// The first f16 word whose real or imaginary half is not finite (all exponent bits set).
-pub(super) fn first_non_finite_c16(words: &[u32]) -> Option<usize> {
-    words.iter().position(|&w| w & 0x7c00 == 0x7c00 || (w >> 16) & 0x7c00 == 0x7c00)
-}
-
-/// One launch of the first FRB kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrbConfig {
-    /// Dishes D and grid (M, N): one of the cases of seed Table 2 ([`FRB_CASES`]).
-    pub dishes: u32,
-    pub m: u32,
-    pub n: u32,
-    /// Frequency channels F (one thread block each), 1..=65535.
-    pub freqs: u32,
-    /// Time samples T per launch: a positive multiple of the case's outer block and of T_ds,
-    /// at most [`FRB_MAX_TIMES`].
-    pub times: u32,
-    /// Time downsampling factor T_ds (any positive integer).
-    pub t_ds: u32,
-}
-
-impl FrbConfig {
-    /// The Table 2 case, or `InvalidConfig` naming the supported ones.
-    pub fn case(&self) -> Result<FrbCase> {
-        frb_case(self.dishes, self.m, self.n).ok_or_else(|| {
-            let cases: Vec<String> =
-                FRB_CASES.iter().map(|c| format!("({}, {}, {})", c.dishes, c.m, c.n)).collect();
-            Error::InvalidConfig(format!(
-                "(D, M, N) = ({}, {}, {}) is not one of the compiled cases {}",
-                self.dishes,
-                self.m,
-                self.n,
-                cases.join(", ")
-            ))
-        })
-    }
-
-    /// Checks every parameter; the first violation is returned as `InvalidConfig`.
-    pub fn validate(&self) -> Result<()> {
-        let case = self.case()?;
-        let bad = |message: String| Err(Error::InvalidConfig(message));
-        if self.freqs == 0 || self.freqs > 65535 {
-            return bad(format!("freqs must be 1..=65535, got {}", self.freqs));
-        }
-        if self.t_ds == 0 {
-            return bad("the time downsampling factor T_ds must be positive".into());
-        }
-        if self.times == 0 || !self.times.is_multiple_of(case.t_outer) {
-            return bad(format!(
-                "times per launch must be a positive multiple of the outer block {} of (D, M, N) = ({}, {}, {}), got {}",
-                case.t_outer, self.dishes, self.m, self.n, self.times
-            ));
-        }
-        if !self.times.is_multiple_of(self.t_ds) {
-            return bad(format!(
-                "times per launch ({}) must be a multiple of T_ds ({}): no partial sums are kept between launches",
-                self.times, self.t_ds
-            ));
-        }
-        if self.times > FRB_MAX_TIMES {
-            return bad(format!(
-                "times per launch ({}) must be at most 2^31: the kernels count time samples in 32 bits",
-                self.times
-            ));
-        }
-        let rows = self.times as u64 * self.freqs as u64;
-        if rows > FRB_MAX_ROWS {
-            return bad(format!(
-                "T F = {rows} rows of E exceed 2^32 - 1, the kernels' 32-bit row indices (E would hold {:.3e} bytes)",
-                self.e_len_exact() as f64
-            ));
-        }
-        let per_channel = self.out_times() as u64 * 4 * self.m as u64 * self.n as u64;
-        if per_channel > u32::MAX as u64 {
-            return bad(format!(
-                "one channel of I would hold {per_channel} values (T / T_ds x 4MN), past 2^32 - 1: the \
-                 first kernel addresses a channel's I with 32-bit offsets (split the launch in time)"
-            ));
-        }
-        // E and I address 64-bit rows on the device; on the host they must fit `usize`.
-        for (what, unit, len) in
-            [("E", "bytes", self.e_len_exact()), ("I", "values", self.output_len_exact())]
-        {
-            if len > usize::MAX as u128 {
-                return bad(format!("{what} would hold {len} {unit}, past this platform's address space"));
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn e_len_exact(&self) -> u128 {
-        self.times as u128 * self.freqs as u128 * FRB_POLS as u128 * self.dishes as u128
-    }
-    /// Exact below 2^128; saturates at `u128::MAX` past it (F T_ds m n can reach 2^130, far
-    /// beyond what `validate` accepts).
-    pub(super) fn output_len_exact(&self) -> u128 {
-        (self.freqs as u128 * self.out_times() as u128 * 4 * self.m as u128).saturating_mul(self.n as u128)
-    }
-
-    // The size and index helpers below are exact for every configuration [`validate`]
-    // accepts (and indices inside it); for others they neither panic nor wrap: sizes and
-    // indices past `usize` saturate at `usize::MAX`, and `out_times` is 0 when T_ds = 0.
-
-    /// Downsampled samples per launch, `T / T_ds` (0 when T_ds = 0, which `validate` rejects).
-    ///
-    /// [`validate`]: FrbConfig::validate
-    pub fn out_times(&self) -> u32 {
-        self.times.checked_div(self.t_ds).unwrap_or(0)
-    }
-    /// E size in bytes (ci4 `[tau][f][pol][d]`; saturates at `usize::MAX`).
-    pub fn e_len(&self) -> usize {
-        size::saturate(self.e_len_exact())
-    }
-    /// W size in complex values (`[f][pol][m][n]`; saturates at `usize::MAX`).
-    pub fn weights_len(&self) -> usize {
-        size::saturate(self.freqs as u128 * FRB_POLS as u128 * self.m as u128 * self.n as u128)
-    }
-    /// I size (`[f][tbar][p][q]`; saturates at `usize::MAX`).
-    pub fn output_len(&self) -> usize {
-        size::saturate(self.output_len_exact())
-    }
-    /// Byte of E holding `(tau, f, pol, d)` (saturates at `usize::MAX`).
-    pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
-        size::row_major(&[(tau, 1), (f, self.freqs), (pol, FRB_POLS), (d, self.dishes)])
-    }
-    /// Entry of W holding `(f, pol, m, n)` (saturates at `usize::MAX`).
-    pub fn weight_index(&self, f: u32, pol: u32, m: u32, n: u32) -> usize {
-        size::row_major(&[(f, 1), (pol, FRB_POLS), (m, self.m), (n, self.n)])
-    }
-    /// Entry of I holding `(f, tbar, p, q)` (saturates at `usize::MAX`).
-    pub fn output_index(&self, f: u32, tbar: u32, p: u32, q: u32) -> usize {
-        size::row_major(&[
-            (f, 1),
-            (tbar, self.out_times()),
-            (p, self.m.saturating_mul(2)),
-            (q, self.n.saturating_mul(2)),
-        ])
-    }
-
-    /// Checks a dish-to-grid map: D entries `(m, n)`, each inside the M x N grid, no two
-    /// dishes on one grid point.
-    pub fn check_grid(&self, grid: &[(u32, u32)]) -> Result<()> {
-        self.case()?;
-        if grid.len() != self.dishes as usize {
-            return Err(Error::ShapeMismatch {
-                what: "dish grid map",
-                expected: self.dishes as usize,
-                actual: grid.len(),
-            });
-        }
-        let mut owner = vec![None; (self.m * self.n) as usize];
-        for (d, &(m, n)) in grid.iter().enumerate() {
-            if m >= self.m || n >= self.n {
-                return Err(Error::InvalidConfig(format!(
-                    "dish {d} is mapped to ({m}, {n}), outside the {} x {} grid",
-                    self.m, self.n
-                )));
-            }
-            let slot = &mut owner[(m * self.n + n) as usize];
-            if let Some(other) = *slot {
-                return Err(Error::InvalidConfig(format!(
-                    "dishes {other} and {d} are both mapped to ({m}, {n})"
-                )));
-            }
-            *slot = Some(d);
-        }
-        Ok(())
-    }
-}
+// `I[f][tbar][p][q] = sum_{tau in tbar's T_ds block} sum_pol |Et[tau][f][pol][p][q]|^2`,
+// `Et = sum_{m,n} W[f][pol][m][n] E[tau][f][pol][m][n] exp(2 pi i (m p / 2M + n q / 2N))`
+// (eqs. 50-51), 0 <= p < 2M, 0 <= q < 2N. E complex int4+4 `[tau][f][pol][d]`, gridded by
+// `d -> (m, n)` (no dish: zero); W complex f16 `[f][pol][m][n]`; I `[f][tbar][p][q]`, so the
+// second kernel (sec. 5), a matrix product over the (p, q) pixels for every (f, tbar), reads
+// row-major `(F Tbar) x (2M 2N)` rows.
+//
+// The kernel behind [`FrbBeamformer`] is the straightforward version
+// (`radio_kernels_gpu::frb_beamformer::frb_beamform`): blocks of (channel, chunk of whole
+// output samples, [`frb_output_samples_per_block`]), T_inner samples per phase, gridding
+// through shared memory with W E formed in f16x2, both 1-d FFTs with the tensor-core short
+// FFT, |Et|^2 summed in f16x2: over the whole output sample for T_ds <= 96
+// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32. Full CHORD with
+// T_ds <= 96 (the production case) takes `frb_beamform_eo` instead: both FFTs as the
+// padded 48-point DFT split by the parity of the input index (no twiddles, no padding; the
+// A image [`eo_image`]), blocks of 6 warps, planar `X` and `G`, the two polarisations of a
+// pixel in the two halves of one f16x2 sum.
+// The seed's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
+// layouts and bank-conflict checks are in place) are not written yet.
+//
+// Sizes. E (`T F 2D` bytes) and I (`F Tbar 4MN` values) pass 2^32 in ordinary launches (full
+// CHORD with F = 16: T = 262176 gives 4.3 GB of E; T = 120000 at T_ds = 1 gives 4.4 G values
+// of I), so the kernels form E's and I's element offsets in 64 bits from 32-bit row indices
+// (`(tau, f)` and `(f, tbar)` rows); `FrbConfig::validate` keeps those indices below 2^32
+// (`T F < 2^32`, [`FRB_MAX_ROWS`]: an E of at least 512 GB) and T at most 2^31
+// ([`FRB_MAX_TIMES`]: the kernels' sample counters), and the split keeps the grid within its
+// 2^31 - 1 blocks ([`FRB_MAX_BLOCKS`]).
+//
+// f16 range (sec. 4.14). W E is rounded to f16, the FFT stages hold f16 (`|G| <= N max|W E|`,
+// `|Et| <= D max|W E|`), and I is summed (for T_ds <= 96 entirely, else per phase) and stored
+// as f16 (at most 65504; partial sums are at most the total). So I is
+// finite for every input when `2 T_ds (D w_max 8 sqrt 2)^2 <= 65504`, i.e.
+// `w_max <= 256 / (sqrt(2 T_ds) 8 sqrt(2) D)`: for full CHORD (D = 512, T_ds = 40) that is
+// `|W| <= 4.9e-3`. For noise-like E (rms sigma per component, about 2-3 for 4-bit data) the
+// expected `I = 4 T_ds D |W|^2 sigma^2` (plus bright sources), so `|W|` near
+// `6 / sqrt(T_ds D)` puts noise near 1000, with headroom for sources 60 times brighter; the
+// GPU tests run at such magnitudes (uniform int4 E, sigma about 4.6, |W| up to
+// `sqrt(1000 / (4 T_ds D 21.5))`).
 
 /// Relative L2 bound of the first FRB kernel's I against [`frb_intensity_reference`]:
 /// `2^-6`. Et passes the f16 product `W E` (two roundings, `2u`, `u = 2^-11`) and two short
 /// FFTs (each within [`FFT_REL_L2_BOUND`] = `8u`), so its relative L2 error is at most
 /// about `18u`; `|Et|^2` doubles relative errors (`36u`), and the f16 squares and sums add
 /// rounding that grows with the number of terms (`2 T_ds` up to T_ds = 96, `2 T_inner`
-/// above). Measured (H200): 6e-4 to 7e-4 at T_ds <= 3, 4.0e-3 at T_ds = 96 (the largest
+/// above). Measured on random data: 6e-4 to 7e-4 at T_ds <= 3, 4.0e-3 at T_ds = 96 (the largest
 /// f16 sum, 192 terms), 3e-4 to 4e-4 for the per-phase kernel at T_ds = 120-192; an f16 sum
 /// of 384 terms (T_ds = 192, which takes the per-phase kernel) measured 9.4e-3. Full
 /// CHORD's even/odd kernel (T_ds terms per f16 half): 5.4e-4 to 6.8e-4 at T_ds <= 3, 8.8e-4
@@ -248,17 +100,12 @@ impl<'g> FrbBeamformer<'g> {
         config.validate()?;
         config.check_grid(grid)?;
         check_weights(&config, weights)?;
-        let case = config.case()?;
-        let name = frb_beamform_kernel(&case, config.t_ds).ok_or(Error::MissingKernel("frb_beamform_*"))?;
+        let selected = selected_kernel(&config)?;
         // Full CHORD with f16 sums: the even/odd kernel (its own block size, shared memory
         // and A image in place of the Gamma image).
-        let eo = eo_applies(&case, config.t_ds);
-        let (threads, shared_bytes) = if eo {
-            (EO_THREADS, eo_shared_bytes())
-        } else {
-            (FRB_THREADS, frb_beamform_shared_bytes(&case))
-        };
-        let kernel = gpu.function(name)?;
+        let eo = selected.even_odd;
+        let (threads, shared_bytes) = (selected.threads(), selected.shared_bytes());
+        let kernel = gpu.kernel(&selected.spec)?;
         allow_dynamic_shared(&kernel, shared_bytes, "raising the FRB kernel's shared-memory limit")?;
         let resident = kernel
             .occupancy_max_active_blocks_per_multiprocessor(threads, shared_bytes as usize, None)
@@ -298,7 +145,7 @@ impl<'g> FrbBeamformer<'g> {
         };
         let small = FrbConfig { freqs: 1, times: t_ds.max(case.t_outer), t_ds, ..*c };
         small.validate()?;
-        if frb_beamform_kernel(&case, small.t_ds) != frb_beamform_kernel(&case, c.t_ds) {
+        if selected_kernel(&small)?.spec != selected_kernel(c)?.spec {
             return Err(Error::InvalidConfig(
                 "the FRB warm-up launch would run another kernel (internal error)".into(),
             ));
@@ -424,12 +271,22 @@ impl<'g> FrbBeamformer<'g> {
     }
 }
 
+/// The first kernel that runs `config` (a case of Table 2; see
+/// [`radio_kernels_gpu::frb_beamformer::frb_kernel`]).
+pub fn selected_kernel(config: &FrbConfig) -> Result<&'static FrbKernel> {
+    let case = config.case()?;
+    frb_kernel(&case, config.t_ds).ok_or_else(|| {
+        Error::InvalidConfig(format!(
+            "no first FRB kernel for (D, M, N) = ({}, {}, {}) at T_ds = {}",
+            config.dishes, config.m, config.n, config.t_ds
+        ))
+    })
+}
+
 /// Output samples per block of the first FRB kernel (blocks are channels times equal chunks
 /// of whole output samples), for `slots` resident blocks on the GPU: chunks of at most 480
-/// input samples, and at least five waves of blocks. Measured on the H200 (BENCHMARKS.md):
-/// shorter blocks were faster down to 160 samples at full CHORD (4 output samples, 3072
-/// blocks, 5.8 waves; 2.04 ms against 2.18 ms with 24 output samples, one wave), and flat
-/// between 300 and 600 samples at HIRAX; 1920 samples per block lost 4% at the pathfinder.
+/// input samples, and at least five waves of blocks (several waves hide the tail of the
+/// last one; longer chunks gain nothing once the phases' fixed costs are amortised).
 /// Never more than [`FRB_MAX_BLOCKS`] blocks (F times the chunks). Errors: an invalid
 /// `config`, or `slots == 0`.
 pub fn frb_output_samples_per_block(config: &FrbConfig, slots: u32) -> Result<u32> {
@@ -447,125 +304,4 @@ pub fn frb_output_samples_per_block(config: &FrbConfig, slots: u32) -> Result<u3
     let longest = (1..=by_samples).rev().find(|&k| waves(k)).unwrap_or(1).max(shortest);
     // Equal chunks: the same number of chunks, as short as they can be.
     Ok(out_times.div_ceil(out_times.div_ceil(longest)))
-}
-
-/// Blocks of a first-kernel launch of `config` with `tbar_per_block` output samples per
-/// block, `F ceil(out_times / tbar_per_block)` (exact in 64 bits).
-pub(super) fn frb_blocks(config: &FrbConfig, tbar_per_block: u32) -> u64 {
-    config.freqs as u64 * config.out_times().div_ceil(tbar_per_block.max(1)) as u64
-}
-
-/// Checks the FRB weights: one complex f16 word per `(f, pol, m, n)`, each half finite.
-pub(super) fn check_weights(config: &FrbConfig, weights: &[u32]) -> Result<()> {
-    if weights.len() != config.weights_len() {
-        return Err(Error::ShapeMismatch {
-            what: "FRB weights",
-            expected: config.weights_len(),
-            actual: weights.len(),
-        });
-    }
-    match first_non_finite_c16(weights) {
-        Some(index) => Err(Error::NonFinite { what: "FRB weights", index }),
-        None => Ok(()),
-    }
-}
-
-/// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted
-/// field: [`padded_dft`] along n, then along m), `I[f][tbar][p][q]`. Weights with a NaN or
-/// infinite half are `NonFinite` (as in [`FrbBeamformer::new`]); for every other input the
-/// result is finite.
-pub fn frb_intensity_reference(
-    config: &FrbConfig,
-    e: &[u8],
-    grid: &[(u32, u32)],
-    weights: &[u32],
-) -> Result<Vec<f64>> {
-    check_reference_args(config, e, grid, weights)?;
-    let c = config;
-    let w = unpack_c16(weights);
-    let k = 4 * (c.m * c.n) as usize;
-    let mut out = vec![0.0; c.output_len()];
-    for (row, sample) in out.chunks_mut(k).enumerate() {
-        let (f, tbar) = ((row / c.out_times() as usize) as u32, (row % c.out_times() as usize) as u32);
-        accumulate_sample(c, e, grid, &w, f, tbar, sample);
-    }
-    Ok(out)
-}
-
-/// One output sample of [`frb_intensity_reference`], `I[f][tbar][p][q]` for every `(p, q)`
-/// (`2M x 2N` values, the same sums in the same order): for checking chosen samples of a
-/// launch whose whole reference would take too long (E of gigabytes). `f` and `tbar` outside
-/// the launch are `InvalidConfig`.
-pub fn frb_intensity_reference_sample(
-    config: &FrbConfig,
-    e: &[u8],
-    grid: &[(u32, u32)],
-    weights: &[u32],
-    f: u32,
-    tbar: u32,
-) -> Result<Vec<f64>> {
-    check_reference_args(config, e, grid, weights)?;
-    if f >= config.freqs || tbar >= config.out_times() {
-        return Err(Error::InvalidConfig(format!(
-            "output sample (f, tbar) = ({f}, {tbar}) is outside the launch's {} x {}",
-            config.freqs,
-            config.out_times()
-        )));
-    }
-    let mut out = vec![0.0; 4 * (config.m * config.n) as usize];
-    accumulate_sample(config, e, grid, &unpack_c16(weights), f, tbar, &mut out);
-    Ok(out)
-}
-
-/// The checks of the CPU references: a valid configuration and map, E and finite W of its
-/// sizes.
-pub(super) fn check_reference_args(
-    config: &FrbConfig,
-    e: &[u8],
-    grid: &[(u32, u32)],
-    weights: &[u32],
-) -> Result<()> {
-    config.validate()?;
-    config.check_grid(grid)?;
-    if e.len() != config.e_len() {
-        return Err(Error::ShapeMismatch {
-            what: "FRB E (bytes)",
-            expected: config.e_len(),
-            actual: e.len(),
-        });
-    }
-    check_weights(config, weights)
-}
-
-/// Adds output sample `(f, tbar)` (`[p][q]`, `2M x 2N`) of a checked configuration to `out`:
-/// its T_ds time samples in order, each polarisation's `|Et|^2`.
-pub(super) fn accumulate_sample(
-    c: &FrbConfig,
-    e: &[u8],
-    grid: &[(u32, u32)],
-    w: &[C64],
-    f: u32,
-    tbar: u32,
-    out: &mut [f64],
-) {
-    let (m_len, n_len) = (c.m as usize, c.n as usize);
-    let mut field = vec![(0.0, 0.0); m_len * n_len];
-    for tau in tbar * c.t_ds..(tbar + 1) * c.t_ds {
-        for pol in 0..FRB_POLS {
-            field.iter_mut().for_each(|x| *x = (0.0, 0.0));
-            for (d, &(m, n)) in grid.iter().enumerate() {
-                let (re, im) = radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
-                field[m as usize * n_len + n as usize] =
-                    cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
-            }
-            // Eq. 56 along n, then eq. 57 along m.
-            let g: Vec<Vec<C64>> = field.chunks(n_len).map(padded_dft).collect();
-            for q in 0..2 * n_len {
-                let column: Vec<C64> = g.iter().map(|row| row[q]).collect();
-                for (p, value) in padded_dft(&column).into_iter().enumerate() {
-                    out[p * 2 * n_len + q] += value.0 * value.0 + value.1 * value.1;
-                }
-            }
-        }
-    }
 }

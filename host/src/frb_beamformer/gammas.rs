@@ -169,14 +169,7 @@ pub fn gamma_image(n: u32) -> Result<Vec<u32>> {
         .collect())
 }
 
-/// How [`ShortFft`] computes the padded DFT: the three-factor FFT of eqs. 28-30 (every N),
-/// or the direct DFT as one matrix product (N = 20; `radio_kernels_gpu::frb_beamformer`,
-/// "Part A'"), which needs no twiddle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FftMethod {
-    ThreeFactor,
-    Direct,
-}
+pub use radio_kernels_gpu::frb_beamformer::{fft_kernel, FftKernel, FftMethod};
 
 /// The methods that exist for N, the default ([`ShortFft::new`]) first.
 pub fn fft_methods(n: u32) -> Vec<FftMethod> {
@@ -188,8 +181,8 @@ pub fn fft_methods(n: u32) -> Vec<FftMethod> {
     methods
 }
 
-/// The faster method for N on the H200 (BENCHMARKS.md): the direct DFT at N = 20 (78 vs 60
-/// GFFT/s), the three-factor FFT elsewhere.
+/// The faster method for N: the direct DFT where N has one (N = 20: no twiddle step), the
+/// three-factor FFT elsewhere.
 pub fn default_fft_method(n: u32) -> FftMethod {
     if has_direct_dft(n) {
         FftMethod::Direct

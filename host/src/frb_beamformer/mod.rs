@@ -5,13 +5,14 @@
 //!
 //! Files:
 //! - `gammas`: the Gamma matrices of eqs. 28-30 in f64, rounded to f16 into the register image
-//!   of eqs. 39, 41 and 45-47, and at N = 20 the direct DFT's matrix image (no twiddle,
-//!   faster on Hopper: [`FftMethod`]); the CPU references: the padded DFT of eq. 18, the
+//!   of eqs. 39, 41 and 45-47, and at N = 20 the direct DFT's matrix image (no twiddle:
+//!   [`FftMethod`]); the CPU references: the padded DFT of eq. 18, the
 //!   three-factor form of eqs. 28-30, and an emulation of the warp algorithm through the
 //!   register tables (optionally rounding each stage to f16 like the kernel);
 //! - `short_fft`: the launcher [`ShortFft`] with validation;
-//! - `first_kernel`: [`FrbConfig`], [`FrbBeamformer`] and its f64 reference;
-//! - [`resample`], [`factorized`], [`nufft`]: the resamplers; [`quantize`]: the quantiser;
+//! - `config`: [`FrbConfig`] and its checks; `first_kernel`: [`FrbBeamformer`];
+//!   `reference`: the first kernel's f64 reference;
+//! - [`resample`], [`factorized`]: the resamplers; [`quantize`]: the quantiser;
 //! - [`streaming`]: [`FrbStream`], which chains the first kernel, a resampler and the quantiser
 //!   on the device and streams E chunks through them from host memory.
 //!
@@ -29,6 +30,7 @@ use radio_kernels_gpu::layout::{
     sparse_metadata_slot, universal_sparse_metadata, Location, M16N8K16_F16_A, M16N8K16_F16_B,
     M16N8K16_SPARSE_F16_A, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C,
 };
+use radio_kernels_gpu::modules::KernelSpec;
 use radio_kernels_gpu::packing::{pack_f16x2, unpack_f16x2};
 use std::f64::consts::PI;
 
@@ -36,11 +38,14 @@ mod gammas;
 pub use gammas::*;
 mod short_fft;
 pub use short_fft::*;
+mod config;
+pub use config::*;
 mod first_kernel;
 pub use first_kernel::*;
+mod reference;
+pub use reference::*;
 
 pub mod factorized;
-pub mod nufft;
 pub mod quantize;
 pub mod resample;
 pub mod streaming;

@@ -1,4 +1,4 @@
-//! FRB beamformer, third kernel (seed 000 footnotes 1 and 10, issue 8 item 6), host side: the
+//! FRB beamformer, third kernel (footnotes 1 and 10 of the FRB beamformer note), host side: the
 //! packet format, the CPU reference and [`Quantizer`], which transposes `J[f][tbar][beta]`
 //! (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit codes
 //! `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the clipped
@@ -14,6 +14,7 @@ use crate::runtime::{DeviceBuffer, Gpu, PushKernelArg, Stream};
 use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
+use radio_kernels_gpu::frb_beamformer::quantize::kernel;
 pub use radio_kernels_gpu::frb_beamformer::quantize::{row_bytes, Format, THREADS, TILE_B, TILE_T};
 
 /// One quantisation job: `channels` x `times` x `beams` values of J, to `format`.
@@ -154,10 +155,10 @@ pub struct Quantizer<'g> {
 impl<'g> Quantizer<'g> {
     pub fn new(gpu: &'g Gpu, config: QuantizeConfig) -> Result<Quantizer<'g>> {
         config.validate()?;
-        let kernel = gpu.function(match config.format {
-            Format::U8 => "frb_quantize_u8",
-            Format::U4 => "frb_quantize_u4",
-        })?;
+        let spec = kernel(config.format)
+            .ok_or_else(|| Error::InvalidConfig(format!("no quantiser for {:?}", config.format)))?
+            .spec;
+        let kernel = gpu.kernel(&spec)?;
         Ok(Quantizer { gpu, config, kernel, stream: gpu.stream().clone() })
     }
 

@@ -1,4 +1,4 @@
-//! FRB beamformer, second kernel, factorizable beams (seed 000 sec. 5.3, issue 8 item 5): the
+//! FRB beamformer, second kernel, factorizable beams (sec. 5.3 of the FRB beamformer note): the
 //! beams of channel f are the grid `theta[f][gamma] x theta'[f][gamma']` (G x G' beams,
 //! `beta = gamma G' + gamma'`), so eq. 137 factors into
 //! `V[tbar][gamma][q] = sum_p U^M_p(theta_gamma) I[tbar][p][q]` (eq. 143) and
@@ -24,6 +24,8 @@
 
 /// Warps per block.
 pub const FACTOR_WARPS: u32 = 8;
+/// Threads per block.
+pub const FACTOR_THREADS: u32 = 32 * FACTOR_WARPS;
 /// Slow samples per shared-memory buffer of I.
 pub const GROUP_TIMES: u32 = 4;
 /// Slow samples per block.
@@ -117,7 +119,7 @@ pub const fn un_b_offset(lane: u32, kq: u32, stride: u32) -> u32 {
 }
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-pub use device::*;
+pub(crate) use device::*;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
@@ -140,7 +142,7 @@ mod device {
     /// See the module comment. Grid: x = blocks of [`BLOCK_TIMES`] samples, y = channels;
     /// `32 FACTOR_WARPS` threads, `FactorLayout::smem_bytes` of dynamic shared memory.
     #[inline(always)]
-    unsafe fn factorized<const M: u32, const N: u32>(
+    pub(crate) unsafe fn factorized<const M: u32, const N: u32>(
         intensity: *const u16,
         um: *const u16,
         un: *const u16,
@@ -304,41 +306,20 @@ mod device {
         }
         cp_async_wait_all();
     }
+}
 
-    macro_rules! factorized_kernel {
-        ($name:ident, $m:literal, $n:literal) => {
-            /// Factorized resampling for (M, N) = the suffix; see `factorized`.
-            #[no_mangle]
-            pub unsafe extern "ptx-kernel" fn $name(
-                intensity: *const u16,
-                um: *const u16,
-                un: *const u16,
-                out: *mut u16,
-                times: u32,
-                g: u32,
-                g_prime: u32,
-            ) {
-                factorized::<$m, $n>(intensity, um, un, out, times, g, g_prime)
-            }
-        };
-    }
-    factorized_kernel!(frb_factorized_8_8, 8, 8);
-    factorized_kernel!(frb_factorized_8_12, 8, 12);
-    factorized_kernel!(frb_factorized_16_16, 16, 16);
-    factorized_kernel!(frb_factorized_16_20, 16, 20);
-    factorized_kernel!(frb_factorized_24_24, 24, 24);
+/// One instance of the factorized kernel: its spec ([`FACTOR_THREADS`] threads; the dynamic
+/// shared memory is [`FactorLayout::smem_bytes`] of the job) and its grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FactorizedKernel {
+    pub spec: crate::modules::KernelSpec,
+    pub m: u32,
+    pub n: u32,
 }
 
 /// The kernel for grid (M, N), if it is a Table 2 case.
-pub const fn kernel_name(m: u32, n: u32) -> Option<&'static str> {
-    match (m, n) {
-        (8, 8) => Some("frb_factorized_8_8"),
-        (8, 12) => Some("frb_factorized_8_12"),
-        (16, 16) => Some("frb_factorized_16_16"),
-        (16, 20) => Some("frb_factorized_16_20"),
-        (24, 24) => Some("frb_factorized_24_24"),
-        _ => None,
-    }
+pub fn kernel(m: u32, n: u32) -> Option<&'static FactorizedKernel> {
+    super::FACTORIZED_KERNELS.iter().find(|k| (k.m, k.n) == (m, n))
 }
 
 #[cfg(test)]
@@ -357,7 +338,7 @@ mod tests {
     #[test]
     fn every_case_has_a_kernel_and_fits_shared_memory() {
         for l in layouts() {
-            assert!(kernel_name(l.m, l.n).is_some());
+            assert!(kernel(l.m, l.n).is_some());
             assert!(l.smem_bytes() <= 72 * 1024, "{l:?}: {}", l.smem_bytes());
             // The k-step and n-tile shapes the kernel assumes.
             assert!((2 * l.m).is_multiple_of(16) && (2 * l.n).is_multiple_of(8) && 2 * l.n <= 48);
@@ -367,7 +348,7 @@ mod tests {
             // Rows hold their data chunks (the I row also the unread pad chunk).
             assert!(l.um_stride() >= 4 * l.m && l.un_stride() >= 2 * l.kn() && l.i_stride() >= 4 * l.n);
         }
-        assert_eq!(kernel_name(8, 10), None);
+        assert_eq!(kernel(8, 10), None);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! FRB beamformer, third kernel (seed 000 footnotes 1 and 10, issue 8 item 6): transpose the
+//! FRB beamformer, third kernel (footnotes 1 and 10 of the FRB beamformer note): transpose the
 //! resampled intensities `J[f][tbar][beta]` (f16) into beam-major, time-contiguous rows and
 //! quantise them to unsigned 8 or 4 bits for network transmission:
 //! `Q[f][beta][tbar] = clamp(rne(fma(J[f][tbar][beta], scale[f][beta], offset[f][beta])), 0, qmax)`
@@ -136,7 +136,7 @@ pub fn quantize_scaled(x: f32, max: u32) -> (u32, bool) {
 }
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
-pub use device::*;
+pub(crate) use device::*;
 
 #[cfg(all(target_arch = "nvptx64", not(radio_sm90a)))]
 mod device {
@@ -148,7 +148,7 @@ mod device {
     /// One tile; see the module comment. `j` f16 `[f][tbar][beta]`, `scale`/`offset` f32
     /// `[f][beta]`, `out` `[f][beta][row_bytes]`, `saturated` u32 `[f][beta]` (accumulated).
     #[inline(always)]
-    unsafe fn quantize<const U4: bool>(
+    pub(crate) unsafe fn quantize<const U4: bool>(
         j: *const u16,
         scale: *const f32,
         offset: *const f32,
@@ -259,36 +259,19 @@ mod device {
             });
         }
     }
+}
 
-    /// U8 codes; see `quantize`.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn frb_quantize_u8(
-        j: *const u16,
-        scale: *const f32,
-        offset: *const f32,
-        out: *mut u8,
-        saturated: *mut u32,
-        times: u32,
-        beams: u32,
-        row_bytes: u32,
-    ) {
-        quantize::<false>(j, scale, offset, out, saturated, times, beams, row_bytes)
-    }
+/// One instance of the quantiser: its spec ([`THREADS`] threads, a static shared tile) and
+/// its format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuantizeKernel {
+    pub spec: crate::modules::KernelSpec,
+    pub format: Format,
+}
 
-    /// U4 codes, two per byte; see `quantize`.
-    #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn frb_quantize_u4(
-        j: *const u16,
-        scale: *const f32,
-        offset: *const f32,
-        out: *mut u8,
-        saturated: *mut u32,
-        times: u32,
-        beams: u32,
-        row_bytes: u32,
-    ) {
-        quantize::<true>(j, scale, offset, out, saturated, times, beams, row_bytes)
-    }
+/// The kernel for `format`.
+pub fn kernel(format: Format) -> Option<&'static QuantizeKernel> {
+    super::QUANTIZE_KERNELS.iter().find(|k| k.format == format)
 }
 
 #[cfg(test)]

@@ -642,7 +642,7 @@ fn the_wide_tile_is_taken_where_it_pads_no_more_rows() {
 #[test]
 fn wide_kernels_fit_registers_shared_memory_and_atoms() {
     let cap = WIDE_GEMM_KERNEL.spec.max_registers.expect("capped");
-    assert!(cap * WIDE_THREADS <= 65536 && cap % 8 == 0);
+    assert!(cap * WIDE_THREADS <= 65536 && cap.is_multiple_of(8));
     assert!(wide_smem_bytes() <= 227 * 1024);
     for wg in [2, 3] {
         assert_eq!(gemm_stage_bytes(wg) % 1024, 0);

@@ -17,9 +17,11 @@ mod common;
 use common::*;
 use half::f16;
 use radio_kernels::frb_beamformer::resample::{
-    resample_reference, FusedResampler, ResampleConfig, Resampler, RS_KERNELS,
+    resample_reference, FusedResampler, ResampleConfig, Resampler, FUSED_KERNEL, GEMM_KERNEL,
+    HOPPER_GEMM_KERNEL, RS_KERNELS, WIDE_GEMM_KERNEL,
 };
 use radio_kernels::frb_beamformer::FRB_CASES;
+use radio_kernels::gpu_shared::modules::KernelSpec;
 use radio_kernels::Error;
 use rand::Rng;
 
@@ -35,13 +37,13 @@ fn paths(gpu: &radio_kernels::Gpu) -> Vec<bool> {
     }
 }
 
-/// The W-path GEMM tiles to test with `wgmma` on or off: both Hopper tiles (narrow 128 x 256,
+/// The W-path GEMMs to test with `wgmma` on or off: both Hopper tiles (narrow 128 x 256,
 /// wide 192 x 256) whatever `Resampler::new` would pick for the shape; sm_80 has one.
-fn tiles(wgmma: bool) -> &'static [bool] {
+fn tiles(wgmma: bool) -> Vec<&'static KernelSpec> {
     if wgmma {
-        &[false, true]
+        vec![&HOPPER_GEMM_KERNEL.spec, &WIDE_GEMM_KERNEL.spec]
     } else {
-        &[false]
+        vec![&GEMM_KERNEL.spec]
     }
 }
 /// f16 NaN in both bytes (0x7e7e).
@@ -69,11 +71,11 @@ fn random_beams_match_the_f64_reference_for_every_grid() {
     for wgmma in paths(&gpu) {
         gpu.set_wgmma_enabled(wgmma);
         for case in FRB_CASES {
-            for (&wide, (channels, times, beams)) in tiles(wgmma).iter().flat_map(|w| {
+            for (gemm, (channels, times, beams)) in tiles(wgmma).into_iter().flat_map(|w| {
                 [(3, 200, 333), (1, 128, 1), (2, 1, 130), (1, 300, 256)].map(|shape| (w, shape))
             }) {
                 let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
-                let mut resampler = Resampler::with_wide_tile(&gpu, config, wide).unwrap();
+                let mut resampler = Resampler::with_kernel(&gpu, config, gemm).unwrap();
                 let i = random_intensity(&mut rng, config.intensity_len());
                 let theta: Vec<f32> =
                     (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -82,7 +84,7 @@ fn random_beams_match_the_f64_reference_for_every_grid() {
                 let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
                 let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
                 let error = relative_l2(&got, &want);
-                println!("wgmma {wgmma} wide {wide} {config:?}: relative L2 {error:.2e}");
+                println!("{} {config:?}: relative L2 {error:.2e}", gemm.name);
                 assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
                 // Every output, not only the norm: each within 2^-8 of the reference's scale.
                 let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
@@ -102,10 +104,10 @@ fn half_integer_beams_reproduce_the_intensity_and_beams_can_move() {
     let mut rng = rng();
     for wgmma in paths(&gpu) {
         gpu.set_wgmma_enabled(wgmma);
-        for (&wide, case) in tiles(wgmma).iter().flat_map(|w| FRB_CASES.iter().map(move |c| (w, c))) {
+        for (gemm, case) in tiles(wgmma).into_iter().flat_map(|w| FRB_CASES.iter().map(move |c| (w, c))) {
             let (m, n) = (case.m, case.n);
             let config = ResampleConfig { channels: 2, times: 70, m, n, beams: 4 * m * n };
-            let mut resampler = Resampler::with_wide_tile(&gpu, config, wide).unwrap();
+            let mut resampler = Resampler::with_kernel(&gpu, config, gemm).unwrap();
             let i = random_intensity(&mut rng, config.intensity_len());
             // Beam (f, beta) at (p / 2, q / 2) for rho = beta = 2N p + q, the grid reversed in
             // channel 1.
@@ -167,10 +169,24 @@ fn bad_input_is_rejected_before_launch() {
         let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
         assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
         resampler.resample(&i, &mut j).unwrap();
-        // The other Hopper tile too (its tiles past the edge; under the sanitizers).
-        let mut other = Resampler::with_wide_tile(&gpu, config, true).unwrap();
-        other.set_beams(&theta, &theta).unwrap();
-        other.resample(&i, &mut j).unwrap();
+        // Every GEMM of this path too (their tiles past the edge; under the sanitizers).
+        for gemm in tiles(wgmma) {
+            let mut other = Resampler::with_kernel(&gpu, config, gemm).unwrap();
+            other.set_beams(&theta, &theta).unwrap();
+            other.resample(&i, &mut j).unwrap();
+        }
+        // Kernels that are no W-path GEMM, or sm_90a ones without wgmma: typed errors.
+        let mut refused = vec![FUSED_KERNEL.spec, RS_KERNELS[0].spec()];
+        if !wgmma {
+            refused.push(HOPPER_GEMM_KERNEL.spec);
+        }
+        for spec in refused {
+            assert!(
+                matches!(Resampler::with_kernel(&gpu, config, &spec), Err(Error::InvalidConfig(_))),
+                "{}",
+                spec.name
+            );
+        }
         gpu.synchronize().unwrap();
     }
 }
@@ -189,25 +205,21 @@ fn run_fused(
     j.download().unwrap()
 }
 
-/// The sm_90a fused kernels to test for `config` with `wgmma` on: every transposed (RS)
-/// instance of its grid (production and candidates); with `wgmma` off the sm_80 kernel
-/// (`None`: `FusedResampler::new`).
-fn fused_kernels(config: &ResampleConfig, wgmma: bool) -> Vec<Option<&'static str>> {
+/// The fused kernels to test for `config`: with `wgmma` on every transposed (RS) instance
+/// of its grid, with `wgmma` off the sm_80 kernel.
+fn fused_kernels(config: &ResampleConfig, wgmma: bool) -> Vec<KernelSpec> {
     if !wgmma {
-        return vec![None];
+        return vec![FUSED_KERNEL.spec];
     }
-    RS_KERNELS.iter().filter(|k| (k.m, k.n) == (config.m, config.n)).map(|k| Some(k.name)).collect()
+    RS_KERNELS.iter().filter(|k| (k.m, k.n) == (config.m, config.n)).map(|k| k.spec()).collect()
 }
 
 fn fused_resampler<'g>(
     gpu: &'g radio_kernels::Gpu,
     config: ResampleConfig,
-    kernel: Option<&str>,
+    kernel: &KernelSpec,
 ) -> FusedResampler<'g> {
-    let mut resampler = match kernel {
-        Some(name) => FusedResampler::with_hopper_kernel(gpu, config, name).unwrap(),
-        None => FusedResampler::new(gpu, config).unwrap(),
-    };
+    let mut resampler = FusedResampler::with_kernel(gpu, config, kernel).unwrap();
     // Persistent kernels: 3 resident blocks, so that each loops over several tiles (their
     // epilogue overlapping the next tile's first copies) even on small shapes.
     resampler.set_resident_blocks(3);
@@ -244,12 +256,12 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
             {
                 let config = ResampleConfig { channels, times, m: case.m, n: case.n, beams };
                 let mut w_paths: Vec<Resampler> = tiles(wgmma)
-                    .iter()
-                    .map(|&wide| Resampler::with_wide_tile(&gpu, config, wide).unwrap())
+                    .into_iter()
+                    .map(|gemm| Resampler::with_kernel(&gpu, config, gemm).unwrap())
                     .collect();
                 let kernels = fused_kernels(&config, wgmma);
                 let mut fused: Vec<FusedResampler> =
-                    kernels.iter().map(|&k| fused_resampler(&gpu, config, k)).collect();
+                    kernels.iter().map(|k| fused_resampler(&gpu, config, k)).collect();
                 let i = random_intensity(&mut rng, config.intensity_len());
                 let mut theta: Vec<f32> =
                     (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -273,7 +285,7 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
                     let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
                     for (kernel, resampler) in kernels.iter().zip(fused.iter_mut()) {
                         let got = run_fused(&gpu, resampler, &i, &theta, &theta_prime);
-                        let label = format!("fused {} {config:?} round {round}", kernel.unwrap_or("sm80"));
+                        let label = format!("fused {} {config:?} round {round}", kernel.name);
                         check_against_w_path(&label, &got, &w_j[0]);
                         let error = relative_l2(&got, &want);
                         println!("{label}: relative L2 {error:.2e}");
@@ -297,14 +309,14 @@ fn fused_kernels_cover_ragged_tiles() {
         for case in FRB_CASES {
             let probe = ResampleConfig { channels: 2, times: 1, m: case.m, n: case.n, beams: 1 };
             for kernel in fused_kernels(&probe, wgmma) {
-                let shape = RS_KERNELS.iter().find(|k| Some(k.name) == kernel);
+                let shape = RS_KERNELS.iter().find(|k| k.name == kernel.name);
                 // Beams a part chunk past a tile (the f16 stores of unaligned J rows) and one
                 // whole 8-beam chunk past it (16-byte stores in a ragged last beam tile).
                 for extra in [5, 8] {
                     let (times, beams) = shape.map_or((200, 300 + extra), |k| (k.nt + 9, k.beams() + extra));
                     let config = ResampleConfig { times, beams, ..probe };
-                    let mut w_path = Resampler::with_wide_tile(&gpu, config, false).unwrap();
-                    let mut fused = fused_resampler(&gpu, config, kernel);
+                    let mut w_path = Resampler::with_kernel(&gpu, config, tiles(wgmma)[0]).unwrap();
+                    let mut fused = fused_resampler(&gpu, config, &kernel);
                     let i = random_intensity(&mut rng, config.intensity_len());
                     let theta: Vec<f32> =
                         (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -312,7 +324,7 @@ fn fused_kernels_cover_ragged_tiles() {
                         (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
                     let want = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
                     let got = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
-                    let label = format!("ragged fused {} {config:?}", kernel.unwrap_or("sm80"));
+                    let label = format!("ragged fused {} {config:?}", kernel.name);
                     check_against_w_path(&label, &got, &want);
                 }
             }
@@ -331,14 +343,19 @@ fn fused_bad_input_is_rejected_before_launch() {
             FusedResampler::new(&gpu, ResampleConfig { m: 20, ..config }),
             Err(Error::InvalidConfig(_))
         ));
-        if wgmma {
-            // A transposed kernel of another grid, and no kernel at all.
-            for name in ["frb_resample_fused_rsp2_n16_t248_sm90a", "frb_resample_gemm_sm90a"] {
-                assert!(matches!(
-                    FusedResampler::with_hopper_kernel(&gpu, config, name),
-                    Err(Error::InvalidConfig(_))
-                ));
-            }
+        // A transposed kernel of another grid, a kernel that is no fused one, and (without
+        // wgmma) a transposed kernel of this grid.
+        let other_grid = RS_KERNELS.iter().find(|k| k.n != config.n).unwrap().spec();
+        let mut refused = vec![other_grid, HOPPER_GEMM_KERNEL.spec, GEMM_KERNEL.spec];
+        if !wgmma {
+            refused.push(RS_KERNELS.iter().find(|k| k.n == config.n).unwrap().spec());
+        }
+        for spec in refused {
+            assert!(
+                matches!(FusedResampler::with_kernel(&gpu, config, &spec), Err(Error::InvalidConfig(_))),
+                "{}",
+                spec.name
+            );
         }
         let mut resampler = FusedResampler::new(&gpu, config).unwrap();
         let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();

@@ -1,18 +1,17 @@
-//! FRB beamformer, second kernel (seed 000 secs. 2.2-2.3 and 5.2, issue 8), host side: the
+//! FRB beamformer, second kernel (seed paper secs. 2.2-2.3 and 5.2), host side: the
 //! U-functions of eqs. 7-8 in f64, the f64 reference of eq. 137, and [`Resampler`], which
 //! builds `W = U^M_p U^N_q` on the GPU ([`Resampler::set_beams`], for tracking beams at any
 //! cadence) and runs the tensor-core GEMM `J = I W` per channel, and [`FusedResampler`], the
-//! same GEMM with W formed on the fly from U (issue 8 item 4: no W in device memory; in shared
+//! same GEMM with W formed on the fly from U (no W in device memory; in shared
 //! memory on sm_80, as the transposed GEMM's A operand in registers on sm_90a).
 //! Layouts and kernels: `radio_kernels_gpu::frb_beamformer::resample`.
 //!
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. On Hopper the fused GEMM is the faster one: 1.4-1.6x the W path's speed for every
-//! case of seed Table 4, and below cuBLAS's time for all of them (H200, BENCHMARKS.md),
-//! so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the
-//! W path's GEMM is 1.35-1.5x faster, and still faster counting its W kernel, so use
+//! launch. On Hopper the fused GEMM is the faster one for every case of seed Table 4
+//! (BENCHMARKS.md), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the
+//! W path's GEMM is faster, also counting its W kernel, so use
 //! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
 //! the memory is needed elsewhere).
 //!
@@ -33,13 +32,13 @@ use crate::runtime::{allow_dynamic_shared, DeviceBuffer, Gpu, PushKernelArg, Str
 use crate::size;
 use cudarc::driver::{CudaFunction, LaunchConfig};
 use half::f16;
-pub use radio_kernels_gpu::frb_beamformer::resample::hopper::{
-    hopper_smem_bytes, rs_default_kernel, use_wide_tile, wide_smem_bytes, RsKernel, HOPPER_BK, HOPPER_BM,
-    HOPPER_BN, HOPPER_THREADS, RS_KERNELS, WIDE_BM, WIDE_THREADS,
-};
 pub use radio_kernels_gpu::frb_beamformer::resample::{
-    fused_smem_bytes, GemmShape, GEMM, U_THREADS, WEIGHT_WARPS,
+    fused_smem_bytes, hopper_smem_bytes, kernel_of, rs_default_kernel, use_wide_tile, wide_smem_bytes,
+    GemmShape, ResampleKernel, Role, RsKernel, FUSED_KERNEL, GEMM, GEMM_KERNEL, HOPPER_BK, HOPPER_BM,
+    HOPPER_BN, HOPPER_GEMM_KERNEL, HOPPER_THREADS, RESAMPLE_KERNELS, RS_KERNELS, U_KERNEL, U_THREADS,
+    WEIGHTS_KERNEL, WEIGHT_WARPS, WIDE_BM, WIDE_GEMM_KERNEL, WIDE_THREADS,
 };
+use radio_kernels_gpu::modules::{Arch, KernelSpec};
 use std::f64::consts::PI;
 
 pub use radio_kernels_gpu::frb_beamformer::resample::MAX_ABS_POSITION;
@@ -212,9 +211,10 @@ pub fn resample_reference(
     Ok(out)
 }
 
-/// The GEMM kernel a resampler launches: the sm_80 `mma.sync` kernel, or on Hopper (while
-/// [`Gpu::wgmma_enabled`] when the resampler is made) the sm_90a `wgmma` kernel.
+/// The GEMM kernel a resampler launches (a W-path GEMM, the sm_80 fused GEMM or a
+/// transposed fused kernel), with its launch shape.
 struct GemmLaunch {
+    kernel: &'static ResampleKernel,
     function: CudaFunction,
     /// Block tile (tbar, beams), threads and dynamic shared memory.
     tile: (u32, u32),
@@ -227,74 +227,71 @@ struct GemmLaunch {
     whole_units: bool,
 }
 
-impl GemmLaunch {
-    fn new(
-        gpu: &Gpu,
-        sm80: &'static str,
-        (sm90a, sm90a_threads, sm90a_smem, sm90a_bm): (&'static str, u32, u32, u32),
-        sm80_smem: u32,
-    ) -> Result<Self> {
-        if !gpu.wgmma_enabled() {
-            return Self::sm80(gpu, sm80, sm80_smem);
-        }
-        let function = gpu.hopper_function(sm90a)?;
-        allow_dynamic_shared(&function, sm90a_smem, "raising the resampling GEMM's shared-memory limit")?;
-        Ok(GemmLaunch {
-            function,
-            tile: (sm90a_bm, HOPPER_BN),
-            threads: sm90a_threads,
-            smem: sm90a_smem,
-            resident: None,
-            whole_units: false,
-        })
+/// The registry descriptor of `spec` where it is one of `accepts`' resampling kernels that
+/// this GPU can run for `config` ([`Error::InvalidConfig`] otherwise): an sm_90a kernel needs
+/// `wgmma` ([`Gpu::wgmma_enabled`]), a transposed kernel the configuration's grid (M, N)
+/// and at most 2^32 tiles.
+fn checked_kernel(
+    gpu: &Gpu,
+    config: &ResampleConfig,
+    spec: &KernelSpec,
+    what: &str,
+    accepts: impl Fn(&Role) -> bool,
+) -> Result<&'static ResampleKernel> {
+    let kernel = kernel_of(spec)
+        .filter(|k| accepts(&k.role))
+        .ok_or_else(|| Error::InvalidConfig(format!("{} is no {what} kernel", spec.name)))?;
+    if kernel.spec.arch == Arch::Sm90a && !gpu.wgmma_enabled() {
+        return Err(Error::InvalidConfig(format!(
+            "{} is an sm_90a kernel and wgmma is not enabled on this GPU",
+            spec.name
+        )));
     }
-
-    /// The sm_80 kernel `name` (tile [`GEMM`]) whether or not `wgmma` is enabled.
-    fn sm80(gpu: &Gpu, name: &'static str, smem: u32) -> Result<Self> {
-        let function = gpu.function(name)?;
-        allow_dynamic_shared(&function, smem, "raising the resampling GEMM's shared-memory limit")?;
-        Ok(GemmLaunch {
-            function,
-            tile: (GEMM.bm(), GEMM.bn()),
-            threads: GEMM.threads(),
-            smem,
-            resident: None,
-            whole_units: false,
-        })
-    }
-
-    /// The transposed fused kernel: tiles of `nt` slow samples x `64 WG` beams.
-    fn transposed(gpu: &Gpu, kernel: &RsKernel) -> Result<Self> {
-        let function = gpu.hopper_function(kernel.name)?;
-        allow_dynamic_shared(
-            &function,
-            kernel.smem_bytes(),
-            "raising the transposed fused GEMM's shared-memory limit",
-        )?;
-        let per_sm = function
-            .occupancy_max_active_blocks_per_multiprocessor(
-                kernel.threads(),
-                kernel.smem_bytes() as usize,
-                None,
-            )
-            .during("querying the transposed fused GEMM's occupancy")?;
-        if per_sm == 0 {
+    if let Role::Transposed(rs) = &kernel.role {
+        if (rs.m, rs.n) != (config.m, config.n) {
             return Err(Error::InvalidConfig(format!(
-                "{} cannot be resident on this GPU ({} threads, {} bytes of shared memory per block)",
-                kernel.name,
-                kernel.threads(),
-                kernel.smem_bytes()
+                "{} is compiled for grid ({}, {}), not for {config:?}",
+                spec.name, rs.m, rs.n
             )));
         }
-        let resident = Some(per_sm * gpu.sm_count());
-        Ok(GemmLaunch {
-            function,
-            tile: (kernel.nt, kernel.beams()),
-            threads: kernel.threads(),
-            smem: kernel.smem_bytes(),
-            resident,
-            whole_units: kernel.resident,
-        })
+        // A 1-d persistent grid: only the tile count (32-bit tile indices) is bounded.
+        let tiles = config.times.div_ceil(rs.nt) as u64
+            * config.beams.div_ceil(rs.beams()) as u64
+            * config.channels as u64;
+        if tiles > u32::MAX as u64 {
+            return Err(Error::InvalidConfig(format!("{tiles} tiles of the fused GEMM exceed 2^32")));
+        }
+    }
+    Ok(kernel)
+}
+
+impl GemmLaunch {
+    /// Looks `kernel` up (a GEMM role) and raises its shared-memory limit for `config`.
+    fn new(gpu: &Gpu, kernel: &'static ResampleKernel, config: &ResampleConfig) -> Result<Self> {
+        let function = gpu.kernel(&kernel.spec)?;
+        let threads = kernel.spec.threads.unwrap_or(GEMM.threads());
+        let smem = match kernel.spec.shared_bytes {
+            Some(bytes) => bytes,
+            None => fused_smem_bytes(config.m, config.n),
+        };
+        allow_dynamic_shared(&function, smem, "raising the resampling GEMM's shared-memory limit")?;
+        let (tile, resident, whole_units) = match kernel.role {
+            Role::WPath { rows, beams } => ((rows, beams), None, false),
+            Role::Transposed(rs) => {
+                let per_sm = function
+                    .occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)
+                    .during("querying the transposed fused GEMM's occupancy")?;
+                if per_sm == 0 {
+                    return Err(Error::InvalidConfig(format!(
+                        "{} cannot be resident on this GPU ({threads} threads, {smem} bytes of shared memory per block)",
+                        kernel.spec.name
+                    )));
+                }
+                ((rs.nt, rs.beams()), Some(per_sm * gpu.sm_count()), rs.resident)
+            }
+            _ => ((GEMM.bm(), GEMM.bn()), None, false),
+        };
+        Ok(GemmLaunch { kernel, function, tile, threads, smem, resident, whole_units })
     }
 
     fn config(&self, c: &ResampleConfig) -> LaunchConfig {
@@ -328,28 +325,38 @@ pub struct Resampler<'g> {
 }
 
 impl<'g> Resampler<'g> {
-    /// On Hopper the GEMM's tile is the wide one (192 x 256) where it pads no more tbar rows
-    /// than the narrow one (128 x 256, [`use_wide_tile`]), so the faster for the job's times.
+    /// The GEMM is the sm_80 `mma.sync` one ([`GEMM_KERNEL`]), or with `wgmma` the sm_90a
+    /// one whose tile pads fewer tbar rows ([`use_wide_tile`]: [`WIDE_GEMM_KERNEL`], 192 x 256,
+    /// else [`HOPPER_GEMM_KERNEL`], 128 x 256).
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<Resampler<'g>> {
-        Self::with_wide_tile(gpu, config, use_wide_tile(config.times))
+        let kernel = if !gpu.wgmma_enabled() {
+            &GEMM_KERNEL
+        } else if use_wide_tile(config.times) {
+            &WIDE_GEMM_KERNEL
+        } else {
+            &HOPPER_GEMM_KERNEL
+        };
+        Self::with_kernel(gpu, config, &kernel.spec)
     }
 
-    /// As [`Resampler::new`] with the Hopper GEMM's tile chosen by the caller: `wide` for
-    /// 192 x 256, else 128 x 256 (tests and benches; same J bit for bit). Without `wgmma`
-    /// the sm_80 kernel runs either way.
-    pub fn with_wide_tile(gpu: &'g Gpu, config: ResampleConfig, wide: bool) -> Result<Resampler<'g>> {
+    /// As [`Resampler::new`] with the GEMM chosen by the caller (tests and benches; the same
+    /// J bit for bit): `spec` must be a W-path GEMM of the registry ([`Role::WPath`]), an
+    /// sm_90a one only where `wgmma` is enabled; [`Error::InvalidConfig`] otherwise.
+    pub fn with_kernel(gpu: &'g Gpu, config: ResampleConfig, spec: &KernelSpec) -> Result<Resampler<'g>> {
         config.validate()?;
-        let hopper = if wide {
-            ("frb_resample_gemm_wide_sm90a", WIDE_THREADS, wide_smem_bytes(), WIDE_BM)
-        } else {
-            ("frb_resample_gemm_sm90a", HOPPER_THREADS, hopper_smem_bytes(), HOPPER_BM)
-        };
-        let gemm = GemmLaunch::new(gpu, GEMM.name, hopper, GEMM.smem_bytes())?;
-        let weights_kernel = gpu.function("frb_resample_weights")?;
+        let kernel =
+            checked_kernel(gpu, &config, spec, "W-path GEMM", |role| matches!(role, Role::WPath { .. }))?;
+        let gemm = GemmLaunch::new(gpu, kernel, &config)?;
+        let weights_kernel = gpu.kernel(&WEIGHTS_KERNEL.spec)?;
         let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
         let rejected = gpu.alloc::<u32>(1, 0)?;
         let stream = gpu.stream().clone();
         Ok(Resampler { gpu, config, gemm, weights_kernel, weights, rejected, beams_set: false, stream })
+    }
+
+    /// The GEMM kernel this resampler launches.
+    pub fn kernel(&self) -> &'static KernelSpec {
+        &self.gemm.kernel.spec
     }
 
     pub fn config(&self) -> &ResampleConfig {
@@ -408,7 +415,7 @@ impl<'g> Resampler<'g> {
             .arg(self.rejected.arg_mut());
         let config = LaunchConfig {
             grid_dim: (c.beams.div_ceil(WEIGHT_WARPS), c.channels, 1),
-            block_dim: (32 * WEIGHT_WARPS, 1, 1),
+            block_dim: (WEIGHTS_KERNEL.spec.threads.unwrap_or(32 * WEIGHT_WARPS), 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: arguments match `frb_resample_weights`; the position buffers hold F B values,
@@ -444,8 +451,8 @@ impl<'g> Resampler<'g> {
             .arg(&c.beams)
             .arg(&k);
         let config = self.gemm.config(&c);
-        // SAFETY: arguments match `frb_resample_gemm` and `frb_resample_gemm{,_wide}_sm90a`; I, W and J hold F T 4MN, F B 4MN and
-        // F T B halves of a validated configuration; rows of I and W are 4MN halves, a
+        // SAFETY: arguments match the W-path GEMMs (`Role::WPath`: `frb_resample_gemm`,
+        // `frb_resample_gemm{,_wide}_sm90a`); I, W and J hold F T 4MN, F B 4MN and F T B halves of a validated configuration; rows of I and W are 4MN halves, a
         // multiple of the k-step (validated), so every 16-byte copy is aligned (cudarc
         // allocations are 256-byte aligned); the grid's y is at most 65535 (validated).
         unsafe { launch.launch(config) }.during("launching the FRB resampling GEMM")?;
@@ -515,7 +522,7 @@ fn check_io(
     Ok(())
 }
 
-/// The fused non-factorizable resampler (issue 8 item 4): owns U^M and U^N (f32
+/// The fused non-factorizable resampler: owns U^M and U^N (f32
 /// `[f][x/4][beta][4]`, `4 F B (2M + 2N)` bytes) and never W; every [`FusedResampler::resample`]
 /// forms each block's W tiles on the fly (sm_80: in shared memory; sm_90a: W^T in registers).
 /// Same API and same J (bit for bit) as [`Resampler`].
@@ -539,50 +546,49 @@ pub struct FusedResampler<'g> {
 }
 
 impl<'g> FusedResampler<'g> {
-    /// On Hopper the kernel is the transposed one ([`rs_default_kernel`]: the resident form
-    /// for the pathfinder grids, the TMA form for HIRAX and full CHORD, each with the
-    /// slow-sample tile that pads the fewest rows; elsewhere 192 beams per block where that
-    /// pads no more work).
+    /// The kernel is the sm_80 fused GEMM ([`FUSED_KERNEL`]), or with `wgmma` the transposed
+    /// one of [`rs_default_kernel`] (the resident form for the pathfinder grids, the TMA form
+    /// for HIRAX and full CHORD, each with the slow-sample tile that pads the fewest rows;
+    /// elsewhere 192 beams per block where that pads no more work).
     pub fn new(gpu: &'g Gpu, config: ResampleConfig) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let name = rs_default_kernel(config.n, config.times, config.beams)
-            .ok_or_else(|| Error::InvalidConfig(format!("no transposed fused kernel for N = {}", config.n)))?
-            .name;
-        Self::with_hopper_kernel(gpu, config, name)
+        let spec = if gpu.wgmma_enabled() {
+            rs_default_kernel(config.n, config.times, config.beams)
+                .ok_or_else(|| {
+                    Error::InvalidConfig(format!("no transposed fused kernel for N = {}", config.n))
+                })?
+                .spec()
+        } else {
+            FUSED_KERNEL.spec
+        };
+        Self::with_kernel(gpu, config, &spec)
     }
 
-    /// As [`FusedResampler::new`] with the sm_90a kernel chosen by name, an entry of
-    /// [`RS_KERNELS`] for the configuration's grid (tests and benches; the same J bit for
-    /// bit). Without `wgmma` the sm_80 kernel runs whatever the name.
-    pub fn with_hopper_kernel(
+    /// As [`FusedResampler::new`] with the kernel chosen by the caller (tests and benches;
+    /// the same J bit for bit): `spec` must be the sm_80 fused GEMM ([`FUSED_KERNEL`]) or a
+    /// transposed fused kernel ([`RS_KERNELS`]) of the configuration's grid, the latter only
+    /// where `wgmma` is enabled; [`Error::InvalidConfig`] otherwise.
+    pub fn with_kernel(
         gpu: &'g Gpu,
         config: ResampleConfig,
-        name: &str,
+        spec: &KernelSpec,
     ) -> Result<FusedResampler<'g>> {
         config.validate()?;
-        let kernel =
-            RS_KERNELS.iter().find(|k| k.name == name && k.n == config.n && k.m == config.m).ok_or_else(
-                || Error::InvalidConfig(format!("{name} is no transposed fused kernel for {config:?}")),
-            )?;
-        let tma = if gpu.wgmma_enabled() && (kernel.tma || kernel.resident) {
+        let kernel = checked_kernel(gpu, &config, spec, "fused resampling", |role| {
+            matches!(role, Role::Fused | Role::Transposed(_))
+        })?;
+        let (rs, maps) = match kernel.role {
+            Role::Transposed(rs) => (true, rs.tma || rs.resident),
+            _ => (false, false),
+        };
+        let tma = if maps {
             let maps = gpu.alloc::<u8>(2 * std::mem::size_of::<cudarc::driver::sys::CUtensorMap>(), 0)?;
             Some(std::sync::Mutex::new(TensorMaps { encoded_for: None, maps }))
         } else {
             None
         };
-        let (gemm, rs) = if gpu.wgmma_enabled() {
-            // A 1-d persistent grid: only the tile count (32-bit tile indices) is bounded.
-            let tiles = config.times.div_ceil(kernel.nt) as u64
-                * config.beams.div_ceil(kernel.beams()) as u64
-                * config.channels as u64;
-            if tiles > u32::MAX as u64 {
-                return Err(Error::InvalidConfig(format!("{tiles} tiles of the fused GEMM exceed 2^32")));
-            }
-            (GemmLaunch::transposed(gpu, kernel)?, true)
-        } else {
-            (GemmLaunch::sm80(gpu, "frb_resample_fused", fused_smem_bytes(config.m, config.n))?, false)
-        };
-        let u_kernel = gpu.function("frb_resample_u")?;
+        let gemm = GemmLaunch::new(gpu, kernel, &config)?;
+        let u_kernel = gpu.kernel(&U_KERNEL.spec)?;
         let per_beam = config.positions_len();
         let u_m = gpu.alloc::<f32>(per_beam * 2 * config.m as usize, 0)?;
         let u_n = gpu.alloc::<f32>(per_beam * 2 * config.n as usize, 0)?;
@@ -601,6 +607,11 @@ impl<'g> FusedResampler<'g> {
             beams_set: false,
             stream,
         })
+    }
+
+    /// The GEMM kernel this resampler launches.
+    pub fn kernel(&self) -> &'static KernelSpec {
+        &self.gemm.kernel.spec
     }
 
     pub fn config(&self) -> &ResampleConfig {
@@ -680,7 +691,7 @@ impl<'g> FusedResampler<'g> {
             .arg(self.rejected.arg_mut());
         let config = LaunchConfig {
             grid_dim: (c.beams.div_ceil(U_THREADS), 2 * (c.m + c.n), c.channels),
-            block_dim: (U_THREADS, 1, 1),
+            block_dim: (U_KERNEL.spec.threads.unwrap_or(U_THREADS), 1, 1),
             shared_mem_bytes: 0,
         };
         // SAFETY: arguments match `frb_resample_u`; the position buffers hold F B values,

@@ -29,7 +29,7 @@ macro_rules! entry_point {
     };
 }
 
-/// An sm_80 kernel ([`super::ampere`]): `cp.async` copies or register staging.
+/// An sm_80 kernel (the `ampere` schedule): `cp.async` copies or register staging.
 #[cfg(not(radio_sm90a))]
 macro_rules! sm80_entry_point {
     ($async:expr, $name:ident, $format:expr, $order:expr) => {
@@ -67,7 +67,7 @@ macro_rules! sm80_entry_point {
     ($($ignored:tt)*) => {};
 }
 
-/// An sm_90a kernel ([`super::hopper`]) of block kind `pair`, `split` or `channel_split`.
+/// An sm_90a kernel (the `hopper` blocks) of block kind `pair`, `split` or `channel_split`.
 #[cfg(radio_sm90a)]
 macro_rules! sm90a_entry_point {
     ($kind:ident, $name:ident, $format:expr, $order:expr) => {

@@ -38,11 +38,14 @@
 //! Kernels ([`INSTANCES`], [`select`]): `correlate_<format>_<order>[_<schedule>]`, with
 //! - format `ci8` (complex int8) or `ci4` (complex int4);
 //! - order `station_pol` (`[t][c][station][pol]`) or `pol_station` (`[t][c][pol][station]`);
-//! - schedule (sm_80, [`ampere`](self) `mma.sync`): `async` for `cp.async` copies (int8, rows
-//!   16-byte aligned, [`ASYNC_SHAPE`]), none for register staging (int4, or int8 rows that are
-//!   not aligned; [`STAGED_SHAPE`]); (sm_90a, [`hopper`] `wgmma`, int8 with aligned rows) `wgmma`
-//!   for [`hopper::Kind::Pair`] (one tile per channel), `wgmma_channel_split` for
-//!   `ChannelSplit` (two), `wgmma_split` for `Split` (three or more).
+//! - schedule, sm_80 (`mma.sync`, the `ampere` module): `async` for `cp.async` copies (int8,
+//!   rows 16-byte aligned, [`ASYNC_SHAPE`]), none for register staging (int4, or int8 rows
+//!   that are not aligned; [`STAGED_SHAPE`]); sm_90a (`wgmma`, [`hopper`], int8 with aligned
+//!   rows): `wgmma` for [`hopper::Kind::Pair`] (one tile per channel), `wgmma_channel_split`
+//!   for `ChannelSplit` (two), `wgmma_split` for `Split` (three or more).
+//!
+//! Files: `layout.rs` (the pure index functions), `ampere.rs` (the sm_80 schedule),
+//! `hopper/` (the sm_90a block kinds: `pair.rs`, `split.rs`), `device.rs` (the entry points).
 //!
 //! Every kernel takes `(input, output, stations, pols, channels, times, aligned,
 //! slice_stages, mode)`; the grid is (blocks per channel, channels, time slices).

@@ -88,8 +88,15 @@ macro_rules! sm90a_entry_point {
             let first_stage = block_idx_z() * slice_stages;
             let stages = (times / TIME_TILE - first_stage).min(slice_stages);
             let mode = Output::from_mode(mode);
-            let p = hopper::pair::Params { stations, pols, channels };
-            sm90a_block!($kind, input, output, p, $order, first_stage, stages, mode);
+            hopper::pair::correlate::<{ sm90a_kind!($kind).0 }, { sm90a_kind!($kind).1 }>(
+                input,
+                output,
+                hopper::pair::Params { stations, pols, channels },
+                $order,
+                first_stage,
+                stages,
+                mode,
+            );
         }
     };
 }
@@ -98,17 +105,17 @@ macro_rules! sm90a_entry_point {
     ($($ignored:tt)*) => {};
 }
 
-/// The block function of an sm_90a kind.
+/// An sm_90a kind's `KIND` code and accumulator registers per warpgroup.
 #[cfg(radio_sm90a)]
-macro_rules! sm90a_block {
-    (pair, $($args:expr),*) => {
-        hopper::pair::correlate($($args),*)
+macro_rules! sm90a_kind {
+    (pair) => {
+        (hopper::pair::PAIR, 32)
     };
-    (split, $($args:expr),*) => {
-        hopper::split::correlate_split::<false>($($args),*)
+    (split) => {
+        (hopper::pair::SPLIT, 64)
     };
-    (channel_split, $($args:expr),*) => {
-        hopper::split::correlate_split::<true>($($args),*)
+    (channel_split) => {
+        (hopper::pair::CHANNEL_SPLIT, 64)
     };
 }
 

@@ -56,18 +56,21 @@ const _: () = assert!(2 * TIME_TILE == 128, "one stage is one 128-byte K-major r
 
 /// The block kinds: one sm_90a kernel each per memory order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Kind {
     /// One warpgroup per lower-triangle 64-tile pair (channels of one tile).
-    Pair,
+    Pair = 0,
     /// One block per lower-triangle pair of 128-receiver super-tiles, warp-specialised (one
     /// producer and two consumer warpgroups of 64 x 128, `mbarrier` hand-off; see the module
     /// documentation).
-    Split,
+    Split = 3,
     /// `Split`'s recipe for a channel of exactly two tiles (one block per channel): the
     /// consumers compute pair (0, 0) with m64n64 and pairs (1, 0), (1, 1) with m64n128, and
     /// the ring has 8 slots of the two tiles (the input comes from DRAM, read once).
-    ChannelSplit,
+    ChannelSplit = 4,
 }
+// The discriminants are those the kinds had while the retired `Channel` (1) and `Wide` (2)
+// stood between them: with them the kernels' code is unchanged.
 
 /// `.maxnreg` of the `Split` and `ChannelSplit` kernels: 384 threads x 168 fill the register
 /// file (64 K registers per SM), then the producer gives registers to the consumers with
@@ -152,7 +155,7 @@ impl Kind {
     pub const fn producers(self) -> u32 {
         match self {
             Kind::Split | Kind::ChannelSplit => 1,
-            Kind::Pair => 0,
+            _ => 0,
         }
     }
     pub const fn threads(self) -> u32 {
@@ -162,21 +165,21 @@ impl Kind {
     pub const fn cols(self) -> u32 {
         match self {
             Kind::Split | Kind::ChannelSplit => 128,
-            Kind::Pair => 64,
+            _ => 64,
         }
     }
     /// Tiles a block stages per time step (diagonal blocks use half).
     pub const fn tiles(self) -> u32 {
         match self {
             Kind::Split => 4,
-            Kind::Pair | Kind::ChannelSplit => 2,
+            _ => 2,
         }
     }
     /// Tiles transposed to K-major per time step.
     pub const fn kmajor_tiles(self) -> u32 {
         match self {
             Kind::Pair => 1,
-            Kind::Split | Kind::ChannelSplit => 2,
+            _ => 2,
         }
     }
     /// Depth of the `cp.async` ring: `ring - 1` stages in flight while one is transposed.
@@ -185,21 +188,21 @@ impl Kind {
         match self {
             Kind::ChannelSplit => 8,
             Kind::Split => 4,
-            Kind::Pair => 3,
+            _ => 3,
         }
     }
     /// K-major buffers (stages transposed ahead of the MMAs, plus the one they read).
     pub const fn kmajor_buffers(self) -> u32 {
         match self {
             Kind::Split | Kind::ChannelSplit => 3,
-            Kind::Pair => 2,
+            _ => 2,
         }
     }
     /// mbarriers: `staged` and `free` per ring slot, `full` and `drained` per K-major buffer.
     pub const fn barriers(self) -> u32 {
         match self {
             Kind::Split | Kind::ChannelSplit => 2 * self.ring() + 2 * self.kmajor_buffers() + 1,
-            Kind::Pair => 0,
+            _ => 0,
         }
     }
     /// Blocks per channel of `tiles` tiles.

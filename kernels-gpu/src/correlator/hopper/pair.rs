@@ -6,6 +6,7 @@ use super::super::{
     baseline_index, ldmatrix_a_offset, receiver, smem_offset, vector_position, visibility_index,
     write_visibility, Format, Order, Output, SMEM_ROW_BYTES,
 };
+use super::split::correlate_split;
 use super::*;
 use crate::intrinsics::*;
 use crate::wgmma::{
@@ -89,10 +90,27 @@ pub(super) unsafe fn mma<const N: usize>(d: &mut [i32; N], a: [u32; 4], b: u64) 
     }
 }
 
-/// The `Pair` block: one warpgroup copies its tiles, transposes the column tile, loads A and
-/// issues the `wgmma`s; stages are handed over with block barriers.
+/// The sm_90a kinds as the `KIND` parameter of [`correlate`].
+pub(crate) const PAIR: u32 = 0;
+pub(crate) const SPLIT: u32 = 3;
+pub(crate) const CHANNEL_SPLIT: u32 = 4;
+
+const fn kind_of(kind: u32) -> Kind {
+    match kind {
+        PAIR => Kind::Pair,
+        SPLIT => Kind::Split,
+        _ => Kind::ChannelSplit,
+    }
+}
+
+/// One block of an sm_90a kernel of kind `KIND` ([`PAIR`], [`SPLIT`], [`CHANNEL_SPLIT`]),
+/// `N` accumulator registers per warpgroup. The `Split` kinds run
+/// [`correlate_split`](super::split::correlate_split); the `Pair` block follows: one
+/// warpgroup copies its tiles, transposes the column tile, loads A and issues the `wgmma`s,
+/// stages handed over with block barriers.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(crate) unsafe fn correlate(
+pub(crate) unsafe fn correlate<const KIND: u32, const N: usize>(
     input: *const u8,
     output: *mut u32,
     p: Params,
@@ -101,8 +119,14 @@ pub(crate) unsafe fn correlate(
     stages: u32,
     mode: Output,
 ) {
-    let kind = Kind::Pair;
-    const N: usize = Kind::Pair.cols() as usize / 2;
+    if KIND == SPLIT {
+        return correlate_split::<false>(input, output, p, order, first_stage, stages, mode);
+    }
+    if KIND == CHANNEL_SPLIT {
+        return correlate_split::<true>(input, output, p, order, first_stage, stages, mode);
+    }
+    let kind = kind_of(KIND);
+    const { assert!(N as u32 == kind_of(KIND).cols() / 2) };
     let ring = kind.ring();
     let channel = block_idx_y();
     let thread = thread_idx_x() % 128;
@@ -136,6 +160,10 @@ pub(crate) unsafe fn correlate(
     let mut im = [0i32; N];
     // sum_t Im of the transposed receivers 16 warp + g and + 8, this lane's times.
     let mut col_sum = [[0i32; 2]; 2];
+    // The proxy fence below waits for this thread's copies in flight; where a warpgroup
+    // both copies and transposes (the `Pair` block, the only one here), it refills after the
+    // fence.
+    let late_refill = KIND == PAIR;
     for s in 0..stages {
         let slot = s % ring;
         // Stage s landed (at most ring - 2 later groups pending); after the barrier it is
@@ -148,6 +176,9 @@ pub(crate) unsafe fn correlate(
             }
             cp_async_commit();
         };
+        if !late_refill {
+            refill();
+        }
 
         // Column tiles -> K-major (parity s % 2, last read by stage s - 2's wgmmas, which
         // every warpgroup retired in stage s - 1 before the barrier above).
@@ -168,9 +199,9 @@ pub(crate) unsafe fn correlate(
         if plan.transposes[0].is_some() {
             fence_proxy_async_shared();
         }
-        // The proxy fence waits for this thread's copies in flight, and this warpgroup both
-        // copies and transposes: it refills after the fence.
-        refill();
+        if late_refill {
+            refill();
+        }
 
         // The A registers are rewritten below: stage s - 1's wgmmas must have read them.
         wait_group::<0>();

@@ -3,6 +3,7 @@
 //! 16-byte aligned int8 rows, register staging otherwise). Formulas, layouts and design: the
 //! parent module.
 
+use super::device::load_word_checked;
 use super::*;
 use crate::intrinsics::*;
 use crate::mma::mma_m16n8k32_s8;
@@ -23,38 +24,12 @@ pub(super) struct Params {
 
 /// Element index of tile receiver `rho` at input row `row = t * channels + channel`.
 #[inline(always)]
-fn element(p: Params, order: Order, tile: u32, row: u64, rho: u32) -> u64 {
+pub(super) fn element(p: Params, order: Order, tile: u32, row: u64, rho: u32) -> u64 {
     let (station, pol) = receiver(order, p.pols, tile, rho);
     match order {
         Order::StationPol => (row * p.stations as u64 + station as u64) * p.pols as u64 + pol as u64,
         Order::PolStation => (row * p.pols as u64 + pol as u64) * p.stations as u64 + station as u64,
     }
-}
-
-/// One 32-bit word (bytes `4 w .. 4 w + 4` of a 16-byte vector) element by element, zero
-/// past the last station: for the ragged last tile and for inputs whose rows are not
-/// 16-byte aligned. Kept out of line (and scalar, so it returns in a register) so the fast
-/// path stays small enough to unroll.
-#[inline(never)]
-unsafe fn load_word_checked<const E: u32>(
-    input: *const u8,
-    p: Params,
-    order: Order,
-    tile: u32,
-    row: u64,
-    rho0: u32,
-    w: u32,
-) -> u32 {
-    let mut word = 0;
-    for byte in 0..4u32 {
-        let position = 4 * w + byte;
-        let rho = rho0 + position / E;
-        if receiver(order, p.pols, tile, rho).0 < p.stations {
-            let at = element(p, order, tile, row, rho) * E as u64 + (position % E) as u64;
-            word |= (*input.add(at as usize) as u32) << (8 * byte);
-        }
-    }
-    word
 }
 
 /// Where this thread's input vectors of one tile come from. Its vector m of stage s is

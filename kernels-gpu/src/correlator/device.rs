@@ -11,6 +11,35 @@
 use super::*;
 use crate::intrinsics::block_idx_z;
 
+/// One 32-bit word (bytes `4 w .. 4 w + 4` of a 16-byte vector) element by element, zero
+/// past the last station: for the ragged last tile and for inputs whose rows are not
+/// 16-byte aligned. Kept out of line (and scalar, so it returns in a register) so the fast
+/// path stays small enough to unroll. (Part of the sm_80 schedule, but it stands here: the
+/// one function the schedule calls out of line, its PTX symbol carries its module path, and
+/// this one keeps the PTX of the register-staged kernels as it has been.)
+#[cfg(not(radio_sm90a))]
+#[inline(never)]
+pub(super) unsafe fn load_word_checked<const E: u32>(
+    input: *const u8,
+    p: ampere::Params,
+    order: Order,
+    tile: u32,
+    row: u64,
+    rho0: u32,
+    w: u32,
+) -> u32 {
+    let mut word = 0;
+    for byte in 0..4u32 {
+        let position = 4 * w + byte;
+        let rho = rho0 + position / E;
+        if receiver(order, p.pols, tile, rho).0 < p.stations {
+            let at = ampere::element(p, order, tile, row, rho) * E as u64 + (position % E) as u64;
+            word |= (*input.add(at as usize) as u32) << (8 * byte);
+        }
+    }
+    word
+}
+
 macro_rules! entry_points {
     ($(($name:ident, $format:ident, $order:ident, $schedule:ident, $cap:expr)),* $(,)?) => {
         $( entry_point!($schedule, $name, Format::$format, Order::$order); )*

@@ -78,8 +78,11 @@ fn main() {
         if !wgmma && !hopper {
             continue; // the main rows already ran the sm_80 kernel
         }
-        gpu.set_wgmma_enabled(wgmma && hopper);
-        let correlator = Correlator::new(&gpu, config).expect("valid configuration");
+        let mut correlator = Correlator::new(&gpu, config).expect("valid configuration");
+        if !wgmma {
+            let ampere = config.kernel(false).expect("valid configuration");
+            correlator = correlator.with_kernel(&ampere.spec).expect("the sm_80 kernel fits");
+        }
         let label = match correlator.wgmma_kind() {
             Some(kind) => format!("{label} wgmma {kind:?}"),
             None => label.to_string(),
@@ -98,7 +101,6 @@ fn main() {
         });
     }
     group.finish();
-    gpu.set_wgmma_enabled(hopper);
 
     // Streaming: chunks written straight into the integration's pinned buffers (as a packet
     // receiver would; the data is written once and reused), timed by the host clock from the

@@ -3,13 +3,16 @@
 //! a spread of station and channel counts; int64 accumulation, the streaming path, the int32
 //! bound at its edge, output properties, input validation and device ownership; inputs and
 //! outputs past 2^32 bytes and output positions past 2^32 values; and a property test over
-//! random valid shapes. On Hopper every check runs twice: with the sm_90a `wgmma` kernels
-//! (int8, aligned rows) and with the sm_80 kernels (`Gpu::set_wgmma_enabled(false)`, the
-//! path Ampere GPUs take).
+//! random valid shapes. On Hopper every check that runs an sm_90a `wgmma` kernel (int8,
+//! aligned rows) runs again on the sm_80 kernel (`Correlator::with_kernel`), the path Ampere
+//! GPUs take.
 mod common;
 
 use common::*;
-use radio_kernels::correlator::{correlate_reference, Correlator, CorrelatorConfig, Format, Order};
+use radio_kernels::correlator::{
+    correlate_reference, Correlator, CorrelatorConfig, Format, Order, INSTANCES,
+};
+use radio_kernels::gpu_shared::modules::Arch;
 use radio_kernels::{DeviceBuffer, Error, Gpu};
 use rand::rngs::StdRng;
 use rand::Rng;
@@ -26,28 +29,32 @@ fn random_input(config: &CorrelatorConfig, rng: &mut StdRng) -> Vec<u8> {
         .collect()
 }
 
-/// The kernel families this GPU runs: `wgmma` on (Hopper) and off, or only the sm_80 one.
-fn paths(gpu: &Gpu) -> Vec<bool> {
-    if gpu.wgmma_enabled() {
-        vec![true, false]
-    } else {
-        vec![false]
+/// The correlators a configuration is checked on: the one `Correlator::new` chooses and,
+/// where that runs a `wgmma` kernel (Hopper), the sm_80 kernel Ampere GPUs run.
+fn correlators(gpu: &Gpu, config: CorrelatorConfig) -> Vec<Correlator<'_>> {
+    let chosen = Correlator::new(gpu, config).unwrap();
+    if !chosen.uses_wgmma() {
+        return vec![chosen];
+    }
+    let ampere = config.kernel(false).unwrap();
+    vec![chosen, Correlator::new(gpu, config).unwrap().with_kernel(&ampere.spec).unwrap()]
+}
+
+/// Runs `check` on each of `config`'s correlators ([`correlators`]).
+fn for_each_path(gpu: &Gpu, config: CorrelatorConfig, mut check: impl FnMut(&Correlator)) {
+    for correlator in correlators(gpu, config) {
+        check(&correlator);
     }
 }
 
-/// Runs `check` once per kernel family, with `wgmma` set accordingly; restores it after.
-fn for_each_path(gpu: &Gpu, mut check: impl FnMut(bool)) {
-    let all = paths(gpu);
-    for &wgmma in &all {
-        gpu.set_wgmma_enabled(wgmma);
-        check(wgmma);
-    }
-    gpu.set_wgmma_enabled(all[0]);
+/// The kernel a correlator runs, for messages.
+fn name(correlator: &Correlator) -> &'static str {
+    correlator.kernel().spec.name
 }
 
 /// One launch on `input` into a poisoned output.
-fn launch(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) -> Vec<[i32; 2]> {
-    let correlator = Correlator::new(gpu, config).unwrap();
+fn launch(gpu: &Gpu, correlator: &Correlator, input: &[u8]) -> Vec<[i32; 2]> {
+    let config = *correlator.config();
     let device_input = gpu.upload(input).unwrap();
     let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
     correlator.correlate(&device_input, &mut output).unwrap();
@@ -57,9 +64,9 @@ fn launch(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) -> Vec<[i32; 2]> {
 /// Every kernel family bit-exact on `input` against one CPU reference.
 fn check_on(gpu: &Gpu, config: CorrelatorConfig, input: &[u8]) {
     let expected = correlate_reference(&config, input).unwrap();
-    for_each_path(gpu, |wgmma| {
-        let got = launch(gpu, config, input);
-        assert_exact(&config, wgmma, &got, &expected);
+    for_each_path(gpu, config, |correlator| {
+        let got = launch(gpu, correlator, input);
+        assert_exact(&config, name(correlator), &got, &expected);
     });
 }
 
@@ -67,13 +74,13 @@ fn check_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) {
     check_on(gpu, config, &random_input(&config, rng))
 }
 
-fn assert_exact(config: &CorrelatorConfig, wgmma: bool, got: &[[i32; 2]], expected: &[[i64; 2]]) {
+fn assert_exact(config: &CorrelatorConfig, kernel: &str, got: &[[i32; 2]], expected: &[[i64; 2]]) {
     assert_eq!(got.len(), expected.len());
     let wrong: Vec<usize> =
         (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).collect();
     if let Some(&first) = wrong.first() {
         panic!(
-            "{config:?} (wgmma {wgmma}): {} of {} values wrong; first at {first}: {:?}, expected {:?}",
+            "{config:?} ({kernel}): {} of {} values wrong; first at {first}: {:?}, expected {:?}",
             wrong.len(),
             got.len(),
             got[first],
@@ -128,8 +135,8 @@ fn autos_are_real_nonnegative_and_cross_pols_hermitian() {
         let config =
             CorrelatorConfig { stations: 40, pols: 2, channels: 3, times: 192, format: Format::Ci8, order };
         let input = random_input(&config, &mut rng);
-        for_each_path(&gpu, |_| {
-            let v = launch(&gpu, config, &input);
+        for_each_path(&gpu, config, |correlator| {
+            let v = launch(&gpu, correlator, &input);
             for c in 0..config.channels {
                 for i in 0..config.stations {
                     for p in 0..2 {
@@ -164,13 +171,12 @@ fn accumulated_launches_equal_one_long_integration() {
         let long = CorrelatorConfig { times: launch.times * k, ..launch };
         let input = random_input(&long, &mut rng);
         let expected = correlate_reference(&long, &input).unwrap();
-        for_each_path(&gpu, |wgmma| {
-            let correlator = Correlator::new(&gpu, launch).unwrap();
+        for_each_path(&gpu, launch, |correlator| {
             let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
             for chunk in input.chunks(launch.input_bytes()) {
                 correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
             }
-            assert_eq!(accumulator.download().unwrap(), expected, "{format:?} wgmma {wgmma}");
+            assert_eq!(accumulator.download().unwrap(), expected, "{format:?} {}", name(correlator));
         });
     }
 }
@@ -201,9 +207,8 @@ fn streaming_integration_matches_the_reference() {
             correlate_reference(&batch_config, &batch.concat()).unwrap()
         })
         .collect();
-    for_each_path(&gpu, |wgmma| {
-        let correlator = Correlator::new(&gpu, launch).unwrap();
-        assert_eq!(correlator.integrate(&parts).unwrap(), expected, "wgmma {wgmma}");
+    for_each_path(&gpu, launch, |correlator| {
+        assert_eq!(correlator.integrate(&parts).unwrap(), expected, "{}", name(correlator));
 
         // One integration reused for two batches: `finish` returns each batch alone.
         let mut integration = correlator.integration().unwrap();
@@ -212,7 +217,7 @@ fn streaming_integration_matches_the_reference() {
                 integration.buffer().unwrap().copy_from_slice(part);
                 integration.submit().unwrap();
             }
-            assert_eq!(&integration.finish().unwrap(), expected, "wgmma {wgmma}");
+            assert_eq!(&integration.finish().unwrap(), expected, "{}", name(correlator));
         }
     });
 }
@@ -297,7 +302,7 @@ fn wgmma_kernel_is_chosen_and_exact() {
         assert_eq!(correlator.uses_wgmma(), gpu.wgmma_enabled(), "{config:?}");
         let input = random_input(&config, &mut rng);
         let expected = correlate_reference(&config, &input).unwrap();
-        assert_exact(&config, correlator.uses_wgmma(), &launch(&gpu, config, &input), &expected);
+        assert_exact(&config, name(&correlator), &launch(&gpu, &correlator, &input), &expected);
         let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
         let device_input = gpu.upload(&input).unwrap();
         correlator.accumulate(&device_input, &mut accumulator).unwrap();
@@ -310,6 +315,83 @@ fn wgmma_kernel_is_chosen_and_exact() {
         let config =
             CorrelatorConfig { stations, pols: 2, channels: 1, times: 64, format, order: Order::StationPol };
         assert!(!Correlator::new(&gpu, config).unwrap().uses_wgmma(), "{config:?}");
+    }
+}
+
+/// Every kernel of the family that fits a configuration, chosen with `with_kernel`, is
+/// bit-exact there (on Hopper also the `wgmma` block kinds chosen for other sizes: `Pair` on
+/// several tiles, `Split` on one or two).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_fitting_kernel_is_exact() {
+    let gpu = gpu();
+    let mut rng = rng();
+    let hopper = gpu.wgmma_enabled();
+    for (stations, pols, format, order) in [
+        (8, 2, Format::Ci8, Order::StationPol),
+        (40, 2, Format::Ci8, Order::PolStation),
+        (104, 2, Format::Ci8, Order::StationPol),
+        (37, 1, Format::Ci8, Order::PolStation),
+        (40, 2, Format::Ci4, Order::StationPol),
+    ] {
+        let config = CorrelatorConfig { stations, pols, channels: 2, times: 128, format, order };
+        let input = random_input(&config, &mut rng);
+        let expected = correlate_reference(&config, &input).unwrap();
+        let mut ran = 0;
+        for kernel in INSTANCES {
+            if kernel.misfit(format, order, stations, pols).is_some()
+                || (kernel.spec.arch == Arch::Sm90a && !hopper)
+            {
+                continue;
+            }
+            let correlator = Correlator::new(&gpu, config).unwrap().with_kernel(&kernel.spec).unwrap();
+            assert_eq!(correlator.kernel(), kernel);
+            assert_exact(&config, kernel.spec.name, &launch(&gpu, &correlator, &input), &expected);
+            ran += 1;
+        }
+        assert!(ran >= 1, "{config:?}");
+    }
+}
+
+/// `with_kernel` refuses, with a typed error and before any launch, a spec of another
+/// family, a kernel of the other format or order, a copying kernel on rows that are not
+/// 16-byte aligned, the channel block on channels of other than two tiles, and (off Hopper)
+/// the sm_90a kernels.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn with_kernel_refuses_kernels_that_do_not_fit() {
+    let gpu = gpu();
+    let find = |name: &str| &INSTANCES.iter().find(|k| k.spec.name == name).unwrap().spec;
+    let config = |stations, format| CorrelatorConfig {
+        stations,
+        pols: 2,
+        channels: 1,
+        times: 64,
+        format,
+        order: Order::StationPol,
+    };
+    let other_family =
+        radio_kernels::gpu_shared::modules::kernels().find(|k| !k.name.starts_with("correlate_")).unwrap();
+    for (config, spec) in [
+        (config(8, Format::Ci8), other_family),
+        (config(8, Format::Ci8), find("correlate_ci4_station_pol")),
+        (config(8, Format::Ci8), find("correlate_ci8_pol_station_async")),
+        (config(5, Format::Ci8), find("correlate_ci8_station_pol_async")),
+        (config(5, Format::Ci8), find("correlate_ci8_station_pol_wgmma")),
+        (config(8, Format::Ci8), find("correlate_ci8_station_pol_wgmma_channel_split")),
+        (config(100, Format::Ci8), find("correlate_ci8_station_pol_wgmma_channel_split")),
+    ] {
+        let result = Correlator::new(&gpu, config).unwrap().with_kernel(spec);
+        assert!(matches!(result, Err(Error::InvalidConfig(_))), "{} on {config:?}", spec.name);
+    }
+    let fits = config(40, Format::Ci8);
+    let result = Correlator::new(&gpu, fits)
+        .unwrap()
+        .with_kernel(find("correlate_ci8_station_pol_wgmma_channel_split"));
+    if gpu.compute_capability() == (9, 0) {
+        assert!(result.is_ok());
+    } else {
+        assert!(matches!(result, Err(Error::MissingKernel(_))));
     }
 }
 
@@ -380,15 +462,14 @@ fn outputs_past_2_pow_32_values_are_exact() {
     windows.push(config.output_len() - 2048..config.output_len());
     let expected: Vec<Vec<[i64; 2]>> =
         windows.iter().map(|w| w.clone().map(|n| visibility_at(&config, &input, n)).collect()).collect();
-    for_each_path(&gpu, |wgmma| {
-        let correlator = Correlator::new(&gpu, config).unwrap();
+    for_each_path(&gpu, config, |correlator| {
         {
             let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
             correlator.correlate(&device_input, &mut output).unwrap();
             for (window, want) in windows.iter().zip(&expected) {
                 let got = download_range(&gpu, &output, window.clone());
                 let got: Vec<[i64; 2]> = got.iter().map(|v| [v[0] as i64, v[1] as i64]).collect();
-                assert_eq!(&got, want, "int32, wgmma {wgmma}, values {window:?}");
+                assert_eq!(&got, want, "int32, {}, values {window:?}", name(correlator));
             }
         }
         // The int32 output is freed; a synchronisation returns it to the device.
@@ -398,7 +479,7 @@ fn outputs_past_2_pow_32_values_are_exact() {
             correlator.accumulate(&device_input, &mut accumulator).unwrap();
             for (window, want) in windows.iter().zip(&expected) {
                 let got = download_range(&gpu, &accumulator, window.clone());
-                assert_eq!(&got, want, "int64, wgmma {wgmma}, values {window:?}");
+                assert_eq!(&got, want, "int64, {}, values {window:?}", name(correlator));
             }
         }
     });
@@ -457,8 +538,7 @@ fn inputs_and_outputs_past_2_pow_32_bytes_are_exact() {
                 correlate_reference(&one, &samples).unwrap()
             })
             .collect();
-        for_each_path(&gpu, |_| {
-            let correlator = Correlator::new(&gpu, config).unwrap();
+        for_each_path(&gpu, config, |correlator| {
             let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
             correlator.correlate(&device_input, &mut output).unwrap();
             let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
@@ -467,12 +547,12 @@ fn inputs_and_outputs_past_2_pow_32_bytes_are_exact() {
                 let range = c as usize * per_channel..(c as usize + 1) * per_channel;
                 let got = download_range(&gpu, &output, range.clone());
                 let got: Vec<[i64; 2]> = got.iter().map(|v| [v[0] as i64, v[1] as i64]).collect();
-                assert_eq!(&got, want, "{config:?} int32, wgmma {}, channel {c}", correlator.uses_wgmma());
+                assert_eq!(&got, want, "{config:?} int32, {}, channel {c}", name(correlator));
                 assert_eq!(
                     &download_range(&gpu, &accumulator, range),
                     want,
-                    "{config:?} int64, wgmma {}, channel {c}",
-                    correlator.uses_wgmma()
+                    "{config:?} int64, {}, channel {c}",
+                    name(correlator)
                 );
             }
         });
@@ -558,24 +638,17 @@ fn property_random_shapes_are_bit_exact() {
             })
             .collect();
         let expected = correlate_reference(&config, &input).unwrap();
-        gpu.set_wgmma_enabled(wgmma);
-        let correlator = Correlator::new(&gpu, config);
-        gpu.set_wgmma_enabled(hopper);
-        let correlator = correlator.unwrap();
+        let mut correlator = Correlator::new(&gpu, config).unwrap();
+        if !wgmma && correlator.uses_wgmma() {
+            correlator = correlator.with_kernel(&config.kernel(false).unwrap().spec).unwrap();
+        }
         prop_assert!(!correlator.uses_wgmma() || (wgmma && hopper));
         let device_input = gpu.upload(&input).unwrap();
         let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
         correlator.correlate(&device_input, &mut output).unwrap();
         let got = output.download().unwrap();
         let wrong = (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).count();
-        prop_assert_eq!(
-            wrong,
-            0,
-            "int32: {} of {} wrong (wgmma {})",
-            wrong,
-            got.len(),
-            correlator.uses_wgmma()
-        );
+        prop_assert_eq!(wrong, 0, "int32: {} of {} wrong ({})", wrong, got.len(), name(&correlator));
         let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0xA5).unwrap();
         correlator.accumulate(&device_input, &mut accumulator).unwrap();
         let poison = i64::from_ne_bytes([0xA5; 8]);
@@ -609,8 +682,7 @@ fn streaming_engine_equals_one_shot_integrations() {
     let long = CorrelatorConfig { times: launch.times * total as u32, ..launch };
     let mut input = random_input(&long, &mut rng);
     let bytes = launch.input_bytes();
-    for_each_path(&gpu, |wgmma| {
-        let correlator = Correlator::new(&gpu, launch).unwrap();
+    for_each_path(&gpu, launch, |correlator| {
         let expected: Vec<Vec<[i64; 2]>> = input
             .chunks(bytes * per_integration)
             .map(|part| {
@@ -635,7 +707,7 @@ fn streaming_engine_equals_one_shot_integrations() {
             while let Some(v) = engine.output().unwrap() {
                 got.push(v.to_vec());
             }
-            assert_eq!(got, expected, "pinned slots, depth {depth}, wgmma {wgmma}");
+            assert_eq!(got, expected, "pinned slots, depth {depth}, {}", name(correlator));
         }
         // Registered memory, and the back-pressure path: with every output slot full the
         // submit that starts an integration is refused and changes nothing.
@@ -661,7 +733,7 @@ fn streaming_engine_equals_one_shot_integrations() {
             got.push(v.to_vec());
         }
         assert!(refused > 0, "the ring never filled");
-        assert_eq!(got, expected, "registered memory, wgmma {wgmma}");
+        assert_eq!(got, expected, "registered memory, {}", name(correlator));
         assert!(matches!(
             engine.submit_registered(&registered, total * bytes - 1),
             Err(Error::InvalidConfig(_))

@@ -12,6 +12,7 @@ mod common;
 use common::{median_ms, write_ceilings, Ceiling};
 use criterion::Throughput;
 use radio_kernels::summary::{self, CEILING_THREADS};
+use radio_kernels::gpu_shared::modules::{tools, KernelSpec};
 use radio_kernels::{DeviceBuffer, Gpu};
 use std::time::Duration;
 
@@ -20,30 +21,30 @@ const REPS: usize = 21;
 /// An mma shape: kernel name and operations (2 m n k) per warp-level instruction.
 struct Shape {
     label: &'static str,
-    kernel: &'static str,
+    kernel: &'static KernelSpec,
     ops_per_mma: u64,
 }
 
 const SHAPES: [Shape; 7] = [
-    Shape { label: "s8 m16n8k32", kernel: "ceiling_mma_m16n8k32_s8", ops_per_mma: 2 * 16 * 8 * 32 },
-    Shape { label: "s8 m8n8k16", kernel: "ceiling_mma_m8n8k16_s8", ops_per_mma: 2 * 8 * 8 * 16 },
-    Shape { label: "s4 m16n8k64", kernel: "ceiling_mma_m16n8k64_s4", ops_per_mma: 2 * 16 * 8 * 64 },
-    Shape { label: "f16 m16n8k16 f16-acc", kernel: "ceiling_mma_m16n8k16_f16", ops_per_mma: 2 * 16 * 8 * 16 },
+    Shape { label: "s8 m16n8k32", kernel: &tools::CEILING_MMA_M16N8K32_S8, ops_per_mma: 2 * 16 * 8 * 32 },
+    Shape { label: "s8 m8n8k16", kernel: &tools::CEILING_MMA_M8N8K16_S8, ops_per_mma: 2 * 8 * 8 * 16 },
+    Shape { label: "s4 m16n8k64", kernel: &tools::CEILING_MMA_M16N8K64_S4, ops_per_mma: 2 * 16 * 8 * 64 },
+    Shape { label: "f16 m16n8k16 f16-acc", kernel: &tools::CEILING_MMA_M16N8K16_F16, ops_per_mma: 2 * 16 * 8 * 16 },
     Shape {
         label: "f16 m16n8k16 f32-acc",
-        kernel: "ceiling_mma_m16n8k16_f16_f32",
+        kernel: &tools::CEILING_MMA_M16N8K16_F16_F32,
         ops_per_mma: 2 * 16 * 8 * 16,
     },
-    Shape { label: "f16 m16n8k8", kernel: "ceiling_mma_m16n8k8_f16", ops_per_mma: 2 * 16 * 8 * 8 },
+    Shape { label: "f16 m16n8k8", kernel: &tools::CEILING_MMA_M16N8K8_F16, ops_per_mma: 2 * 16 * 8 * 8 },
     // Dense-equivalent operations: the sparse MMA computes a 16x16 by 16x8 product.
     Shape {
         label: "f16 mma.sp m16n8k16",
-        kernel: "ceiling_mma_sp_m16n8k16_f16",
+        kernel: &tools::CEILING_MMA_SP_M16N8K16_F16,
         ops_per_mma: 2 * 16 * 8 * 16,
     },
 ];
 
-fn launch_mma(gpu: &Gpu, kernel: &'static str, iterations: u32, out: &mut DeviceBuffer<u32>) {
+fn launch_mma(gpu: &Gpu, kernel: &'static KernelSpec, iterations: u32, out: &mut DeviceBuffer<u32>) {
     summary::launch_mma(gpu, kernel, iterations, out).expect("mma ceiling launch");
 }
 

@@ -13,6 +13,7 @@ use crate::{
     launch_1d, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg, Result,
 };
 use half::f16;
+use radio_kernels_gpu::modules::{tools, KernelSpec};
 use radio_kernels_gpu::ceilings_hopper::{
     OPS_PER_ITERATION as WGMMA_CEILING_OPS_PER_ITERATION, SHARED_BYTES as WGMMA_CEILING_SHARED,
     THREADS as WGMMA_CEILING_THREADS,
@@ -27,7 +28,7 @@ const REPS: usize = 5;
 /// 32-bit words, so a trailing part of a word is left as it was.
 pub fn fill_random<T: bytemuck::Pod>(gpu: &Gpu, mut buffer: DeviceBufferMut<'_, T>, seed: u32) -> Result<()> {
     gpu.check_owner(&buffer, "buffer to fill")?;
-    let function = gpu.function("bench_fill_random")?;
+    let function = gpu.kernel(&tools::BENCH_FILL_RANDOM)?;
     let words = (buffer.len() * std::mem::size_of::<T>() / 4) as u64;
     let mut launch = gpu.stream().launch_builder(&function);
     // SAFETY: the allocation is only passed to the kernel, never replaced.
@@ -84,11 +85,11 @@ pub const CEILING_CHAINS: u64 = 8;
 
 /// Only the ceiling kernels of one family (`prefix`), which share one signature, may be
 /// launched by name: any other kernel would read its arguments differently.
-fn check_ceiling_name(kernel: &str, prefix: &str) -> Result<()> {
-    if kernel.starts_with(prefix) {
+fn check_ceiling_name(kernel: &KernelSpec, prefix: &str) -> Result<()> {
+    if kernel.family == radio_kernels_gpu::modules::Family::Tools && kernel.name.starts_with(prefix) {
         Ok(())
     } else {
-        Err(crate::Error::InvalidConfig(format!("`{kernel}` is not a `{prefix}*` ceiling kernel")))
+        Err(crate::Error::InvalidConfig(format!("`{}` is not a `{prefix}*` ceiling kernel", kernel.name)))
     }
 }
 
@@ -116,12 +117,12 @@ fn check_word_per_thread(gpu: &Gpu, out: &DeviceBuffer<u32>) -> Result<()> {
 /// MMAs per warp, one result word per thread into `out`.
 pub fn launch_mma(
     gpu: &Gpu,
-    kernel: &'static str,
+    kernel: &'static KernelSpec,
     iterations: u32,
     out: &mut DeviceBuffer<u32>,
 ) -> Result<()> {
     check_ceiling_name(kernel, "ceiling_mma_")?;
-    let function = gpu.function(kernel)?;
+    let function = gpu.kernel(kernel)?;
     let blocks = ceiling_blocks(gpu);
     check_word_per_thread(gpu, out)?;
     let mut launch = gpu.stream().launch_builder(&function);
@@ -144,7 +145,7 @@ pub fn launch_copy(gpu: &Gpu, src: &DeviceBuffer<u32>, dst: &mut DeviceBuffer<u3
     }
     gpu.check_owner(src, "ceiling copy source")?;
     gpu.check_owner(dst, "ceiling copy destination")?;
-    let function = gpu.function("ceiling_copy")?;
+    let function = gpu.kernel(&tools::CEILING_COPY)?;
     let vectors = (src.len() / 4) as u64;
     let mut launch = gpu.stream().launch_builder(&function);
     // SAFETY: the allocation is passed to the kernel, never replaced.
@@ -173,7 +174,7 @@ pub fn launch_l2_read(
     };
     gpu.check_owner(src, "L2 read ceiling source")?;
     check_word_per_thread(gpu, out)?;
-    let function = gpu.function("ceiling_l2_read")?;
+    let function = gpu.kernel(&tools::CEILING_L2_READ)?;
     let mut launch = gpu.stream().launch_builder(&function);
     // SAFETY: the allocation is passed to the kernel, never replaced.
     launch.arg(src.raw()).arg(&vectors).arg(&passes).arg(unsafe { out.raw_mut() });
@@ -187,18 +188,18 @@ pub fn launch_l2_read(
 /// The wgmma ceilings (label, kernel, ops 2 m n k per wgmma): s8, and f16 with f32
 /// accumulate, both at m64n256 with A and B in shared memory.
 pub const WGMMA_CEILINGS: [(&str, &str, u64); 2] = [
-    ("s8 m64n256k32", "ceiling_wgmma_m64n256k32_s8", 2 * 64 * 256 * 32),
-    ("f16 m64n256k16 f32-acc", "ceiling_wgmma_m64n256k16_f16_f32", 2 * 64 * 256 * 16),
+    ("s8 m64n256k32", &tools::CEILING_WGMMA_M64N256K32_S8, 2 * 64 * 256 * 32),
+    ("f16 m64n256k16 f32-acc", &tools::CEILING_WGMMA_M64N256K16_F16_F32, 2 * 64 * 256 * 16),
 ];
 
 /// A wgmma ceiling kernel of the sm_90a module (`None` where the GPU has none) and its grid:
 /// as many one-warpgroup blocks as fit on every SM at once.
-fn wgmma_ceiling_grid(gpu: &Gpu, kernel: &'static str) -> Result<Option<(CudaFunction, u32)>> {
+fn wgmma_ceiling_grid(gpu: &Gpu, kernel: &'static KernelSpec) -> Result<Option<(CudaFunction, u32)>> {
     check_ceiling_name(kernel, "ceiling_wgmma_")?;
     if !gpu.wgmma_enabled() {
         return Ok(None);
     }
-    let function = gpu.hopper_function(kernel)?;
+    let function = gpu.kernel(kernel)?;
     let per_sm = function
         .occupancy_max_active_blocks_per_multiprocessor(
             WGMMA_CEILING_THREADS,
@@ -240,7 +241,7 @@ fn launch_wgmma_ceiling(
 /// 2 m n k of the kernel's shape.
 pub fn wgmma_ceiling(
     gpu: &Gpu,
-    kernel: &'static str,
+    kernel: &'static KernelSpec,
     ops_per_wgmma: u64,
     reps: usize,
 ) -> Result<Option<(f64, f64)>> {
@@ -265,7 +266,7 @@ fn iterations_for_20_ms(gpu: &Gpu, mut launch: impl FnMut(u32) -> Result<()>) ->
 }
 
 /// Iterations that make one launch of `kernel` take about 20 ms (probed with 64).
-pub fn mma_iterations(gpu: &Gpu, kernel: &'static str, out: &mut DeviceBuffer<u32>) -> Result<u32> {
+pub fn mma_iterations(gpu: &Gpu, kernel: &'static KernelSpec, out: &mut DeviceBuffer<u32>) -> Result<u32> {
     iterations_for_20_ms(gpu, |n| launch_mma(gpu, kernel, n, out))
 }
 
@@ -276,7 +277,7 @@ pub fn mma_ops(gpu: &Gpu, iterations: u32, ops_per_mma: u64) -> f64 {
 }
 
 /// An mma ceiling: (TOPS, median ms).
-fn ceiling_mma(gpu: &Gpu, kernel: &'static str, ops_per_mma: u64) -> Result<(f64, f64)> {
+fn ceiling_mma(gpu: &Gpu, kernel: &'static KernelSpec, ops_per_mma: u64) -> Result<(f64, f64)> {
     let mut out = gpu.alloc::<u32>((ceiling_blocks(gpu) * CEILING_THREADS) as usize, 0)?;
     let iterations = mma_iterations(gpu, kernel, &mut out)?;
     let ms = median_ms(gpu, REPS, || launch_mma(gpu, kernel, iterations, &mut out))?;
@@ -300,9 +301,9 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     drop((src, dst));
     let copy = 2.0 * (words * 4) as f64 / ms / 1e6;
     push(Row { name: "ceiling: device copy (read + write)".into(), ms, result: format!("{copy:.0} GB/s") });
-    let (s8, ms) = ceiling_mma(gpu, "ceiling_mma_m16n8k32_s8", 2 * 16 * 8 * 32)?;
+    let (s8, ms) = ceiling_mma(gpu, &tools::CEILING_MMA_M16N8K32_S8, 2 * 16 * 8 * 32)?;
     push(Row { name: "ceiling: mma.sync s8 m16n8k32".into(), ms, result: format!("{s8:.0} TOPS") });
-    let (f16_peak, ms) = ceiling_mma(gpu, "ceiling_mma_m16n8k16_f16_f32", 2 * 16 * 8 * 16)?;
+    let (f16_peak, ms) = ceiling_mma(gpu, &tools::CEILING_MMA_M16N8K16_F16_F32, 2 * 16 * 8 * 16)?;
     push(Row {
         name: "ceiling: mma.sync f16 m16n8k16, f32 acc.".into(),
         ms,

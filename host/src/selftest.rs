@@ -17,6 +17,7 @@ use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKer
 use half::f16;
 use radio_kernels_gpu::bank;
 use radio_kernels_gpu::layout::{self, Fragment};
+use radio_kernels_gpu::modules::{tools, KernelSpec};
 use radio_kernels_gpu::packing;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -48,13 +49,13 @@ const POISON: u8 = 0xA5;
 /// of D (`d_regs` registers per lane).
 fn run_mma(
     gpu: &Gpu,
-    kernel: &'static str,
+    kernel: &'static KernelSpec,
     inputs: &[&[u32]],
     extra: Option<u32>,
     cases: usize,
     d_regs: usize,
 ) -> Result<Vec<u32>> {
-    let function = gpu.function(kernel)?;
+    let function = gpu.kernel(kernel)?;
     let buffers = inputs.iter().map(|i| gpu.upload(i)).collect::<Result<Vec<DeviceBuffer<u32>>>>()?;
     let mut d = gpu.alloc::<u32>(cases * 32 * d_regs, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
@@ -98,8 +99,8 @@ pub struct Int8Shape {
     pub a: &'static Fragment,
     pub b: &'static Fragment,
     pub c: &'static Fragment,
-    pub kernel: &'static str,
-    pub kernel_satfinite: &'static str,
+    pub kernel: &'static KernelSpec,
+    pub kernel_satfinite: &'static KernelSpec,
 }
 
 pub const M8N8K16_S8: Int8Shape = Int8Shape {
@@ -107,8 +108,8 @@ pub const M8N8K16_S8: Int8Shape = Int8Shape {
     a: &layout::M8N8K16_S8_A,
     b: &layout::M8N8K16_S8_B,
     c: &layout::M8N8K16_S32_C,
-    kernel: "selftest_mma_m8n8k16_s8",
-    kernel_satfinite: "selftest_mma_m8n8k16_s8_satfinite",
+    kernel: &tools::SELFTEST_MMA_M8N8K16_S8,
+    kernel_satfinite: &tools::SELFTEST_MMA_M8N8K16_S8_SATFINITE,
 };
 
 pub const M16N8K32_S8: Int8Shape = Int8Shape {
@@ -116,8 +117,8 @@ pub const M16N8K32_S8: Int8Shape = Int8Shape {
     a: &layout::M16N8K32_S8_A,
     b: &layout::M16N8K32_S8_B,
     c: &layout::M16N8K32_S32_C,
-    kernel: "selftest_mma_m16n8k32_s8",
-    kernel_satfinite: "selftest_mma_m16n8k32_s8_satfinite",
+    kernel: &tools::SELFTEST_MMA_M16N8K32_S8,
+    kernel_satfinite: &tools::SELFTEST_MMA_M16N8K32_S8_SATFINITE,
 };
 
 /// `D = A B + C` on int8 tensor cores, bit-exact. Plain: C keeps the sum inside i32.
@@ -197,7 +198,7 @@ pub struct F16Shape {
     pub a: &'static Fragment,
     pub b: &'static Fragment,
     pub c: &'static Fragment,
-    pub kernel: &'static str,
+    pub kernel: &'static KernelSpec,
 }
 
 pub const M16N8K8_F16: F16Shape = F16Shape {
@@ -205,7 +206,7 @@ pub const M16N8K8_F16: F16Shape = F16Shape {
     a: &layout::M16N8K8_F16_A,
     b: &layout::M16N8K8_F16_B,
     c: &layout::M16N8_F16_C,
-    kernel: "selftest_mma_m16n8k8_f16",
+    kernel: &tools::SELFTEST_MMA_M16N8K8_F16,
 };
 
 pub const M16N8K16_F16: F16Shape = F16Shape {
@@ -213,7 +214,7 @@ pub const M16N8K16_F16: F16Shape = F16Shape {
     a: &layout::M16N8K16_F16_A,
     b: &layout::M16N8K16_F16_B,
     c: &layout::M16N8_F16_C,
-    kernel: "selftest_mma_m16n8k16_f16",
+    kernel: &tools::SELFTEST_MMA_M16N8K16_F16,
 };
 
 pub const M16N8K16_F16_F32: F16Shape = F16Shape {
@@ -221,7 +222,7 @@ pub const M16N8K16_F16_F32: F16Shape = F16Shape {
     a: &layout::M16N8K16_F16_A,
     b: &layout::M16N8K16_F16_B,
     c: &layout::M16N8_F32_C,
-    kernel: "selftest_mma_m16n8k16_f16_f32",
+    kernel: &tools::SELFTEST_MMA_M16N8K16_F16_F32,
 };
 
 fn random_f16_bits(rng: &mut StdRng) -> u32 {
@@ -353,8 +354,8 @@ fn random_sparse_a(rng: &mut StdRng) -> (Vec<u32>, Vec<u32>, Vec<[u32; 2]>) {
 pub fn check_sparse_mma(gpu: &Gpu, form: SparseForm, cases: usize, seed: u64) -> Result<Check> {
     let mut rng = StdRng::seed_from_u64(seed);
     let kernel = match form {
-        SparseForm::OrderedMetadata => "selftest_mma_sp_m16n8k16_f16",
-        SparseForm::Unordered => "selftest_mma_sp_unordered_m16n8k16_f16",
+        SparseForm::OrderedMetadata => &tools::SELFTEST_MMA_SP_M16N8K16_F16,
+        SparseForm::Unordered => &tools::SELFTEST_MMA_SP_UNORDERED_M16N8K16_F16,
     };
     let (asp_frag, b_frag, c_frag) =
         (&layout::M16N8K16_SPARSE_F16_A, &layout::M16N8K16_F16_B, &layout::M16N8_F16_C);
@@ -443,7 +444,7 @@ pub fn check_sparse_universal(gpu: &Gpu, cases: usize, seed: u64) -> Result<Chec
         }
         let d_image = run_mma(
             gpu,
-            "selftest_mma_sp_universal_f16",
+            &tools::SELFTEST_MMA_SP_UNIVERSAL_F16,
             &[&images(asp_frag, &asp_all), &images(b_frag, &b_all), &images(c_frag, &c_all)],
             Some(n),
             cases,
@@ -473,7 +474,7 @@ pub fn check_shuffles(gpu: &Gpu, seed: u64) -> Result<Check> {
     let cases = 10usize;
     let values: Vec<u32> = (0..cases * 32).map(|_| rng.random()).collect();
     let sources: Vec<u32> = (0..cases * 32).map(|_| rng.random_range(0..64)).collect();
-    let function = gpu.function("selftest_shuffles")?;
+    let function = gpu.kernel(&tools::SELFTEST_SHUFFLES)?;
     let (v, s) = (gpu.upload(&values)?, gpu.upload(&sources)?);
     let mut out = gpu.alloc::<u32>(cases * ROWS * 32, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
@@ -521,7 +522,7 @@ pub fn check_prmt_lop3(gpu: &Gpu, seed: u64) -> Result<Check> {
     let b: Vec<u32> = (0..n).map(|_| rng.random()).collect();
     // Selectors: random nibbles (including sign-replicate mode) and random words for lop3.
     let s: Vec<u32> = (0..n).map(|_| rng.random::<u32>() & 0xffff).collect();
-    let function = gpu.function("selftest_prmt_lop3")?;
+    let function = gpu.kernel(&tools::SELFTEST_PRMT_LOP3)?;
     let (da, db, ds) = (gpu.upload(&a)?, gpu.upload(&b)?, gpu.upload(&s)?);
     let mut out = gpu.alloc::<u32>(4 * n, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
@@ -553,7 +554,7 @@ pub fn check_prmt_lop3(gpu: &Gpu, seed: u64) -> Result<Check> {
 pub fn check_shared_and_global(gpu: &Gpu, seed: u64) -> Result<Check> {
     let mut rng = StdRng::seed_from_u64(seed);
     let input: Vec<u32> = (0..1024).map(|_| rng.random()).collect();
-    let function = gpu.function("selftest_shared")?;
+    let function = gpu.kernel(&tools::SELFTEST_SHARED)?;
     let din = gpu.upload(&input)?;
     let mut words = gpu.alloc::<u32>(1024, POISON)?;
     let mut vec4 = gpu.alloc::<u32>(1024, POISON)?;
@@ -597,8 +598,8 @@ pub fn check_wgmma(gpu: &Gpu, int8: bool, seed: u64) -> Result<Option<Check>> {
     }
     let mut rng = StdRng::seed_from_u64(seed);
     let (kernel, k) =
-        if int8 { ("selftest_wgmma_m64n256_s8", 256) } else { ("selftest_wgmma_m64n256_f16", 128) };
-    let function = gpu.hopper_function(kernel)?;
+        if int8 { (&tools::SELFTEST_WGMMA_M64N256_S8, 256) } else { (&tools::SELFTEST_WGMMA_M64N256_F16, 128) };
+    let function = gpu.kernel(kernel)?;
     let (a_bytes, b_bytes): (Vec<u8>, Vec<u8>);
     let (a_f64, b_f64): (Vec<f64>, Vec<f64>);
     if int8 {
@@ -677,7 +678,7 @@ pub fn check_bank_conflicts(gpu: &Gpu, seed: u64) -> Result<Check> {
         widths.push(width);
     }
     let cases = widths.len();
-    let function = gpu.function("selftest_bank_check")?;
+    let function = gpu.kernel(&tools::SELFTEST_BANK_CHECK)?;
     let (da, dw) = (gpu.upload(&addresses)?, gpu.upload(&widths)?);
     let mut out = gpu.alloc::<u32>(cases * 32, POISON)?;
     let mut launch = gpu.stream().launch_builder(&function);
@@ -721,7 +722,7 @@ pub fn check_f16_conversion(gpu: &Gpu, seed: u64) -> Result<Check> {
         x.push(1.0);
     }
     let n = x.len() / 2;
-    let function = gpu.function("selftest_f16_convert")?;
+    let function = gpu.kernel(&tools::SELFTEST_F16_CONVERT)?;
     let dx = gpu.upload(&x)?;
     let mut packed = gpu.alloc::<u32>(n, POISON)?;
     let mut back = gpu.alloc::<f32>(2 * n, POISON)?;

@@ -125,10 +125,9 @@ pub fn pfb(gpu: &Gpu, options: &Options, visit: &mut Visit<'_>) -> Result<()> {
         };
         let mut channelizer = Channelizer::new(gpu, config.clone(), None)?;
         channelizer.set_gains(&gains)?;
-        let path = match (channelizer.path(), channelizer.resident_clusters()) {
-            (PfbPath::Fused, Some(_)) => "cluster",
-            (PfbPath::Fused, None) => "fused",
-            (PfbPath::ThreeKernel, _) => "three-kernel",
+        let path = match channelizer.path() {
+            PfbPath::Fused => "cluster",
+            PfbPath::ThreeKernel => "three-kernel",
         };
         let mut engine = channelizer.streaming(options.depth)?;
         prime(&mut engine, options.depth, |engine, slot| {

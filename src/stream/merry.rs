@@ -210,7 +210,10 @@ mod tests {
         {
             for bits in [4, 10, 16] {
                 let config = ChannelizerConfig { bits, heaps_per_chunk: 2, ..ChannelizerConfig::new(n) };
-                let channelizer = match crate::pfb::Channelizer::with_path(&gpu, config.clone(), None, path) {
+                let channelizer = match path
+                    .kernel(&gpu, &config)
+                    .and_then(|k| crate::pfb::Channelizer::with_kernel(&gpu, config.clone(), None, k))
+                {
                     Ok(c) => c,
                     Err(e) if path == PfbPath::Fused => {
                         println!("fused path unavailable for n = {n}, {bits} bits: {e}");

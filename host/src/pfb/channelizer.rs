@@ -83,19 +83,6 @@ impl<'g> Channelizer<'g> {
         Channelizer::with_kernel(gpu, config, weights, kernel)
     }
 
-    /// As [`new`](Self::new) on the given path ([`PfbPath::kernel`]): [`Error::InvalidConfig`]
-    /// for [`PfbPath::Fused`] where the cluster kernel does not apply.
-    pub fn with_path(
-        gpu: &'g Gpu,
-        config: ChannelizerConfig,
-        weights: Option<&[f32]>,
-        path: PfbPath,
-    ) -> Result<Channelizer<'g>> {
-        config.validate()?;
-        let kernel = path.kernel(gpu, &config)?;
-        Channelizer::with_kernel(gpu, config, weights, kernel)
-    }
-
     /// As [`new`](Self::new) with the kernels `kernel` names (for tests and benchmarks): a
     /// FIR (`pfb_fir_t*`, any compiled for at least the configuration's taps) runs the
     /// three-kernel path with the post kernel of the output format; a post kernel

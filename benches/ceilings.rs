@@ -11,8 +11,8 @@ mod common;
 
 use common::{median_ms, write_ceilings, Ceiling};
 use criterion::Throughput;
-use radio_kernels::summary::{self, CEILING_THREADS};
 use radio_kernels::gpu_shared::modules::{tools, KernelSpec};
+use radio_kernels::summary::{self, CEILING_THREADS};
 use radio_kernels::{DeviceBuffer, Gpu};
 use std::time::Duration;
 
@@ -29,7 +29,11 @@ const SHAPES: [Shape; 7] = [
     Shape { label: "s8 m16n8k32", kernel: &tools::CEILING_MMA_M16N8K32_S8, ops_per_mma: 2 * 16 * 8 * 32 },
     Shape { label: "s8 m8n8k16", kernel: &tools::CEILING_MMA_M8N8K16_S8, ops_per_mma: 2 * 8 * 8 * 16 },
     Shape { label: "s4 m16n8k64", kernel: &tools::CEILING_MMA_M16N8K64_S4, ops_per_mma: 2 * 16 * 8 * 64 },
-    Shape { label: "f16 m16n8k16 f16-acc", kernel: &tools::CEILING_MMA_M16N8K16_F16, ops_per_mma: 2 * 16 * 8 * 16 },
+    Shape {
+        label: "f16 m16n8k16 f16-acc",
+        kernel: &tools::CEILING_MMA_M16N8K16_F16,
+        ops_per_mma: 2 * 16 * 8 * 16,
+    },
     Shape {
         label: "f16 m16n8k16 f32-acc",
         kernel: &tools::CEILING_MMA_M16N8K16_F16_F32,

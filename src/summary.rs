@@ -13,11 +13,11 @@ use crate::{
     launch_1d, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg, Result,
 };
 use half::f16;
-use radio_kernels_gpu::modules::{tools, KernelSpec};
 use radio_kernels_gpu::ceilings_hopper::{
     OPS_PER_ITERATION as WGMMA_CEILING_OPS_PER_ITERATION, SHARED_BYTES as WGMMA_CEILING_SHARED,
     THREADS as WGMMA_CEILING_THREADS,
 };
+use radio_kernels_gpu::modules::{tools, KernelSpec};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -187,7 +187,7 @@ pub fn launch_l2_read(
 
 /// The wgmma ceilings (label, kernel, ops 2 m n k per wgmma): s8, and f16 with f32
 /// accumulate, both at m64n256 with A and B in shared memory.
-pub const WGMMA_CEILINGS: [(&str, &str, u64); 2] = [
+pub const WGMMA_CEILINGS: [(&str, &KernelSpec, u64); 2] = [
     ("s8 m64n256k32", &tools::CEILING_WGMMA_M64N256K32_S8, 2 * 64 * 256 * 32),
     ("f16 m64n256k16 f32-acc", &tools::CEILING_WGMMA_M64N256K16_F16_F32, 2 * 64 * 256 * 16),
 ];
@@ -310,7 +310,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
         result: format!("{f16_peak:.0} TOPS"),
     });
     // On Hopper the correlator and the resampler run wgmma kernels: their matching ceilings.
-    let mut wgmma_peak = |(label, kernel, ops): (&str, &'static str, u64)| -> Result<Option<f64>> {
+    let mut wgmma_peak = |(label, kernel, ops): (&str, &'static KernelSpec, u64)| -> Result<Option<f64>> {
         let peak = wgmma_ceiling(gpu, kernel, ops, REPS)?;
         if let Some((tops, ms)) = peak {
             push(Row { name: format!("ceiling: wgmma {label} (SS)"), ms, result: format!("{tops:.0} TOPS") });

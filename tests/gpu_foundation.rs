@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use radio_kernels::gpu_shared::modules::tools;
 use radio_kernels::selftest::{self, Check, SparseForm};
 use radio_kernels::Gpu;
 
@@ -332,10 +333,10 @@ fn lent_buffers_and_named_ceiling_launches_are_checked() {
     let wrong = buffer.borrow_mut().upload(&[1, 2, 3]).unwrap_err();
     assert!(matches!(wrong, Error::ShapeMismatch { .. }), "{wrong}");
     let mut out = gpu.alloc::<u32>((ceiling_blocks(&gpu) * CEILING_THREADS) as usize, 0).unwrap();
-    let err = launch_mma(&gpu, "ceiling_copy", 1, &mut out).unwrap_err();
+    let err = launch_mma(&gpu, &tools::CEILING_COPY, 1, &mut out).unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
-    launch_mma(&gpu, "ceiling_mma_m16n8k32_s8", 1, &mut out).unwrap();
-    let err = wgmma_ceiling(&gpu, "ceiling_copy", 1, 1).unwrap_err();
+    launch_mma(&gpu, &tools::CEILING_MMA_M16N8K32_S8, 1, &mut out).unwrap();
+    let err = wgmma_ceiling(&gpu, &tools::CEILING_COPY, 1, 1).unwrap_err();
     assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
 }
 

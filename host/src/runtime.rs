@@ -217,23 +217,13 @@ impl Gpu {
         if spec.arch == Arch::Sm90a && !self.hopper {
             return Err(Error::MissingKernel(spec.name));
         }
-        self.lookup(spec.name, spec.arch)
-    }
-
-    /// A kernel of the sm_80 modules by name: its family's module is loaded on first use
-    /// ([`Family::of_entry`]), the function looked up once, then cached.
-    pub fn function(&self, name: &'static str) -> Result<CudaFunction> {
-        self.lookup(name, Arch::Sm80)
-    }
-
-    fn lookup(&self, name: &'static str, arch: Arch) -> Result<CudaFunction> {
+        let (name, arch) = (spec.name, spec.arch);
         if let Some(function) =
             self.functions.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&(name, arch))
         {
             return Ok(function.clone());
         }
-        let family = radio_kernels_gpu::modules::find(name, arch).ok_or(Error::MissingKernel(name))?.family;
-        let (module, _) = self.module(family, arch)?.ok_or(Error::MissingKernel(name))?;
+        let (module, _) = self.module(spec.family, arch)?.ok_or(Error::MissingKernel(name))?;
         let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
         self.functions
             .lock()
@@ -252,15 +242,6 @@ impl Gpu {
     /// and benchmarks can run the sm_80 kernels, the ones Ampere GPUs use, on a Hopper GPU.
     pub fn set_wgmma_enabled(&self, enabled: bool) {
         self.wgmma_enabled.store(enabled, Ordering::Relaxed);
-    }
-
-    /// A kernel of the sm_90a module (looked up once, then cached); [`Error::MissingKernel`]
-    /// where the device has no such module.
-    pub fn hopper_function(&self, name: &'static str) -> Result<CudaFunction> {
-        if !self.hopper {
-            return Err(Error::MissingKernel(name));
-        }
-        self.lookup(name, Arch::Sm90a)
     }
 
     /// Free and total device memory in bytes (`cuMemGetInfo`).

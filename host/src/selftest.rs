@@ -597,8 +597,11 @@ pub fn check_wgmma(gpu: &Gpu, int8: bool, seed: u64) -> Result<Option<Check>> {
         return Ok(None);
     }
     let mut rng = StdRng::seed_from_u64(seed);
-    let (kernel, k) =
-        if int8 { (&tools::SELFTEST_WGMMA_M64N256_S8, 256) } else { (&tools::SELFTEST_WGMMA_M64N256_F16, 128) };
+    let (kernel, k) = if int8 {
+        (&tools::SELFTEST_WGMMA_M64N256_S8, 256)
+    } else {
+        (&tools::SELFTEST_WGMMA_M64N256_F16, 128)
+    };
     let function = gpu.kernel(kernel)?;
     let (a_bytes, b_bytes): (Vec<u8>, Vec<u8>);
     let (a_f64, b_f64): (Vec<f64>, Vec<f64>);

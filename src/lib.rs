@@ -32,3 +32,12 @@ pub fn open(ordinal: usize) -> Result<Gpu, Error> {
     // kernels-gpu, whose kernels the host's launchers are written against.
     unsafe { Gpu::new(ordinal, MODULES) }
 }
+
+/// Opens CUDA device `ordinal` as [`open`] does, but loads every module from its PTX (the
+/// driver's JIT compiler, or its cache) and never from the embedded cubins: for comparing the
+/// two, or for a driver whose compiler is newer than the `ptxas` the cubins came from.
+pub fn open_ptx(ordinal: usize) -> Result<Gpu, Error> {
+    let ptx_only: Vec<ModuleSource> = MODULES.iter().map(|m| ModuleSource { cubins: &[], ..*m }).collect();
+    // SAFETY: the modules of `open`, without their cubins.
+    unsafe { Gpu::new(ordinal, &ptx_only) }
+}

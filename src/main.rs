@@ -27,8 +27,8 @@ use std::str::FromStr;
 
 const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--seconds S] [--sources N]
                      [--out DIR] [--cpu] [--device N] [--seed N]
-       radio-kernels selftest [--device N] [--cases N] [--seed N]
-       radio-kernels bench [--device N]
+       radio-kernels selftest [--device N] [--ptx] [--cases N] [--seed N]
+       radio-kernels bench [--device N] [--ptx]
        radio-kernels stream [--engine E] [--seconds S] [--depth N] [--device N]
                      [--stations N] [--channels N] [--bits B] [--sample-rate GHZ]
 
@@ -44,6 +44,7 @@ const USAGE: &str = "usage: radio-kernels [demo] [--dishes N] [--channels N] [--
   --cpu        use the CPU references even if there is a GPU
   selftest     check every tensor-core wrapper and device intrinsic against the CPU
   --device N   CUDA device ordinal (default 0; given explicitly, that GPU must exist)
+  --ptx        load every kernel module from PTX (the driver's compiler), not the cubins
   --cases N    random matrices per wrapper, 1..=4096 (default 64)
   --seed N     random seed, 0..=2^64-1 (default: time-based for selftest, 1 for the demo)
   bench        measure the headline configuration of each kernel family (BENCHMARKS.md)
@@ -98,6 +99,7 @@ const OPTIONS: &[(&str, bool, &[Sub])] = &[
     ("--device", true, &[Sub::Demo, Sub::Selftest, Sub::Bench, Sub::Stream]),
     ("--seed", true, &[Sub::Demo, Sub::Selftest]),
     ("--cases", true, &[Sub::Selftest]),
+    ("--ptx", false, &[Sub::Selftest, Sub::Bench]),
     ("--engine", true, &[Sub::Stream]),
     ("--depth", true, &[Sub::Stream]),
     ("--stations", true, &[Sub::Stream]),
@@ -259,6 +261,8 @@ struct Cli {
     command: Command,
     /// The `--device` given, if any (device 0 otherwise).
     device: Option<usize>,
+    /// `--ptx`: load the kernel modules from PTX only.
+    ptx: bool,
 }
 
 /// Interprets the command line: every option in its type and range, every derived size
@@ -297,7 +301,7 @@ fn parse(args: &[String]) -> Result<Option<Cli>, String> {
             Command::Demo { args, options, cpu }
         }
     };
-    Ok(Some(Cli { command, device }))
+    Ok(Some(Cli { command, device, ptx: given.has("--ptx") }))
 }
 
 /// The finite number of option `name` in `text`, more than 0 and at most `max`; `what`
@@ -416,7 +420,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Demo { args, options, cpu } => run_demo(&args, options, cpu, cli.device),
-        Command::Bench => bench(cli.device),
+        Command::Bench => bench(cli.device, cli.ptx),
         Command::Stream(options) => run_stream(&options, cli.device),
         Command::Selftest { cases, seed } => {
             let seed = seed.unwrap_or_else(|| {
@@ -425,15 +429,16 @@ fn main() -> ExitCode {
                     .map(|d| d.as_secs())
                     .unwrap_or(1)
             });
-            selftest(cli.device, cases, seed)
+            selftest(cli.device, cli.ptx, cases, seed)
         }
     }
 }
 
 /// Opens `--device` (or device 0). `Err`: the exit for a `--device` given explicitly that
 /// cannot be opened (the user asked for that GPU; falling back would run something else).
-fn open_gpu(device: Option<usize>) -> Result<std::result::Result<Gpu, Error>, ExitCode> {
-    match (radio_kernels::open(device.unwrap_or(0)), device) {
+fn open_gpu(device: Option<usize>, ptx: bool) -> Result<std::result::Result<Gpu, Error>, ExitCode> {
+    let open = if ptx { radio_kernels::open_ptx } else { radio_kernels::open };
+    match (open(device.unwrap_or(0)), device) {
         (Err(e @ (Error::NoDriver | Error::NoDevice { .. })), Some(d)) => {
             Err(usage_error(&format!("--device: {d}: {e}")))
         }
@@ -445,7 +450,7 @@ fn run_demo(args: &DemoArgs, mut demo_options: DemoOptions, cpu: bool, device: O
     let gpu = if cpu {
         None
     } else {
-        match open_gpu(device) {
+        match open_gpu(device, false) {
             Err(exit) => return exit,
             Ok(Ok(gpu)) => Some(gpu),
             Ok(Err(e)) => {
@@ -485,9 +490,9 @@ fn run_demo(args: &DemoArgs, mut demo_options: DemoOptions, cpu: bool, device: O
     }
 }
 
-fn selftest(device: Option<usize>, cases: usize, seed: u64) -> ExitCode {
+fn selftest(device: Option<usize>, ptx: bool, cases: usize, seed: u64) -> ExitCode {
     let started = std::time::Instant::now();
-    let opened = match open_gpu(device) {
+    let opened = match open_gpu(device, ptx) {
         Err(exit) => return exit,
         Ok(opened) => opened,
     };
@@ -564,8 +569,8 @@ fn print_checks(checks: &[Check]) -> bool {
     checks.iter().all(|c| c.passed)
 }
 
-fn bench(device: Option<usize>) -> ExitCode {
-    let gpu = match open_gpu(device) {
+fn bench(device: Option<usize>, ptx: bool) -> ExitCode {
+    let gpu = match open_gpu(device, ptx) {
         Err(exit) => return exit,
         Ok(Ok(gpu)) => gpu,
         Ok(Err(e)) => {
@@ -588,7 +593,7 @@ fn bench(device: Option<usize>) -> ExitCode {
 }
 
 fn run_stream(options: &stream::Options, device: Option<usize>) -> ExitCode {
-    let gpu = match open_gpu(device) {
+    let gpu = match open_gpu(device, false) {
         Err(exit) => return exit,
         Ok(Ok(gpu)) => gpu,
         Ok(Err(e)) => {

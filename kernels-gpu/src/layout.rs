@@ -1,9 +1,10 @@
-//! Register assignments as data (seed 000 App. B.1, seed 001 App. A).
+//! Register assignments as data, in the notation of K. Smith's "CHORD FRB beamformer"
+//! (the FRB note, App. B.1) and of the CHORD baseband beamformer note (App. A).
 //!
 //! A warp-distributed matrix has logical coordinates (row, col) and physical locations
 //! (lane `t4..t0`, register `r..`, element `b..` within the 32-bit register). A
 //! [`Fragment`] writes down which logical bit each physical bit carries, exactly as the
-//! seeds do: `[(16 x 16) f16 A_ij]  b0 <-> j0  r0 r1 <-> i3 j3  t0 t1 t2 t3 t4 <-> j1 j2 i0 i1 i2`.
+//! notes do: `[(16 x 16) f16 A_ij]  b0 <-> j0  r0 r1 <-> i3 j3  t0 t1 t2 t3 t4 <-> j1 j2 i0 i1 i2`.
 //! Kernels and tests move values between matrices and registers only through these
 //! functions, so one verified table serves every kernel.
 //!
@@ -211,7 +212,7 @@ impl fmt::Display for Fragment {
 
 use Bit::{Col as C, Row as R};
 
-// --- f16 (seed 000 App. C) -----------------------------------------------------------
+// --- f16 (FRB note App. C) -----------------------------------------------------------
 
 /// m16n8k8 f16 A (16 x 8), eq. 156.
 pub const M16N8K8_F16_A: Fragment = Fragment {
@@ -306,9 +307,9 @@ pub const M16N8K16_SPARSE_F16_A: Fragment = Fragment {
     thread: [C(1), C(2), R(0), R(1), R(2)],
 };
 
-// --- int8 (seed 001 App. A; m16n8k32 is two copies of m8n8k16) -------------------------
+// --- int8 (baseband note App. A; m16n8k32 is two copies of m8n8k16) -------------------------
 
-/// m8n8k16 s8 A (8 x 16), seed 001 eq. 39.
+/// m8n8k16 s8 A (8 x 16), baseband note eq. 39.
 pub const M8N8K16_S8_A: Fragment = Fragment {
     name: "A",
     dtype: "int8",
@@ -321,7 +322,7 @@ pub const M8N8K16_S8_A: Fragment = Fragment {
     register: &[],
     thread: [C(2), C(3), R(0), R(1), R(2)],
 };
-/// m8n8k16 s8 B (16 x 8), seed 001 eq. 40.
+/// m8n8k16 s8 B (16 x 8), baseband note eq. 40.
 pub const M8N8K16_S8_B: Fragment = Fragment {
     name: "B",
     dtype: "int8",
@@ -334,7 +335,7 @@ pub const M8N8K16_S8_B: Fragment = Fragment {
     register: &[],
     thread: [R(2), R(3), C(0), C(1), C(2)],
 };
-/// m8n8k16 s32 C and D (8 x 8), seed 001 eq. 41.
+/// m8n8k16 s32 C and D (8 x 8), baseband note eq. 41.
 pub const M8N8K16_S32_C: Fragment = Fragment {
     name: "C",
     dtype: "int32",
@@ -404,7 +405,7 @@ pub const ALL_FRAGMENTS: [&Fragment; 13] = [
     &M16N8K32_S32_C,
 ];
 
-// --- sparse metadata (seed 000 eqs. 167, 171-173) --------------------------------------
+// --- sparse metadata (FRB note eqs. 167, 171-173) --------------------------------------
 
 /// Position of the 2-bit metadata field `E[i][j'][J]` in a thread's metadata register,
 /// eq. 167: `b0 b1 b2 b3 <-> J j'0 j'1 i3` over 2-bit fields, `t2 t3 t4 <-> i0 i1 i2`.

@@ -1,6 +1,7 @@
 //! Tensor-core wrappers: `D = A B + C` over one warp (`mma.sync.aligned`, PTX ISA 9.7.13).
 //!
-//! Register assignments use the notation of seed 000 App. B.1 and seed 001 App. A: physical
+//! Register assignments use the notation of K. Smith's "CHORD FRB beamformer" (the FRB note,
+//! App. B.1) and of the CHORD baseband beamformer note (App. A): physical
 //! bits are the thread `t4..t0`, register `r..` and byte `b..` indices of a value, logical bits
 //! the row/column bits of the matrix (`i` rows of A and C, `j` the contracted index, `k`
 //! columns of B and C). The same tables are data in [`crate::layout`] (`M16N8K8_F16_A`, ...)
@@ -10,7 +11,7 @@
 //! Every wrapper is warp-collective: all 32 lanes must call it with converged control flow.
 use core::arch::asm;
 
-/// m16n8k8 f16 (seed 000 App. C.1): `D = A B + C`, f16 accumulate.
+/// m16n8k8 f16 (FRB note App. C.1): `D = A B + C`, f16 accumulate.
 /// ```text
 /// [(16 x 8) f16 A_ij]  b0 <-> j0   r0 <-> i3   t0 t1 t2 t3 t4 <-> j1 j2 i0 i1 i2   (156)
 /// [(8 x 8)  f16 B_jk]  b0 <-> j0               t0 t1 t2 t3 t4 <-> j1 j2 k0 k1 k2   (157)
@@ -29,7 +30,7 @@ pub fn mma_m16n8k8_f16(a: [u32; 2], b: u32, c: [u32; 2]) -> [u32; 2] {
     [d0, d1]
 }
 
-/// m16n8k16 f16 with f16 accumulate (seed 000 App. C.2):
+/// m16n8k16 f16 with f16 accumulate (FRB note App. C.2):
 /// ```text
 /// [(16 x 16) f16 A_ij]  b0 <-> j0   r0 r1 <-> i3 j3   t0 t1 t2 t3 t4 <-> j1 j2 i0 i1 i2  (159)
 /// [(16 x 8)  f16 B_jk]  b0 <-> j0   r0 <-> j3         t0 t1 t2 t3 t4 <-> j1 j2 k0 k1 k2  (160)
@@ -68,7 +69,7 @@ pub fn mma_m16n8k16_f16_f32(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
     [d0, d1, d2, d3]
 }
 
-/// Sparse m16n8k16 f16 (seed 000 App. C.3), `mma.sp::ordered_metadata` form, sparsity
+/// Sparse m16n8k16 f16 (FRB note App. C.3), `mma.sp::ordered_metadata` form, sparsity
 /// selector `F` (0..4: the lane `t0 t1` inside each quad that supplies metadata).
 /// ```text
 /// [(16 x 4 x 2) f16 Asp_ij'J]  b0 <-> J   r0 <-> i3   t0 t1 t2 t3 t4 <-> j2 j3 i0 i1 i2  (164)
@@ -117,7 +118,7 @@ pub fn mma_sp_unordered_m16n8k16_f16<const F: u32>(
 /// the host.
 pub use crate::layout::universal_sparse_metadata;
 
-/// m8n8k16 s8 with s32 accumulate (seed 001 App. A, eqs. 39-41), wrapping on overflow:
+/// m8n8k16 s8 with s32 accumulate (baseband note App. A, eqs. 39-41), wrapping on overflow:
 /// ```text
 /// [(8 x 16) int8 A_ij]   b0 b1 <-> j0 j1   t0 t1 t2 t3 t4 <-> j2 j3 i0 i1 i2   (39)
 /// [(16 x 8) int8 B_jk]   b0 b1 <-> j0 j1   t0 t1 t2 t3 t4 <-> j2 j3 k0 k1 k2   (40)
@@ -149,7 +150,7 @@ pub fn mma_m8n8k16_s8_satfinite(a: u32, b: u32, c: [i32; 2]) -> [i32; 2] {
 }
 
 /// m16n8k32 s8 with s32 accumulate, wrapping on overflow. Its tables are two copies of the
-/// m8n8k16 ones (seed 001 footnote 7): `i3` and `j4` become register bits.
+/// m8n8k16 ones (baseband note footnote 7): `i3` and `j4` become register bits.
 /// ```text
 /// [(16 x 32) int8 A_ij]  b0 b1 <-> j0 j1   r0 r1 <-> i3 j4   t0 t1 t2 t3 t4 <-> j2 j3 i0 i1 i2
 /// [(32 x 8) int8 B_jk]   b0 b1 <-> j0 j1   r0 <-> j4         t0 t1 t2 t3 t4 <-> j2 j3 k0 k1 k2

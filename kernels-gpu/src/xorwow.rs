@@ -1,5 +1,5 @@
 //! XORWOW, the generator behind curand's default `curandState` (Marsaglia 2003, xorshift on
-//! five words plus a Weyl sequence), and the symmetric dither mapping of seed 003 ("Dithering").
+//! five words plus a Weyl sequence), and the symmetric dither mapping of the MeerKAT GPU beamformer design ("Dithering").
 //!
 //! Matched bit for bit to curand's device API (`curand_kernel.h`):
 //! - `curand()`: `t = v0 ^ (v0 >> 2)`, shift `v` down one word, `v4 = (v4 ^ (v4 << 4)) ^ (t ^ (t << 1))`,

@@ -7,19 +7,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// Device 0; these tests are `#[ignore]`d on machines without one. With
-/// `RADIO_KERNELS_TEST_PTX_ONLY=1` the embedded cubins are left out, so that a run tests the
-/// driver's compilation of the PTX (what devices without a cubin use).
+/// `RADIO_KERNELS_TEST_PTX_ONLY=1` the embedded cubins are left out ([`radio_kernels::open_ptx`]),
+/// so that a run tests the driver's compilation of the PTX (what devices without a cubin use).
 pub fn gpu() -> Gpu {
-    if std::env::var("RADIO_KERNELS_TEST_PTX_ONLY").is_ok_and(|v| v == "1") {
-        let ptx_only: Vec<radio_kernels::ModuleSource> = radio_kernels::MODULES
-            .iter()
-            .map(|m| radio_kernels::ModuleSource { cubins: &[], ..*m })
-            .collect();
-        // SAFETY: the embedded modules of this build, without their cubins.
-        return unsafe { Gpu::new(0, Box::leak(ptx_only.into_boxed_slice())) }
-            .expect("a CUDA GPU (these tests are #[ignore]d without one)");
-    }
-    radio_kernels::open(0).expect("a CUDA GPU (these tests are #[ignore]d without one)")
+    let opened = if std::env::var("RADIO_KERNELS_TEST_PTX_ONLY").is_ok_and(|v| v == "1") {
+        radio_kernels::open_ptx(0)
+    } else {
+        radio_kernels::open(0)
+    };
+    opened.expect("a CUDA GPU (these tests are #[ignore]d without one)")
 }
 
 /// A fresh seed from the clock, printed so a failure can be replayed.

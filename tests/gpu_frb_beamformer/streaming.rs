@@ -149,9 +149,10 @@ fn take(engine: &mut FrbStream) -> (u64, Vec<u8>, Vec<u32>) {
     (out.chunk, out.beams.to_vec(), out.saturated.to_vec())
 }
 
-/// Levels that spread J over the codes, from a chunk's J: per (f, beta) the scale maps
-/// 0.7 to 1.5 times the largest |J| of the chunk to the largest code (so some values clip
-/// at the top), and the offset is up to a tenth of the codes either way (some clip at 0).
+/// Levels that spread J over the codes, from a chunk's J: per (f, beta) the scale maps 0.7
+/// to 1.5 times the range of J over the chunk to the largest code (so some values clip at
+/// the top), and the offset puts the smallest J at code 0, give or take a tenth of the codes
+/// (some clip at 0).
 fn levels(q: &QuantizeConfig, j: &[u16], rng: &mut StdRng) -> (Vec<f32>, Vec<f32>) {
     let (t_len, b_len) = (q.times as usize, q.beams as usize);
     let max = q.format.max() as f32;
@@ -159,11 +160,11 @@ fn levels(q: &QuantizeConfig, j: &[u16], rng: &mut StdRng) -> (Vec<f32>, Vec<f32
     let mut offset = Vec::with_capacity(q.params_len());
     for f in 0..q.channels as usize {
         for beta in 0..b_len {
-            let peak = (0..t_len)
-                .map(|t| f16::from_bits(j[(f * t_len + t) * b_len + beta]).to_f32().abs())
-                .fold(1e-3f32, f32::max);
-            scale.push(max / (peak * rng.random_range(0.7..1.5)));
-            offset.push(rng.random_range(-0.1..0.1) * max);
+            let values = (0..t_len).map(|t| f16::from_bits(j[(f * t_len + t) * b_len + beta]).to_f32());
+            let (low, high) = values.fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            let s = max / ((high - low).max(1e-3) * rng.random_range(0.7..1.5));
+            scale.push(s);
+            offset.push(-low * s + rng.random_range(-0.1..0.1) * max);
         }
     }
     (scale, offset)

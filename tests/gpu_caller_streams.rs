@@ -1,8 +1,9 @@
 //! Launchers run their public calls on the stream `set_stream` gives them: each call is made
-//! while that stream is held behind a gate, and its output must still be untouched. This
-//! binary holds that one test alone: while a stream is gated, a test in another thread of the
-//! same process that synchronises the device (freeing memory, `cuCtxSynchronize`) would wait
-//! for the gate and could stall the driver calls of the gated test.
+//! while that stream is held behind a gate, and its output must still be untouched. These
+//! tests have a binary of their own and take [`ONE_AT_A_TIME`]: while a stream is gated,
+//! another thread of the process that synchronises the device (freeing memory,
+//! `cuCtxSynchronize`, loading a kernel module) waits for the gate and can stall the gated
+//! test's driver calls.
 mod common;
 
 use common::*;
@@ -127,6 +128,9 @@ fn assert_enqueued_on(
     println!("{what}: runs on the caller's stream");
 }
 
+/// Held by each test for its whole run, so that the tests of this binary never overlap.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn target<T: bytemuck::Pod>(buffer: &DeviceBuffer<T>, poison: u8) -> (u64, usize, u8) {
     (buffer.device_address(), buffer.len() * std::mem::size_of::<T>(), poison)
 }
@@ -137,6 +141,7 @@ fn target<T: bytemuck::Pod>(buffer: &DeviceBuffer<T>, poison: u8) -> (u64, usize
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_frb_launcher_runs_on_the_callers_stream() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let gpu = gpu();
     let mut rng = rng();
     let stream = gpu.new_stream().unwrap();
@@ -247,6 +252,7 @@ fn every_frb_launcher_runs_on_the_callers_stream() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_other_launcher_runs_on_the_callers_stream() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     use radio_kernels::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
     use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format as Ci, Order};
     use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};

@@ -225,15 +225,6 @@ impl Gpu {
         }
         let (module, _) = self.module(spec.family, arch)?.ok_or(Error::MissingKernel(name))?;
         let function = module.load_function(name).map_err(|_| Error::MissingKernel(name))?;
-        // Load the code now: under the driver's lazy loading (the default since CUDA 12.2) a
-        // kernel's code is otherwise loaded at its first launch, which may wait for work
-        // already queued on other streams, so a launch on a stream held behind an event or
-        // a wait would not return until that stream ran.
-        if let Some(func_load) = func_load() {
-            self.context.bind_to_thread().during("binding the CUDA context")?;
-            // SAFETY: a function of a loaded module of this context.
-            unsafe { func_load(function.cu_function()) }.result().during("loading a kernel's code")?;
-        }
         self.functions
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -662,18 +653,4 @@ fn cubin_target(arch: Arch, (major, minor): (u32, u32)) -> Option<&'static str> 
         (Arch::Sm90a, 9, 0) => Some("sm_90a"),
         _ => None,
     }
-}
-
-type FuncLoad = unsafe extern "C" fn(sys::CUfunction) -> sys::CUresult;
-
-/// The driver's `cuFuncLoad` (CUDA 12.4 and later; cudarc's bindings here target 12.0),
-/// looked up once; `None` for an older driver, which then loads each kernel at its first
-/// launch.
-fn func_load() -> Option<FuncLoad> {
-    static FUNC_LOAD: std::sync::OnceLock<Option<FuncLoad>> = std::sync::OnceLock::new();
-    *FUNC_LOAD.get_or_init(|| {
-        // SAFETY: the driver library is loaded (a context exists); the symbol, where present,
-        // has this signature.
-        unsafe { sys::culib().get::<FuncLoad>(b"cuFuncLoad\0").ok().map(|symbol| *symbol) }
-    })
 }

@@ -83,7 +83,8 @@ fn chain<'g>(
         gpu.upload(&(0..len).map(|_| rng.random_range(-12.0f32..12.0)).collect::<Vec<_>>()).unwrap()
     };
     let stage = if kind == 2 {
-        let (g, g_prime) = (rng.random_range(1..=9), rng.random_range(1..=9));
+        // At least 4 beams, so that the codes of a chunk vary (the test checks that they do).
+        let (g, g_prime) = (rng.random_range(2..=9), rng.random_range(2..=9));
         let fc = FactorizedConfig { channels: c.freqs, times: slow, m, n, g, g_prime };
         let mut r = FactorizedResampler::new(gpu, fc).unwrap();
         let t: Vec<f32> = (0..fc.theta_len()).map(|_| rng.random_range(-12.0..12.0)).collect();
@@ -91,7 +92,7 @@ fn chain<'g>(
         r.set_grid(&t, &tp).unwrap();
         Stage::Factorized(r)
     } else {
-        let rc = ResampleConfig { channels: c.freqs, times: slow, m, n, beams: rng.random_range(1..=80) };
+        let rc = ResampleConfig { channels: c.freqs, times: slow, m, n, beams: rng.random_range(4..=80) };
         let (t, tp) = (positions(rng, rc.positions_len()), positions(rng, rc.positions_len()));
         if kind == 0 {
             let mut r = Resampler::new(gpu, rc).unwrap();
@@ -149,19 +150,19 @@ fn take(engine: &mut FrbStream) -> (u64, Vec<u8>, Vec<u32>) {
     (out.chunk, out.beams.to_vec(), out.saturated.to_vec())
 }
 
-/// Levels that spread J over the codes, from a chunk's J: per (f, beta) the scale maps 0.7
-/// to 1.5 times the range of J over the chunk to the largest code (so some values clip at
-/// the top), and the offset puts the smallest J at code 0, give or take a tenth of the codes
-/// (some clip at 0).
+/// Levels that spread J over the codes, from a chunk's J: per channel the scale maps 0.7 to
+/// 1.5 times the range of J over the chunk (all beams and samples) to the largest code (so
+/// some values clip at the top), and the offset puts the smallest J at code 0, give or take a
+/// tenth of the codes (some clip at 0).
 fn levels(q: &QuantizeConfig, j: &[u16], rng: &mut StdRng) -> (Vec<f32>, Vec<f32>) {
-    let (t_len, b_len) = (q.times as usize, q.beams as usize);
+    let per_channel = (q.times * q.beams) as usize;
     let max = q.format.max() as f32;
     let mut scale = Vec::with_capacity(q.params_len());
     let mut offset = Vec::with_capacity(q.params_len());
     for f in 0..q.channels as usize {
-        for beta in 0..b_len {
-            let values = (0..t_len).map(|t| f16::from_bits(j[(f * t_len + t) * b_len + beta]).to_f32());
-            let (low, high) = values.fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        let values = j[f * per_channel..(f + 1) * per_channel].iter().map(|&h| f16::from_bits(h).to_f32());
+        let (low, high) = values.fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        for _ in 0..q.beams {
             let s = max / ((high - low).max(1e-3) * rng.random_range(0.7..1.5));
             scale.push(s);
             offset.push(-low * s + rng.random_range(-0.1..0.1) * max);

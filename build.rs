@@ -377,10 +377,16 @@ fn check_toolchain(rustc: &str) {
         .map(|(name, _)| *name)
         .collect();
     if !missing.is_empty() {
+        // The toolchain this build runs on: rustup names it in RUSTUP_TOOLCHAIN; otherwise the
+        // sysroot's folder is its name. (A downstream crate's own rust-toolchain.toml does not
+        // list these components, so naming the toolchain is what makes the command work.)
+        let toolchain = env::var("RUSTUP_TOOLCHAIN")
+            .ok()
+            .or_else(|| sysroot.file_name().map(|name| name.to_string_lossy().into_owned()));
+        let toolchain = toolchain.map(|t| format!(" --toolchain {t}")).unwrap_or_default();
         fail(&format!(
             "the Rust toolchain at {} lacks the component(s) {}, needed to compile the GPU \
-             kernels to PTX. Install with: rustup component add {}   (rust-toolchain.toml \
-             lists them; a rustup-managed toolchain installs them on first use)",
+             kernels to PTX. Install them with: rustup component add{toolchain} {}",
             sysroot.display(),
             missing.join(", "),
             missing.join(" ")

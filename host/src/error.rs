@@ -4,7 +4,9 @@ use std::fmt;
 
 /// Everything a host call can fail with. Launchers validate their inputs before touching the
 /// GPU and report problems as `InvalidConfig`, `ShapeMismatch`, `NonFinite` or `WrongDevice`.
+/// New variants may be added: match with a wildcard arm.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Error {
     /// No CUDA driver library (libcuda) on this machine.
     NoDriver,

@@ -240,6 +240,8 @@ impl Gpu {
 
     /// Turns the `wgmma` kernels off (or back on, where the device has them), so that tests
     /// and benchmarks can run the sm_80 kernels, the ones Ampere GPUs use, on a Hopper GPU.
+    /// Launchers read it when they are built (they pick their kernels then): it does not
+    /// change the kernels of a launcher that exists.
     pub fn set_wgmma_enabled(&self, enabled: bool) {
         self.wgmma_enabled.store(enabled, Ordering::Relaxed);
     }

@@ -18,9 +18,9 @@
 //! blocks, warp w owning rows 16 w .. 16 w + 15.
 //!
 //! Ordering rules the callers keep: shared memory written by ordinary stores or `cp.async`
-//! must be made visible to the async proxy ([`fence_proxy_async_shared`]) before the barrier
-//! that precedes the wgmma; [`fence`] before the first wgmma of a chain and after any other
-//! instruction touched its accumulators; [`commit_group`] then [`wait_group`] before the
+//! must be made visible to the async proxy (`fence_proxy_async_shared`) before the barrier
+//! that precedes the wgmma; `fence` before the first wgmma of a chain and after any other
+//! instruction touched its accumulators; `commit_group` then `wait_group` before the
 //! accumulators are read or the operand buffers overwritten.
 
 /// The 128-byte swizzle: byte offset within a K-major tile (rows of 128 bytes) of byte

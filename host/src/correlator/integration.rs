@@ -50,7 +50,7 @@ impl<'c, 'g> Integration<'c, 'g> {
 
     /// Uploads the chunk in the current input slot and adds its correlation to the
     /// integration; enqueues the integration's download when it is complete.
-    /// [`Error::Backlog`] (nothing changed) when it would start an integration while every
+    /// [`Error::Backlog`](crate::Error::Backlog) (nothing changed) when it would start an integration while every
     /// output slot holds one not yet taken.
     pub fn submit(&mut self) -> Result<()> {
         self.begin_chunk()?;

@@ -62,7 +62,7 @@ pub fn expj_pi(x: f32) -> C32 {
 }
 
 /// The fine-delay and fringe rotations `exp(j pi (phase - fine k / n))` of channels
-/// `u + a v` and `w + a v` (v = 0..4, w the second column of [`post_columns`]), from the
+/// `u + a v` and `w + a v` (v = 0..4, w the second column of `post_columns`), from the
 /// spectrum's `fringe = exp(j pi phase)` and `step = exp(-j pi fine / 4)` (precomputed on the
 /// host in f64) and one short polynomial: `|fine u / n| <= 1/16` needs no range reduction,
 /// and the mirror's `exp(-j pi fine w / n) = step conj(exp(-j pi fine u / n))` (thread 0's
@@ -155,7 +155,7 @@ pub fn r2c_twiddles(e: C32) -> [C32; 2] {
     [e, cmul(e, ROW_TWIDDLE[1])]
 }
 
-/// The R2C fix-up of channels `u + a v` and `w + a v` (v = 0..4; `w` from [`post_columns`])
+/// The R2C fix-up of channels `u + a v` and `w + a v` (v = 0..4; `w` from `post_columns`)
 /// from the unzipped values `z[v] = Z[u + a v]`, `zm[v] = Z[w + a v]` and the columns'
 /// twiddles `e = exp(-j pi u / n)`, `em = exp(-j pi w / n)`. For u > 0 the mirror of
 /// `u + a v` is `w + a (3 - v)`, and each mirrored pair is fixed up at once
@@ -207,7 +207,7 @@ pub fn fixup_columns(
     ([a.0, b.0, d.1, c.1], [c.0, d.0, b.1, a.1])
 }
 
-/// The spectra of column `u` and its mirror `w` (see [`post_columns`]): from the FFT rows
+/// The spectra of column `u` and its mirror `w` (see `post_columns`): from the FFT rows
 /// `y[r]` at column u and `ym[r]` at column w, channels `u + a v` and `w + a v` for v = 0..4.
 /// `tw`/`twm` and `e`/`em` are the columns' [`column_twiddles`].
 #[inline(always)]
@@ -237,7 +237,7 @@ pub fn post_pair_x2(
     fixup_pair(u, unzip_column(y, tw), unzip_column(ym, twm), e, em, r2c_fixup_pair_x2)
 }
 
-/// [`rotations`] for the columns of [`post_thread_columns`] (`u >= 1`): for `u = n/8` the
+/// [`rotations`] for the columns of `post_thread_columns` (`u >= 1`): for `u = n/8` the
 /// mirror's rotations are the column's own, bit for bit, so both halves of that thread give
 /// the same values (its saturation counts are halved).
 #[inline(always)]

@@ -85,7 +85,7 @@ pub const fn fir_shared_bytes(bits: u32, width: u32, variant_taps: u32) -> u32 {
 }
 
 /// Pair (column pair offset in the block) of FIR thread `tid` in a block of `width` threads.
-/// With `warp_rows` and a full block, warp w takes pairs `4 l + w` (l its lanes): z[q] goes to
+/// With `warp_rows` and a full block, warp w takes pairs `4 l + w` (l its lanes): `z[q]` goes to
 /// row `q % 4` of the unzipped matrix ([`fft_index`]), so each warp's output store is 256
 /// contiguous bytes of one row instead of four 64-byte pieces of four rows. The price: a
 /// warp's staged-row reads ([`fir_row_word`]) step `8 bits` bits per lane: 2-way bank

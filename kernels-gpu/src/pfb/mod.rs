@@ -9,10 +9,10 @@
 //! `fine` the residual delay in samples, `Q` = round half to even, saturate to [-127, 127]
 //! (int8) or [-7, 7] (int4).
 //!
-//! Three kernels: the FIR ([`fir`]) writes `z[q] = g[2q] + j g[2q+1]` already "unzipped"
+//! Three kernels: the FIR (`fir`) writes `z[q] = g[2q] + j g[2q+1]` already "unzipped"
 //! (factor [`UNZIP`] = 4): `z[4 q1 + q2]` goes to row q2, column q1 of a `4 x n/4` matrix
 //! ([`fft_index`]), so cuFFT runs `n/4`-point C2C transforms on contiguous rows. The
-//! post-processing kernel ([`post`]) finishes the transform: twiddles and a 4-point DFT across
+//! post-processing kernel (`post`) finishes the transform: twiddles and a 4-point DFT across
 //! the rows give `Z = FFT_n(z)` (six-step FFT, steps 3-6), then the R2C fix-up
 //! `X[k] = (Z[k] + Z*[n-k]) / 2 - j/2 exp(-j pi k / n) (Z[k] - Z*[n-k])`.
 //! A post thread owns column `u` and its mirror `n/4 - u` ([`post_thread_columns`]: u from 1
@@ -65,7 +65,7 @@
 //! Files: `layout` (indices, sizes and the sample unpacker, shared with the host), `arith`
 //! (the post-processing arithmetic, identical on the host and the device), `fir` and `post`
 //! (the sm_80 kernels' bodies), `cluster` (the sm_90a kernel), `stockham` (its row FFT),
-//! `device` (the entry points, generated from [`pfb_instances!`] with the registry).
+//! `device` (the entry points, generated from `pfb_instances!` with the registry).
 
 use crate::modules::{Arch, Family, KernelSpec};
 

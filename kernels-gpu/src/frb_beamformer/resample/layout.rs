@@ -267,7 +267,7 @@ const _: () = assert!(WIDE_GEMM_REGISTERS * WIDE_THREADS <= 65536);
 /// Register cap of the 3-warpgroup transposed kernels (384 threads): one block per SM.
 pub const RS_WIDE_REGISTERS: u32 = 168;
 
-/// The TMA instances ([`RsKernel::tma`]) launch at [`RS_TMA_LAUNCH_REGISTERS`] (`.maxnreg`,
+/// The TMA instances (`RsKernel::tma`) launch at [`RS_TMA_LAUNCH_REGISTERS`] (`.maxnreg`,
 /// which `build.rs` adds to each: 384 threads x 168 fill the register file), then the
 /// producer warpgroup gives registers back and the consumers take them (`setmaxnreg`): the
 /// consumers of the 248-slow-sample tile use about 230 (ptxas, sm_90a).
@@ -323,7 +323,7 @@ pub const fn rs_chunk_pq(chunk: u32, n: u32) -> (u32, u32) {
 }
 
 /// The wgmma A fragment (m64k16, `mma.sync` m16n8k16's A per warp): lane `lane` register
-/// `reg` (0..4) half `e` (0 low) of k16 step `step` holds W^T[row][k] of the warp's `row`
+/// `reg` (0..4) half `e` (0 low) of k16 step `step` holds `W^T[row][k]` of the warp's `row`
 /// (0..16) and `k`: (row, k).
 pub const fn rs_a_position(lane: u32, reg: u32, e: u32, step: u32) -> (u32, u32) {
     let (g, c) = (lane / 4, lane % 4);

@@ -92,7 +92,8 @@ pub struct KernelSpec {
     /// The module it is in (one per family and architecture).
     pub family: Family,
     pub arch: Arch,
-    /// Threads per block, where the kernel is written for one block size; `None` where the
+    /// Threads per block: the block size the kernel is written for, or the largest block it
+    /// takes where a launch may use fewer warps (the baseband beamformer); `None` where the
     /// launcher derives it from the configuration.
     pub threads: Option<u32>,
     /// Dynamic shared memory per block in bytes, where fixed; `None` where the launcher

@@ -31,34 +31,35 @@ fn main() {
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTX_SM90A");
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_DEVICE_DEBUG");
 
-    // Prebuilt modules (e.g. for packaging) replace the nested builds; both must be given.
-    if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
+    // <target-dir>/<profile>/build/<pkg>-<hash>/out -> <target-dir>/nvptx-build
+    let target_root = out_dir.ancestors().nth(4).map(Path::to_path_buf).unwrap_or_else(|| out_dir.clone());
+
+    // Prebuilt modules (the nested builds' output, e.g. for packaging) replace the nested
+    // builds; both must be given.
+    let (sm80, sm90a) = if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
         let hopper = env::var("RADIO_KERNELS_PTX_SM90A").unwrap_or_else(|_| {
             fail("RADIO_KERNELS_PTX needs RADIO_KERNELS_PTX_SM90A (the sm_90a module) too")
         });
         let read = |from: &str| {
             fs::read_to_string(from).unwrap_or_else(|e| fail(&format!("cannot read {from}: {e}")))
         };
-        write_modules(&out_dir, &read(&prebuilt), &read(&hopper), None);
-        return;
-    }
-
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    check_toolchain(&rustc);
-
-    // <target-dir>/<profile>/build/<pkg>-<hash>/out -> <target-dir>/nvptx-build
-    let target_root = out_dir.ancestors().nth(4).map(Path::to_path_buf).unwrap_or_else(|| out_dir.clone());
-
-    let sm80 = build_module(&root, &device_crate, &target_root.join("nvptx-build"), TARGET_CPU, None);
-    // Hopper's wgmma kernels: a second, small build for sm_90a only (the sm_80 kernels are
-    // left out of it by `cfg(radio_sm90a)`); the host loads it on compute capability 9.0.
-    let sm90a = build_module(
-        &root,
-        &device_crate,
-        &target_root.join("nvptx-build-sm90a"),
-        "sm_90a",
-        Some("radio_sm90a"),
-    );
+        (read(&prebuilt), read(&hopper))
+    } else {
+        let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        check_toolchain(&rustc);
+        let sm80 = build_module(&root, &device_crate, &target_root.join("nvptx-build"), TARGET_CPU, None);
+        // Hopper's wgmma kernels: a second, small build for sm_90a only (the sm_80 kernels
+        // are left out of it by `cfg(radio_sm90a)`); the host loads it on compute capability
+        // 9.0.
+        let sm90a = build_module(
+            &root,
+            &device_crate,
+            &target_root.join("nvptx-build-sm90a"),
+            "sm_90a",
+            Some("radio_sm90a"),
+        );
+        (sm80, sm90a)
+    };
     let ptxas = find_ptxas(&root);
     let cache = target_root.join("cubin-cache");
     write_modules(

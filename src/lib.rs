@@ -13,8 +13,11 @@
 pub use radio_kernels_gpu as gpu_shared;
 pub use radio_kernels_host::*;
 
+#[cfg(feature = "cli")]
 pub mod demo;
+#[cfg(feature = "cli")]
 pub mod stream;
+#[cfg(feature = "cli")]
 pub mod summary;
 
 /// The embedded PTX modules (PTX ISA 8.5), built from `kernels-gpu` by `build.rs`: one per

@@ -202,8 +202,8 @@ fn split_modules(ptx: &str, arch: Arch) -> Vec<(Family, String)> {
     let (mut current, mut depth): (Option<(Family, String)>, i64) = (None, 0);
     for line in ptx.lines() {
         if current.is_none() && depth == 0 {
-            if let Some(name) = entry_name(line) {
-                let family = modules::find(&name, arch)
+            if let Some(name) = modules::entry_name(line) {
+                let family = modules::find(name, arch)
                     .map(|k| k.family)
                     .unwrap_or_else(|| fail(&format!("kernel `{name}` ({}) is in no registry", arch.name())));
                 current = Some((family, String::new()));
@@ -309,8 +309,8 @@ fn apply_registry(ptx: &str, arch: Arch) -> String {
     let mut pending: Option<&KernelSpec> = None;
     let mut seen = Vec::new();
     for line in ptx.lines() {
-        if let Some(name) = entry_name(line) {
-            let spec = modules::find(&name, arch).unwrap_or_else(|| {
+        if let Some(name) = modules::entry_name(line) {
+            let spec = modules::find(name, arch).unwrap_or_else(|| {
                 fail(&format!(
                     "kernel `{name}` ({}) is in no registry: add it to its family's KERNELS",
                     arch.name()
@@ -336,13 +336,6 @@ fn apply_registry(ptx: &str, arch: Arch) -> String {
         fail(&format!("the registry lists `{}` ({}), which the PTX lacks", missing.name, arch.name()));
     }
     out
-}
-
-/// The name of the kernel a line of PTX opens (`.visible .entry name(`), if it opens one.
-fn entry_name(line: &str) -> Option<String> {
-    let trimmed = line.trim_start();
-    let rest = trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry "))?;
-    Some(rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
 }
 
 /// Target CPU and PTX ISA for every crate; RADIO_KERNELS_DEVICE_DEBUG=1 adds debug

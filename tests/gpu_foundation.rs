@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use radio_kernels::gpu_shared::modules::tools;
+use radio_kernels::gpu_shared::modules::{self, tools};
 use radio_kernels::selftest::{self, Check, SparseForm};
 use radio_kernels::Gpu;
 
@@ -353,12 +353,7 @@ fn every_module_holds_only_its_familys_kernels() {
             Arch::Sm90a => ".target sm_90a",
         };
         assert!(module.ptx.contains(target), "{:?} {:?}", module.family, module.arch);
-        let entries: Vec<&str> = module
-            .ptx
-            .lines()
-            .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-            .map(|rest| rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap())
-            .collect();
+        let entries: Vec<&str> = module.ptx.lines().filter_map(modules::entry_name).collect();
         assert!(!entries.is_empty(), "{:?} {:?} has no kernels", module.family, module.arch);
         for entry in entries {
             assert_eq!(Family::of_entry(entry), Some(module.family), "{entry}");
@@ -386,16 +381,10 @@ fn module_load_times() {
         if module.arch == Arch::Sm90a && gpu.compute_capability() != (9, 0) {
             continue;
         }
-        let entry = module
-            .ptx
-            .lines()
-            .find_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-            .and_then(|rest| rest.split('(').next())
-            .expect("an entry")
-            .to_string();
+        let entry = module.ptx.lines().find_map(modules::entry_name).expect("an entry");
         let start = Instant::now();
         let loaded = context.load_module(cudarc::nvrtc::Ptx::from_src(module.ptx)).expect("PTX loads");
-        loaded.load_function(&entry).expect("the module holds its entry");
+        loaded.load_function(entry).expect("the module holds its entry");
         println!(
             "{:<20} {:<7} PTX {:>7} bytes: JIT {:.3} s",
             module.family.name(),

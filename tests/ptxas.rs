@@ -151,18 +151,7 @@ fn parse_report(text: &str) -> Result<Vec<FunctionReport>, String> {
 
 /// Names of the kernels (`.entry`) of a PTX module, in order.
 fn ptx_entries(ptx: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for line in ptx.lines() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut tokens = code.split_whitespace();
-        if tokens.any(|t| t == ".entry") {
-            if let Some(name) = tokens.next() {
-                let name = name.split('(').next().unwrap_or(name);
-                names.push(name.to_string());
-            }
-        }
-    }
-    names
+    ptx.lines().filter_map(radio_kernels::gpu_shared::modules::entry_name).map(str::to_string).collect()
 }
 
 /// Problems with one architecture's report: missing or extra kernels, local memory use.

@@ -12,11 +12,8 @@ fn entries(ptx: &str) -> Vec<(String, Vec<String>)> {
     let mut open: Option<(String, Vec<String>)> = None;
     for line in ptx.lines() {
         let trimmed = line.trim();
-        if let Some(rest) =
-            trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry "))
-        {
-            let name = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            open = Some((name, Vec::new()));
+        if let Some(name) = modules::entry_name(line) {
+            open = Some((name.to_string(), Vec::new()));
         } else if trimmed == "{" {
             if let Some(entry) = open.take() {
                 out.push(entry);

@@ -153,6 +153,15 @@ pub fn kernels() -> impl Iterator<Item = &'static KernelSpec> {
     REGISTRY.iter().copied().flatten()
 }
 
+/// The name of the kernel a line of PTX opens (`.visible .entry name(` or `.entry name(`),
+/// if it opens one: what `build.rs` and the tests that read the PTX modules parse.
+pub fn entry_name(line: &str) -> Option<&str> {
+    let trimmed = line.trim_start();
+    let rest = trimmed.strip_prefix(".visible .entry ").or_else(|| trimmed.strip_prefix(".entry "))?;
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
 /// The spec of the entry point `name` in the `arch` modules, if a registry lists it.
 pub fn find(name: &str, arch: Arch) -> Option<&'static KernelSpec> {
     kernels().find(|k| k.name == name && k.arch == arch)
@@ -275,6 +284,14 @@ mod tests {
         assert_eq!(Family::of_entry("frb_resample_gemm"), Some(Family::FrbBeamformer));
         assert_eq!(Family::of_entry("ceiling_copy"), Some(Family::Tools));
         assert_eq!(Family::of_entry("unknown"), None);
+    }
+
+    #[test]
+    fn entry_names_are_read_from_the_lines_that_open_kernels() {
+        assert_eq!(entry_name(".visible .entry pfb_fir_t16("), Some("pfb_fir_t16"));
+        assert_eq!(entry_name("  .entry frb_quantize_u8(\t// @frb_quantize_u8"), Some("frb_quantize_u8"));
+        assert_eq!(entry_name(".visible .func anon"), None);
+        assert_eq!(entry_name("\tcall.uni (retval0), entry, ("), None);
     }
 
     #[test]

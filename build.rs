@@ -66,7 +66,7 @@ fn main() {
         &out_dir,
         &apply_registry(&sm80, Arch::Sm80),
         &apply_registry(&sm90a, Arch::Sm90a),
-        ptxas.as_deref().map(|p| (p, cache.as_path())),
+        ptxas.as_ref().map(|p| (p, cache.as_path())),
     );
 }
 
@@ -88,43 +88,51 @@ const PTX_ONLY: [Family; 1] = [Family::FrbBeamformer];
 
 /// `ptxas` [`CUBIN_PTXAS_RELEASE`], if this machine has it: `$RADIO_KERNELS_PTXAS`, then the
 /// PyPI wheel CI installs under `.tools/`, then `ptxas` on `PATH`.
-fn find_ptxas(root: &Path) -> Option<PathBuf> {
+fn find_ptxas(root: &Path) -> Option<Ptxas> {
     println!("cargo:rerun-if-env-changed=RADIO_KERNELS_PTXAS");
     let candidates = [
         env::var_os("RADIO_KERNELS_PTXAS").map(PathBuf::from),
         Some(root.join(".tools/cuda-nvcc/nvidia/cuda_nvcc/bin/ptxas")),
         Some(PathBuf::from("ptxas")),
     ];
-    let ptxas = candidates
-        .into_iter()
-        .flatten()
-        .find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success()))?;
-    let version = Command::new(&ptxas).arg("--version").output().ok()?;
-    if !String::from_utf8_lossy(&version.stdout).contains(CUBIN_PTXAS_RELEASE) {
+    let ptxas = candidates.into_iter().flatten().find_map(|path| {
+        let out = Command::new(&path).arg("--version").output().ok().filter(|o| o.status.success())?;
+        Some(Ptxas { path, version: out.stdout })
+    })?;
+    if !String::from_utf8_lossy(&ptxas.version).contains(CUBIN_PTXAS_RELEASE) {
         println!(
             "cargo:warning={} is not ptxas {CUBIN_PTXAS_RELEASE}: the modules are embedded as PTX only",
-            ptxas.display()
+            ptxas.path.display()
         );
         return None;
     }
     Some(ptxas)
 }
 
+/// A `ptxas` and what its `--version` printed (part of the cubin cache key).
+struct Ptxas {
+    path: PathBuf,
+    version: Vec<u8>,
+}
+
 /// Assembles `ptx` for `target` with `ptxas` into `out`, through a cache under `cache` keyed
 /// by the PTX, the target and the ptxas version (the nested build rewrites the PTX on every
 /// kernel change; unchanged modules are not assembled again). `false` when ptxas fails.
-fn assemble(ptxas: &Path, ptx: &Path, target: &str, out: &Path, cache: &Path) -> bool {
+fn assemble(ptxas: &Ptxas, ptx: &Path, target: &str, out: &Path, cache: &Path) -> bool {
     use std::hash::{Hash, Hasher};
     let text = fs::read(ptx).unwrap();
-    let version = Command::new(ptxas).arg("--version").output().map(|o| o.stdout).unwrap_or_default();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (text, target, version).hash(&mut hasher);
+    (text, target, &ptxas.version).hash(&mut hasher);
     let cached = cache.join(format!("{:016x}.cubin", hasher.finish()));
     if !cached.exists() {
         let _ = fs::create_dir_all(cache);
         let partial = cached.with_extension(format!("partial{}", std::process::id()));
-        let status =
-            Command::new(ptxas).arg(format!("-arch={target}")).arg(ptx).arg("-o").arg(&partial).status();
+        let status = Command::new(&ptxas.path)
+            .arg(format!("-arch={target}"))
+            .arg(ptx)
+            .arg("-o")
+            .arg(&partial)
+            .status();
         if !status.is_ok_and(|s| s.success()) || fs::rename(&partial, &cached).is_err() {
             return false;
         }
@@ -136,7 +144,7 @@ fn assemble(ptxas: &Path, ptx: &Path, target: &str, out: &Path, cache: &Path) ->
 /// cubins where this machine has `ptxas` ([`CUBIN_TARGETS`]), and writes them with
 /// `modules.rs`, the table of `ModuleSource`s the facade embeds (`radio_kernels::MODULES`).
 /// Without ptxas the modules carry PTX only, which the driver compiles on first use.
-fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str, ptxas: Option<(&Path, &Path)>) {
+fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str, ptxas: Option<(&Ptxas, &Path)>) {
     let mut jobs = Vec::new();
     let mut rows = Vec::new();
     for (arch, text) in [(Arch::Sm80, sm80), (Arch::Sm90a, sm90a)] {

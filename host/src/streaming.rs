@@ -459,11 +459,16 @@ pub trait Engine {
     fn pending(&self) -> usize;
     /// Output slots free now.
     fn free_outputs(&self) -> usize;
-    /// The most outputs one submit can complete (a submit needs that many free slots).
-    fn max_outputs_per_submit(&self) -> usize;
+    /// The most outputs one submit can complete (a submit needs that many free slots): one,
+    /// unless the engine says otherwise.
+    fn max_outputs_per_submit(&self) -> usize {
+        1
+    }
     /// Completes what the stream holds at its end (e.g. a partial integration), enqueuing its
-    /// outputs; engines whose outputs are whole after every submit do nothing.
-    fn flush(&mut self) -> Result<()>;
+    /// outputs; engines whose outputs are whole after every submit do nothing (the default).
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Runs `chunks` submits of whatever the input slots hold, releasing outputs unread as slots

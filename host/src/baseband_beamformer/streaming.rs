@@ -182,12 +182,6 @@ impl Engine for BasebandStream<'_, '_> {
     fn free_outputs(&self) -> usize {
         self.output.free()
     }
-    fn max_outputs_per_submit(&self) -> usize {
-        1
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// The engine can move to a worker thread.

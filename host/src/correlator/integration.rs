@@ -146,9 +146,6 @@ impl crate::streaming::Engine for Integration<'_, '_> {
     fn free_outputs(&self) -> usize {
         self.output.free()
     }
-    fn max_outputs_per_submit(&self) -> usize {
-        1
-    }
     fn flush(&mut self) -> Result<()> {
         self.end_integration()
     }

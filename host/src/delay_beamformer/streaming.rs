@@ -248,12 +248,6 @@ impl Engine for DelayStream<'_, '_> {
     fn free_outputs(&self) -> usize {
         self.beams.free().min(self.saturated.free())
     }
-    fn max_outputs_per_submit(&self) -> usize {
-        1
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// The engine can move to a worker thread.

@@ -417,10 +417,4 @@ impl Engine for FrbStream<'_, '_> {
     fn free_outputs(&self) -> usize {
         self.codes.free()
     }
-    fn max_outputs_per_submit(&self) -> usize {
-        1
-    }
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
 }

@@ -467,10 +467,6 @@ impl Engine for ChannelizerStream<'_> {
     fn max_outputs_per_submit(&self) -> usize {
         self.max_outputs
     }
-    /// Output chunks are whole after every submit: nothing to flush.
-    fn flush(&mut self) -> Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]

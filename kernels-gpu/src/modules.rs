@@ -172,92 +172,47 @@ pub fn find(name: &str, arch: Arch) -> Option<&'static KernelSpec> {
 pub mod tools {
     use super::{Arch, Family, KernelSpec};
 
-    pub const BENCH_FILL_RANDOM: KernelSpec = KernelSpec::new("bench_fill_random", Family::Tools, Arch::Sm80);
-    pub const CEILING_COPY: KernelSpec = KernelSpec::new("ceiling_copy", Family::Tools, Arch::Sm80);
-    pub const CEILING_L2_READ: KernelSpec = KernelSpec::new("ceiling_l2_read", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_M16N8K16_F16: KernelSpec =
-        KernelSpec::new("ceiling_mma_m16n8k16_f16", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_M16N8K16_F16_F32: KernelSpec =
-        KernelSpec::new("ceiling_mma_m16n8k16_f16_f32", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_M16N8K32_S8: KernelSpec =
-        KernelSpec::new("ceiling_mma_m16n8k32_s8", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_M16N8K64_S4: KernelSpec =
-        KernelSpec::new("ceiling_mma_m16n8k64_s4", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_M16N8K8_F16: KernelSpec =
-        KernelSpec::new("ceiling_mma_m16n8k8_f16", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_M8N8K16_S8: KernelSpec =
-        KernelSpec::new("ceiling_mma_m8n8k16_s8", Family::Tools, Arch::Sm80);
-    pub const CEILING_MMA_SP_M16N8K16_F16: KernelSpec =
-        KernelSpec::new("ceiling_mma_sp_m16n8k16_f16", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_BANK_CHECK: KernelSpec =
-        KernelSpec::new("selftest_bank_check", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_F16_CONVERT: KernelSpec =
-        KernelSpec::new("selftest_f16_convert", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M16N8K16_F16: KernelSpec =
-        KernelSpec::new("selftest_mma_m16n8k16_f16", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M16N8K16_F16_F32: KernelSpec =
-        KernelSpec::new("selftest_mma_m16n8k16_f16_f32", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M16N8K32_S8: KernelSpec =
-        KernelSpec::new("selftest_mma_m16n8k32_s8", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M16N8K32_S8_SATFINITE: KernelSpec =
-        KernelSpec::new("selftest_mma_m16n8k32_s8_satfinite", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M16N8K8_F16: KernelSpec =
-        KernelSpec::new("selftest_mma_m16n8k8_f16", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M8N8K16_S8: KernelSpec =
-        KernelSpec::new("selftest_mma_m8n8k16_s8", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_M8N8K16_S8_SATFINITE: KernelSpec =
-        KernelSpec::new("selftest_mma_m8n8k16_s8_satfinite", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_SP_M16N8K16_F16: KernelSpec =
-        KernelSpec::new("selftest_mma_sp_m16n8k16_f16", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_SP_UNIVERSAL_F16: KernelSpec =
-        KernelSpec::new("selftest_mma_sp_universal_f16", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_MMA_SP_UNORDERED_M16N8K16_F16: KernelSpec =
-        KernelSpec::new("selftest_mma_sp_unordered_m16n8k16_f16", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_PRMT_LOP3: KernelSpec =
-        KernelSpec::new("selftest_prmt_lop3", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_SHARED: KernelSpec = KernelSpec::new("selftest_shared", Family::Tools, Arch::Sm80);
-    pub const SELFTEST_SHUFFLES: KernelSpec = KernelSpec::new("selftest_shuffles", Family::Tools, Arch::Sm80);
-    pub const CEILING_WGMMA_M64N256K16_F16_F32: KernelSpec =
-        KernelSpec::new("ceiling_wgmma_m64n256k16_f16_f32", Family::Tools, Arch::Sm90a);
-    pub const CEILING_WGMMA_M64N256K32_S8: KernelSpec =
-        KernelSpec::new("ceiling_wgmma_m64n256k32_s8", Family::Tools, Arch::Sm90a);
-    pub const SELFTEST_WGMMA_M64N256_F16: KernelSpec =
-        KernelSpec::new("selftest_wgmma_m64n256_f16", Family::Tools, Arch::Sm90a);
-    pub const SELFTEST_WGMMA_M64N256_S8: KernelSpec =
-        KernelSpec::new("selftest_wgmma_m64n256_s8", Family::Tools, Arch::Sm90a);
+    /// Each tools kernel as a named spec (`NAME`, entry point, architecture), and [`TOOLS`],
+    /// all of them: one list for both.
+    macro_rules! tools {
+        ($(($const:ident, $name:literal, $arch:ident)),* $(,)?) => {
+            $(pub const $const: KernelSpec = KernelSpec::new($name, Family::Tools, Arch::$arch);)*
+            /// Every tools kernel.
+            pub const TOOLS: &[KernelSpec] = &[$($const),*];
+        };
+    }
 
-    /// Every tools kernel.
-    pub const TOOLS: &[KernelSpec] = &[
-        BENCH_FILL_RANDOM,
-        CEILING_COPY,
-        CEILING_L2_READ,
-        CEILING_MMA_M16N8K16_F16,
-        CEILING_MMA_M16N8K16_F16_F32,
-        CEILING_MMA_M16N8K32_S8,
-        CEILING_MMA_M16N8K64_S4,
-        CEILING_MMA_M16N8K8_F16,
-        CEILING_MMA_M8N8K16_S8,
-        CEILING_MMA_SP_M16N8K16_F16,
-        SELFTEST_BANK_CHECK,
-        SELFTEST_F16_CONVERT,
-        SELFTEST_MMA_M16N8K16_F16,
-        SELFTEST_MMA_M16N8K16_F16_F32,
-        SELFTEST_MMA_M16N8K32_S8,
-        SELFTEST_MMA_M16N8K32_S8_SATFINITE,
-        SELFTEST_MMA_M16N8K8_F16,
-        SELFTEST_MMA_M8N8K16_S8,
-        SELFTEST_MMA_M8N8K16_S8_SATFINITE,
-        SELFTEST_MMA_SP_M16N8K16_F16,
-        SELFTEST_MMA_SP_UNIVERSAL_F16,
-        SELFTEST_MMA_SP_UNORDERED_M16N8K16_F16,
-        SELFTEST_PRMT_LOP3,
-        SELFTEST_SHARED,
-        SELFTEST_SHUFFLES,
-        CEILING_WGMMA_M64N256K16_F16_F32,
-        CEILING_WGMMA_M64N256K32_S8,
-        SELFTEST_WGMMA_M64N256_F16,
-        SELFTEST_WGMMA_M64N256_S8,
-    ];
+    tools!(
+        (BENCH_FILL_RANDOM, "bench_fill_random", Sm80),
+        (CEILING_COPY, "ceiling_copy", Sm80),
+        (CEILING_L2_READ, "ceiling_l2_read", Sm80),
+        (CEILING_MMA_M16N8K16_F16, "ceiling_mma_m16n8k16_f16", Sm80),
+        (CEILING_MMA_M16N8K16_F16_F32, "ceiling_mma_m16n8k16_f16_f32", Sm80),
+        (CEILING_MMA_M16N8K32_S8, "ceiling_mma_m16n8k32_s8", Sm80),
+        (CEILING_MMA_M16N8K64_S4, "ceiling_mma_m16n8k64_s4", Sm80),
+        (CEILING_MMA_M16N8K8_F16, "ceiling_mma_m16n8k8_f16", Sm80),
+        (CEILING_MMA_M8N8K16_S8, "ceiling_mma_m8n8k16_s8", Sm80),
+        (CEILING_MMA_SP_M16N8K16_F16, "ceiling_mma_sp_m16n8k16_f16", Sm80),
+        (SELFTEST_BANK_CHECK, "selftest_bank_check", Sm80),
+        (SELFTEST_F16_CONVERT, "selftest_f16_convert", Sm80),
+        (SELFTEST_MMA_M16N8K16_F16, "selftest_mma_m16n8k16_f16", Sm80),
+        (SELFTEST_MMA_M16N8K16_F16_F32, "selftest_mma_m16n8k16_f16_f32", Sm80),
+        (SELFTEST_MMA_M16N8K32_S8, "selftest_mma_m16n8k32_s8", Sm80),
+        (SELFTEST_MMA_M16N8K32_S8_SATFINITE, "selftest_mma_m16n8k32_s8_satfinite", Sm80),
+        (SELFTEST_MMA_M16N8K8_F16, "selftest_mma_m16n8k8_f16", Sm80),
+        (SELFTEST_MMA_M8N8K16_S8, "selftest_mma_m8n8k16_s8", Sm80),
+        (SELFTEST_MMA_M8N8K16_S8_SATFINITE, "selftest_mma_m8n8k16_s8_satfinite", Sm80),
+        (SELFTEST_MMA_SP_M16N8K16_F16, "selftest_mma_sp_m16n8k16_f16", Sm80),
+        (SELFTEST_MMA_SP_UNIVERSAL_F16, "selftest_mma_sp_universal_f16", Sm80),
+        (SELFTEST_MMA_SP_UNORDERED_M16N8K16_F16, "selftest_mma_sp_unordered_m16n8k16_f16", Sm80),
+        (SELFTEST_PRMT_LOP3, "selftest_prmt_lop3", Sm80),
+        (SELFTEST_SHARED, "selftest_shared", Sm80),
+        (SELFTEST_SHUFFLES, "selftest_shuffles", Sm80),
+        (CEILING_WGMMA_M64N256K16_F16_F32, "ceiling_wgmma_m64n256k16_f16_f32", Sm90a),
+        (CEILING_WGMMA_M64N256K32_S8, "ceiling_wgmma_m64n256k32_s8", Sm90a),
+        (SELFTEST_WGMMA_M64N256_F16, "selftest_wgmma_m64n256_f16", Sm90a),
+        (SELFTEST_WGMMA_M64N256_S8, "selftest_wgmma_m64n256_s8", Sm90a),
+    );
 }
 pub use tools::TOOLS;
 

@@ -152,7 +152,10 @@ impl Gpu {
 
     /// Loads every module this device uses that is not loaded yet, and returns each one's
     /// family, architecture, how it was loaded and the time it took (a cubin's load, or the
-    /// driver's JIT compilation of the PTX): what `radio-kernels selftest` reports.
+    /// driver's JIT compilation of the PTX): what `radio-kernels selftest` reports. Loading a
+    /// module can wait for work already queued on the device, so a program that holds a
+    /// stream behind a host-set flag or event while other threads start using new families
+    /// should load everything here first.
     pub fn load_modules(&self) -> Result<Vec<(Family, Arch, Loaded, std::time::Duration)>> {
         let mut times = Vec::new();
         for slot in &self.modules {

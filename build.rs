@@ -34,8 +34,15 @@ fn main() {
     // <target-dir>/<profile>/build/<pkg>-<hash>/out -> <target-dir>/nvptx-build
     let target_root = out_dir.ancestors().nth(4).map(Path::to_path_buf).unwrap_or_else(|| out_dir.clone());
 
-    // Prebuilt modules (the nested builds' output, e.g. for packaging) replace the nested
-    // builds; both must be given.
+    // A packaged crate (crates.io) has no `kernels-gpu/` to build: it embeds the modules a
+    // source build wrote to `prebuilt/` (tests/prebuilt.rs keeps them equal to the source).
+    if env::var_os("RADIO_KERNELS_PTX").is_none() && !device_crate.join("Cargo.toml").exists() {
+        write_prebuilt_table(&root.join("prebuilt"), &out_dir);
+        return;
+    }
+
+    // The nested builds' PTX given by the caller replaces the nested builds; both must be
+    // given.
     let (sm80, sm90a) = if let Ok(prebuilt) = env::var("RADIO_KERNELS_PTX") {
         let hopper = env::var("RADIO_KERNELS_PTX_SM90A").unwrap_or_else(|_| {
             fail("RADIO_KERNELS_PTX needs RADIO_KERNELS_PTX_SM90A (the sm_90a module) too")
@@ -149,7 +156,7 @@ fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str, ptxas: Option<(&Ptxas,
     let mut rows = Vec::new();
     for (arch, text) in [(Arch::Sm80, sm80), (Arch::Sm90a, sm90a)] {
         for (family, ptx) in split_modules(text, arch) {
-            let stem = format!("{}_{}", family.name(), format!("{arch:?}").to_lowercase());
+            let stem = stem(family, arch);
             fs::write(out_dir.join(format!("{stem}.ptx")), ptx).unwrap();
             let targets = CUBIN_TARGETS.iter().find(|(a, _)| *a == arch).map_or(&[][..], |(_, t)| t);
             for target in targets.iter().filter(|_| ptxas.is_some() && !PTX_ONLY.contains(&family)) {
@@ -196,6 +203,50 @@ fn write_modules(out_dir: &Path, sm80: &str, sm90a: &str, ptxas: Option<(&Ptxas,
         table.push_str(&format!(
             "    ModuleSource {{ family: Family::{family:?}, arch: Arch::{arch:?}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{stem}.ptx\")), cubins: &[{cubins}] }},\n"
         ));
+    }
+    table.push(']');
+    fs::write(out_dir.join("modules.rs"), table).unwrap();
+}
+
+/// `modules.rs` over the files of `prebuilt/` (`<family>_<arch>.ptx` and
+/// `<family>_<arch>.<target>.cubin`, as [`write_modules`] names them), embedded in place. Fails
+/// the build when a kernel of the registry (the `radio-kernels-gpu` this crate was packaged
+/// with) is missing from its module.
+fn write_prebuilt_table(dir: &Path, out_dir: &Path) {
+    watch_tree(dir);
+    let mut table = String::from("&[\n");
+    for arch in [Arch::Sm80, Arch::Sm90a] {
+        let targets = CUBIN_TARGETS.iter().find(|(a, _)| *a == arch).map_or(&[][..], |(_, t)| t);
+        for family in Family::ALL {
+            let stem = stem(family, arch);
+            let ptx = dir.join(format!("{stem}.ptx"));
+            let Ok(text) = fs::read_to_string(&ptx) else { continue };
+            let entries: Vec<&str> = text.lines().filter_map(modules::entry_name).collect();
+            let kernels = modules::kernels().filter(|k| k.arch == arch && k.family == family);
+            for kernel in kernels {
+                if !entries.contains(&kernel.name) {
+                    fail(&format!(
+                        "{} lacks kernel `{}`: prebuilt/ does not match the registry",
+                        ptx.display(),
+                        kernel.name
+                    ));
+                }
+            }
+            let mut cubins = String::new();
+            for target in targets.iter().filter(|t| dir.join(format!("{stem}.{t}.cubin")).exists()) {
+                cubins.push_str(&format!(
+                    "Cubin {{ target: \"{target}\", image: include_bytes!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/prebuilt/{stem}.{target}.cubin\")) }}, "
+                ));
+            }
+            table.push_str(&format!(
+                "    ModuleSource {{ family: Family::{family:?}, arch: Arch::{arch:?}, ptx: include_str!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/prebuilt/{stem}.ptx\")), cubins: &[{cubins}] }},\n"
+            ));
+        }
+    }
+    if let Some(missing) =
+        modules::kernels().find(|k| !dir.join(format!("{}.ptx", stem(k.family, k.arch))).exists())
+    {
+        fail(&format!("prebuilt/ has no module for kernel `{}` ({})", missing.name, missing.arch.name()));
     }
     table.push(']');
     fs::write(out_dir.join("modules.rs"), table).unwrap();
@@ -408,6 +459,11 @@ fn watch_tree(dir: &Path) {
             }
         }
     }
+}
+
+/// A module's file stem: `<family>_<arch>` (`correlator_sm_80`).
+fn stem(family: Family, arch: Arch) -> String {
+    format!("{}_{}", family.name(), arch.name())
 }
 
 fn fail(message: &str) -> ! {

@@ -28,7 +28,7 @@ pub enum Family {
 }
 
 impl Family {
-    /// Every family, in the order the registries and `build.rs` list them.
+    /// Every family, one PTX module per architecture each.
     pub const ALL: [Family; 6] = [
         Family::Correlator,
         Family::Pfb,
@@ -80,7 +80,7 @@ pub enum Arch {
 }
 
 impl Arch {
-    /// Both architectures, in build order: the sm_80 module first, then sm_90a.
+    /// Both architectures: sm_80, then sm_90a.
     pub const ALL: [Arch; 2] = [Arch::Sm80, Arch::Sm90a];
 
     /// The PTX target name (`sm_80`, `sm_90a`).

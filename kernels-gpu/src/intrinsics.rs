@@ -27,42 +27,50 @@ pub(crate) use unroll;
 // ---------------------------------------------------------------------------------------
 // Thread, block, lane and warp indices.
 
+/// Thread index within the block along x, `0..blockDim.x` (`%tid.x`); blocks are one-dimensional,
+/// so this is the thread's index in the block.
 #[inline(always)]
 pub fn thread_idx_x() -> u32 {
     // SAFETY: reading a special register has no preconditions.
     unsafe { core::arch::nvptx::_thread_idx_x() as u32 }
 }
 
+/// Block index along x, `0..gridDim.x` (`%ctaid.x`).
 #[inline(always)]
 pub fn block_idx_x() -> u32 {
     // SAFETY: as above.
     unsafe { core::arch::nvptx::_block_idx_x() as u32 }
 }
 
+/// Block index along y, `0..gridDim.y` (`%ctaid.y`).
 #[inline(always)]
 pub fn block_idx_y() -> u32 {
     // SAFETY: as above.
     unsafe { core::arch::nvptx::_block_idx_y() as u32 }
 }
 
+/// Block index along z, `0..gridDim.z` (`%ctaid.z`).
 #[inline(always)]
 pub fn block_idx_z() -> u32 {
     // SAFETY: as above.
     unsafe { core::arch::nvptx::_block_idx_z() as u32 }
 }
 
+/// Threads per block along x (`%ntid.x`): the block size, a multiple of 32 in every kernel.
 #[inline(always)]
 pub fn block_dim_x() -> u32 {
     // SAFETY: as above.
     unsafe { core::arch::nvptx::_block_dim_x() as u32 }
 }
 
+/// Blocks in the grid along x (`%nctaid.x`).
 #[inline(always)]
 pub fn grid_dim_x() -> u32 {
     // SAFETY: as above.
     unsafe { core::arch::nvptx::_grid_dim_x() as u32 }
 }
 
+/// Blocks in the grid along y (`%nctaid.y`).
 #[inline(always)]
 pub fn grid_dim_y() -> u32 {
     // SAFETY: as above.

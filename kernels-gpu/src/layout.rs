@@ -15,14 +15,18 @@ use core::fmt;
 /// One logical index bit: bit `n` of the row or of the column index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bit {
+    /// Bit `n` of the fragment's row index (`i` for A and C/D, `j` for B); `n < row_bits`.
     Row(u8),
+    /// Bit `n` of the fragment's column index (`j` for A, `k` for B and C/D); `n < col_bits`.
     Col(u8),
 }
 
 /// Where one matrix element lives in a warp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Location {
+    /// Lane of the warp, 0..32: the bits `t4..t0` of the notation.
     pub lane: u32,
+    /// Register index within the lane, `0..Fragment::registers()`: the bits `r..r0`.
     pub register: u32,
     /// Element index inside the 32-bit register (byte for int8, half for f16, 0 for 32-bit).
     pub element: u32,
@@ -31,11 +35,18 @@ pub struct Location {
 /// A register assignment of a `rows x cols` matrix over one warp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fragment {
+    /// Matrix name as printed by `Display`: `"A"`, `"B"`, `"C"` (C and D share one layout) or
+    /// `"Asp"` for the 2:4-sparse A.
     pub name: &'static str,
+    /// Element type as printed by `Display`: `"f16"`, `"f32"`, `"int8"` or `"int32"`.
     pub dtype: &'static str,
+    /// Letter of the row index in the notation: `'i'` for A, C and D, `'j'` for B.
     pub row_letter: char,
+    /// Letter of the column index in the notation: `'j'` for A, `'k'` for B, C and D.
     pub col_letter: char,
+    /// log2 of the number of rows: the matrix has `1 << row_bits` rows.
     pub row_bits: u32,
+    /// log2 of the number of columns: the matrix has `1 << col_bits` columns.
     pub col_bits: u32,
     /// Bits of one element: 8, 16 or 32.
     pub element_bits: u32,
@@ -52,9 +63,11 @@ const fn bit_of(value: u32, n: u8) -> u32 {
 }
 
 impl Fragment {
+    /// Number of rows of the matrix, `2^row_bits` (e.g. 16 for an m16n8k16 A).
     pub const fn rows(&self) -> u32 {
         1 << self.row_bits
     }
+    /// Number of columns of the matrix, `2^col_bits` (e.g. 16 for an m16n8k16 f16 A).
     pub const fn cols(&self) -> u32 {
         1 << self.col_bits
     }

@@ -6,6 +6,7 @@
 //! - for the host as an ordinary rlib: only the pure modules (`layout`, `packing`, `bank`),
 //!   so that host code and CPU tests use exactly the index math the kernels use.
 #![no_std]
+#![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 
 pub mod bank;

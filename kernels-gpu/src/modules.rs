@@ -8,16 +8,27 @@
 /// A kernel family: one PTX module per architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// The X-engine correlators on int8 tensor cores, for complex int8 or int4 input (entry
+    /// names `correlate_*`).
     Correlator,
+    /// The polyphase filterbank (F-engine) channelizer: FIR, post-processing and fused kernels
+    /// (entry names `pfb_*`).
     Pfb,
+    /// The CHORD 8-bit baseband beamformer (B-engine) on int8 tensor cores (entry names
+    /// `baseband_*`).
     BasebandBeamformer,
+    /// The MeerKAT-style delay beamformer: tied-array beams steered by per-antenna delays
+    /// (entry names `delay_*`).
     DelayBeamformer,
+    /// The CHORD FRB beamformer: gridding FFT beams, resampling and quantisation (entry names
+    /// `frb_*`).
     FrbBeamformer,
     /// The self-checks of the tensor-core wrappers and intrinsics, and the ceiling kernels.
     Tools,
 }
 
 impl Family {
+    /// Every family, one PTX module per architecture each.
     pub const ALL: [Family; 6] = [
         Family::Correlator,
         Family::Pfb,
@@ -69,6 +80,7 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// Both architectures: sm_80, then sm_90a.
     pub const ALL: [Arch; 2] = [Arch::Sm80, Arch::Sm90a];
 
     /// The PTX target name (`sm_80`, `sm_90a`).
@@ -91,6 +103,7 @@ pub struct KernelSpec {
     pub name: &'static str,
     /// The module it is in (one per family and architecture).
     pub family: Family,
+    /// The architecture of that module: `Sm80` for every kernel but Hopper's `wgmma` ones.
     pub arch: Arch,
     /// Threads per block: the block size the kernel is written for, or the largest block it
     /// takes where a launch may use fewer warps (the baseband beamformer); `None` where the
@@ -118,18 +131,23 @@ impl KernelSpec {
             cluster: None,
         }
     }
+    /// The same spec with a fixed block size of `threads` threads (a multiple of 32).
     pub const fn threads(mut self, threads: u32) -> KernelSpec {
         self.threads = Some(threads);
         self
     }
+    /// The same spec with a fixed dynamic shared-memory size of `bytes` bytes per block.
     pub const fn shared_bytes(mut self, bytes: u32) -> KernelSpec {
         self.shared_bytes = Some(bytes);
         self
     }
+    /// The same spec with a register cap: `build.rs` emits `.maxnreg registers` on the entry.
     pub const fn max_registers(mut self, registers: u32) -> KernelSpec {
         self.max_registers = Some(registers);
         self
     }
+    /// The same spec launched in thread-block clusters of `x * y * z` blocks: `build.rs`
+    /// emits `.reqnctapercluster x, y, z` on the entry.
     pub const fn cluster(mut self, x: u32, y: u32, z: u32) -> KernelSpec {
         self.cluster = Some([x, y, z]);
         self
@@ -176,7 +194,13 @@ pub mod tools {
     /// all of them: one list for both.
     macro_rules! tools {
         ($(($const:ident, $name:literal, $arch:ident)),* $(,)?) => {
-            $(pub const $const: KernelSpec = KernelSpec::new($name, Family::Tools, Arch::$arch);)*
+            $(
+                #[doc = concat!(
+                    "The spec of the tools kernel `", $name, "` of the [`Arch::", stringify!($arch),
+                    "`] module, with no fixed block size, shared memory, register cap or cluster."
+                )]
+                pub const $const: KernelSpec = KernelSpec::new($name, Family::Tools, Arch::$arch);
+            )*
             /// Every tools kernel.
             pub const TOOLS: &[KernelSpec] = &[$($const),*];
         };

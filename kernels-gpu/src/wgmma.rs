@@ -295,6 +295,9 @@ mod device {
         (base, b_base)
     }
 
+    /// Self-test of `wgmma` m64n256k16 f32 += f16 x f16: `d[64][256]` f32 (row-major) =
+    /// `a[64][128]` f16 times `b[256][128]` f16 transposed (both row-major, K contiguous).
+    /// One block of 128 threads with 81 KiB of dynamic shared memory.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn selftest_wgmma_m64n256_f16(a: *const u8, b: *const u8, d: *mut f32) {
         let (a_base, b_base) = selftest_load(a, b);
@@ -315,6 +318,9 @@ mod device {
         });
     }
 
+    /// Self-test of `wgmma` m64n256k32 s32 += s8 x s8: `d[64][256]` i32 (row-major) =
+    /// `a[64][256]` i8 times `b[256][256]` i8 transposed (both row-major, K contiguous).
+    /// One block of 128 threads with 81 KiB of dynamic shared memory.
     #[no_mangle]
     pub unsafe extern "ptx-kernel" fn selftest_wgmma_m64n256_s8(a: *const u8, b: *const u8, d: *mut i32) {
         let (a_base, b_base) = selftest_load(a, b);

@@ -45,7 +45,9 @@ pub type Jump = [[u32; WORDS]; BITS];
 /// One XORWOW generator: the xorshift words `v` and the Weyl counter `d`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Xorwow {
+    /// The xorshift words `v0..v4` (curand's `v[5]`), the GF(2)-linear part of the state.
     pub v: [u32; WORDS],
+    /// The Weyl counter (curand's `d`), advanced by [`WEYL`] per draw modulo 2^32.
     pub d: u32,
 }
 
@@ -81,6 +83,8 @@ impl Xorwow {
         [self.v[0], self.v[1], self.v[2], self.v[3], self.v[4], self.d]
     }
 
+    /// The state read back from its stored form `[v0, v1, v2, v3, v4, d]`: the inverse of
+    /// [`Xorwow::to_words`].
     pub const fn from_words(w: [u32; STATE_WORDS]) -> Xorwow {
         Xorwow { v: [w[0], w[1], w[2], w[3], w[4]], d: w[5] }
     }

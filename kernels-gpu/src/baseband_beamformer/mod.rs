@@ -63,8 +63,13 @@ pub const CHUNK: u32 = 128;
 pub const DISH_GROUP: u32 = 64;
 /// Beams per warp (the MMA's n = 8).
 pub const BEAMS_PER_WARP: u32 = 8;
+/// Fewest dishes D: one [`DISH_GROUP`]. D must be a multiple of [`DISH_GROUP`] in
+/// `MIN_DISHES..=MAX_DISHES`, one compiled instance per value.
 pub const MIN_DISHES: u32 = 64;
+/// Most dishes D: 16 [`DISH_GROUP`]s.
 pub const MAX_DISHES: u32 = 1024;
+/// Most beams B per launch: 16 warps of [`BEAMS_PER_WARP`] (and [`MAX_BEAMS_TIMES_DISHES`]
+/// limits B further for D > 512). B must be a positive multiple of [`BEAMS_PER_WARP`].
 pub const MAX_BEAMS: u32 = 128;
 /// Largest `beams * dishes`: A must fit in registers (the note's eq. 9, `B D / 2` per block).
 pub const MAX_BEAMS_TIMES_DISHES: u32 = 65536;
@@ -122,8 +127,14 @@ macro_rules! bb_instances {
 /// [`smem_bytes`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Instance {
+    /// Dish count D the instance is compiled for (its A slice is `8 x D` ci8 per warp, held
+    /// in `D / 8` registers per lane); a multiple of [`DISH_GROUP`].
     pub dishes: u32,
+    /// Most warps a block of this instance may have (8 beams each): 8, 12 or 16. Launches
+    /// may use fewer ([`Instance::takes`]).
     pub warps: u32,
+    /// The registry entry: entry point `baseband_beamform_d{dishes}_w{warps}`, threads
+    /// `32 * warps`, register cap [`max_registers`]`(warps)`.
     pub spec: KernelSpec,
 }
 

@@ -20,20 +20,27 @@ pub const SMEM_BYTES: u32 = 4 * SMEM_TILE_BYTES;
 /// 64 x 64 tile pair as m16n8k32 fragments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// m16 fragments per warp along the tile's rows (receivers of the first tile).
     pub m_tiles: u32,
+    /// n8 fragments per warp along the tile's columns (receivers of the second tile).
     pub n_tiles: u32,
 }
 
 impl Shape {
+    /// Receiver rows of one warp's sub-tile, `16 m_tiles` (32 for both shapes).
     pub const fn warp_rows(self) -> u32 {
         16 * self.m_tiles
     }
+    /// Receiver columns of one warp's sub-tile, `8 n_tiles` (64 async, 32 staged).
     pub const fn warp_cols(self) -> u32 {
         8 * self.n_tiles
     }
+    /// Warps per block: sub-tiles covering the [`TILE`] x [`TILE`] tile pair (2 async, 4
+    /// staged); warp `w`'s sub-tile starts at [`Shape::warp_origin`]`(w)`.
     pub const fn warps(self) -> u32 {
         (TILE / self.warp_rows()) * (TILE / self.warp_cols())
     }
+    /// Threads per block, `32 * warps()`: the block size the kernels of this shape launch with.
     pub const fn threads(self) -> u32 {
         32 * self.warps()
     }

@@ -67,6 +67,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Bytes of one complex input value: 2 for [`Format::Ci8`], 1 for [`Format::Ci4`].
     pub const fn bytes(self) -> u32 {
         match self {
             Format::Ci8 => 2,
@@ -156,6 +157,8 @@ pub enum Schedule {
 }
 
 impl Schedule {
+    /// The module the kernel is in: [`Arch::Sm90a`] for [`Schedule::Wgmma`], [`Arch::Sm80`]
+    /// otherwise.
     pub const fn arch(self) -> Arch {
         match self {
             Schedule::Wgmma(_) => Arch::Sm90a,
@@ -189,9 +192,14 @@ impl Schedule {
 /// One correlator kernel: its registry entry and what it computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Kernel {
+    /// The registry entry: entry point, module ([`Schedule::arch`]), block size
+    /// ([`Schedule::threads`]) and dynamic shared memory ([`Schedule::shared_bytes`]).
     pub spec: KernelSpec,
+    /// The input element format the kernel reads.
     pub format: Format,
+    /// The input memory order the kernel reads.
     pub order: Order,
+    /// How the kernel stages its input and multiplies.
     pub schedule: Schedule,
 }
 

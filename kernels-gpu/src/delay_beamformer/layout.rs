@@ -24,6 +24,8 @@ impl Variant {
     pub const fn stage_bytes(self) -> u32 {
         self.stage_antennas() * self.row_pitch()
     }
+    /// Beam slots per input polarisation: 8 for one polarisation, 4 for two (slots
+    /// `p * slots_per_pol ..` read polarisation p).
     pub const fn slots_per_pol(self) -> u32 {
         self.slots / self.pols
     }

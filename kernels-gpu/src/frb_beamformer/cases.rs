@@ -11,11 +11,19 @@ use super::layout::{split_field3, x_coordinates};
 /// the outer and inner time blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbCase {
+    /// Dishes D (64, 256 or 512), all on the grid: `D <= M N`.
     pub dishes: u32,
+    /// Grid rows M (the first FFT's spectator, the second FFT's length).
     pub m: u32,
+    /// Grid columns N (the first FFT's length, padded to `N_pad` in shared memory).
     pub n: u32,
+    /// Warps per block W.
     pub warps: u32,
+    /// Outer time block `T_outer`: time samples of E one iteration of the outermost loop
+    /// reads and grids (even, at most 64; `T_outer / 2` F-array times).
     pub t_outer: u32,
+    /// Inner time block `T_inner`: time samples per iteration of the inner (2-d FFT) loop,
+    /// a divisor of `T_outer` small enough for the FFT's arrays to fit shared memory.
     pub t_inner: u32,
 }
 
@@ -48,6 +56,7 @@ impl FrbCase {
     pub const fn m_pad(&self) -> u32 {
         next_power_of_two(self.m)
     }
+    /// `N` padded to a power of two, `N_pad` (eq. 73).
     pub const fn n_pad(&self) -> u32 {
         next_power_of_two(self.n)
     }
@@ -59,6 +68,7 @@ impl FrbCase {
     pub const fn mw(&self) -> u32 {
         gcd(self.m / self.mt(), self.warps)
     }
+    /// Mega-tile rows `T_w = W / M_w` (eq. 104): the warps along time.
     pub const fn tw(&self) -> u32 {
         self.warps / self.mw()
     }
@@ -66,6 +76,7 @@ impl FrbCase {
     pub const fn mr(&self) -> u32 {
         self.m / (self.mw() * self.mt())
     }
+    /// Mega-tiles along time per block, `T_r = T_outer / (2 T_w)` (eq. 105).
     pub const fn tr(&self) -> u32 {
         self.t_outer / 2 / self.tw()
     }
@@ -73,6 +84,7 @@ impl FrbCase {
     pub const fn freg1_registers(&self) -> u32 {
         self.dishes.div_ceil(self.warps)
     }
+    /// `Freg2[]` registers per thread, `T_r M_r` (eq. 106).
     pub const fn freg2_registers(&self) -> u32 {
         self.tr() * self.mr()
     }
@@ -92,6 +104,7 @@ impl FrbCase {
     pub const fn sigma_g1(&self) -> u32 {
         2 * self.m_pad() * self.t_inner + 32 / self.n_pad()
     }
+    /// Eq. 75: the q_0 stride of `Gsh[]`, `N_pad Sigma_G1 + M_pad`.
     pub const fn sigma_g0(&self) -> u32 {
         self.n_pad() * self.sigma_g1() + self.m_pad()
     }
@@ -99,12 +112,16 @@ impl FrbCase {
     pub const fn fsh1_bytes(&self) -> u32 {
         4 * self.sigma_f1() * (self.dishes / 8)
     }
+    /// Bytes of `Fsh2[]`: `N Sigma_F2` words (eq. 71).
     pub const fn fsh2_bytes(&self) -> u32 {
         4 * self.n * self.sigma_f2()
     }
+    /// Bytes of `Gsh[]`: `2 Sigma_G0` half2 words (eq. 77).
     pub const fn gsh_bytes(&self) -> u32 {
         4 * 2 * self.sigma_g0()
     }
+    /// Shared memory per block: the largest of the three arrays, which share one union
+    /// (eq. 60).
     pub const fn shared_bytes(&self) -> u32 {
         let a = self.fsh1_bytes();
         let b = self.fsh2_bytes();
@@ -240,9 +257,13 @@ pub fn e_to_f_shuffle<P: Fn(u32, u32, u32) -> u32>(e: [u32; 4], prmt: P) -> [u32
 /// One `Freg2[]` slot: see [`FrbCase::freg2_element`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Freg2Element {
+    /// Time sample within the outer block, `tau_w + T_w tr`.
     pub tau: u32,
+    /// Grid row m, `0..M`.
     pub m: u32,
+    /// Grid column n, `n_hi (N / 4) + n_lo`; meaningless where `padded`.
     pub n: u32,
+    /// The slot is zero padding (`n_lo >= N / 4`): the kernel masks its value to zero.
     pub padded: bool,
 }
 

@@ -39,6 +39,8 @@ pub const fn padded_stride(chunks: u32) -> u32 {
     16 * (chunks | 1)
 }
 
+/// `x` rounded up to a multiple of 16: the padded beam and k extents (`Gp`, `Gp'`, KN) that
+/// make whole m16 strips and k16 steps.
 pub const fn round16(x: u32) -> u32 {
     x.div_ceil(16) * 16
 }
@@ -46,17 +48,23 @@ pub const fn round16(x: u32) -> u32 {
 /// Sizes and shared-memory layout of one factorized job (per channel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FactorLayout {
+    /// Dish-grid rows M: I has `p < 2M` rows per sample (the k of eq. 143).
     pub m: u32,
+    /// Dish-grid columns N: I has `q < 2N` columns per row (the k of eq. 144).
     pub n: u32,
     /// G and G' (beam grid along theta and theta').
     pub g: u32,
+    /// G', the beam count along theta' (the columns gamma' of J); see `g`.
     pub g_prime: u32,
 }
 
 impl FactorLayout {
+    /// `Gp`: G rounded up to 16, the rows of U^M (whole 16-row strips of gamma; the padding
+    /// rows are zero and their J rows are not stored).
     pub const fn gp(&self) -> u32 {
         round16(self.g)
     }
+    /// `Gp'`: G' rounded up to 16, the rows of U^N (whole 16-row blocks of gamma').
     pub const fn gp_prime(&self) -> u32 {
         round16(self.g_prime)
     }
@@ -72,9 +80,13 @@ impl FactorLayout {
     pub const fn un_len(&self) -> u32 {
         self.gp_prime() * self.kn()
     }
+    /// Bytes of one U^M row (fixed gamma, `2M` halves) in shared memory, padded to an odd
+    /// number of 16-byte chunks ([`padded_stride`]).
     pub const fn um_stride(&self) -> u32 {
         padded_stride(2 * self.m / 8)
     }
+    /// Bytes of one U^N row (fixed gamma', KN halves) in shared memory, padded to an odd
+    /// number of 16-byte chunks ([`padded_stride`]).
     pub const fn un_stride(&self) -> u32 {
         padded_stride(self.kn() / 8)
     }
@@ -82,12 +94,16 @@ impl FactorLayout {
     pub const fn i_stride(&self) -> u32 {
         padded_stride(2 * self.n / 8)
     }
+    /// Shared-memory bytes of the channel's U^M: `Gp` rows of [`FactorLayout::um_stride`].
     pub const fn um_bytes(&self) -> u32 {
         self.gp() * self.um_stride()
     }
+    /// Shared-memory bytes of the channel's U^N: `Gp'` rows of [`FactorLayout::un_stride`].
     pub const fn un_bytes(&self) -> u32 {
         self.gp_prime() * self.un_stride()
     }
+    /// Shared-memory bytes of one I buffer: [`GROUP_TIMES`] samples of `2M` rows of
+    /// [`FactorLayout::i_stride`] (the ring holds two).
     pub const fn i_buffer_bytes(&self) -> u32 {
         GROUP_TIMES * 2 * self.m * self.i_stride()
     }
@@ -312,8 +328,12 @@ mod device {
 /// shared memory is [`FactorLayout::smem_bytes`] of the job) and its grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FactorizedKernel {
+    /// The registry entry `frb_factorized_{M}_{N}`: [`FACTOR_THREADS`] threads, shared
+    /// memory set per launch.
     pub spec: crate::modules::KernelSpec,
+    /// Dish-grid rows M the kernel is compiled for.
     pub m: u32,
+    /// Dish-grid columns N the kernel is compiled for.
     pub n: u32,
 }
 

@@ -13,7 +13,11 @@ pub const FFT_SIZES: [u32; 7] = [8, 12, 16, 20, 24, 28, 32];
 pub const GAMMA_WORDS: usize = 8;
 /// Offsets of G1, G2 and G3 in a lane's [`GAMMA_WORDS`] words.
 pub const G1_WORD: usize = 0;
+/// Offset of G2 (eq. 41, the twiddles of the half2 complex multiply: two words) in a lane's
+/// [`GAMMA_WORDS`] words.
 pub const G2_WORD: usize = 2;
+/// Offset of G3 (eqs. 45-47, the last factor's A operand: four words) in a lane's
+/// [`GAMMA_WORDS`] words.
 pub const G3_WORD: usize = 4;
 
 /// Whether N is one of [`FFT_SIZES`].
@@ -358,6 +362,7 @@ pub const fn frb_second_fft_calls(case: &FrbCase) -> u32 {
 pub const EO_N: u32 = 24;
 /// Warps and threads per block of the even/odd kernel.
 pub const EO_WARPS: u32 = 6;
+/// Threads per block of the even/odd kernel, `32 EO_WARPS` = 192.
 pub const EO_THREADS: u32 = 32 * EO_WARPS;
 /// Samples per phase.
 pub const EO_TB: u32 = 4;
@@ -370,8 +375,12 @@ pub const EO_X_WORDS: u32 = EO_TB * 2 * EO_N * EO_X_ROW;
 /// `G` strides in words: ReIm, pair (`par 6 + a`), pol, sample. See
 /// `eo_patterns_are_conflict_free` for why these values.
 pub const EO_G_RS: u32 = 48;
+/// `G` stride in words of the pair index `pp = par 6 + a` (0..12): the two ReIm rows of 48
+/// q words, padded by 8 ([`eo_g_word`]).
 pub const EO_G_PS: u32 = 104;
+/// `G` stride in words of the polarisation: 12 pairs of [`EO_G_PS`], padded by 4.
 pub const EO_G_POLS: u32 = 1252;
+/// `G` stride in words of the sample within a phase (`tau < EO_TB`): both polarisations.
 pub const EO_G_TS: u32 = 2504;
 
 /// Dynamic shared memory of the even/odd kernel (73856 bytes): `X`, `G`, and the gridding

@@ -83,10 +83,14 @@ pub const EO_REGISTERS: u32 = 112;
 /// per instance) and what selects it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbKernel {
+    /// The registry entry: entry point `frb_beamform_d{D}_m{M}_n{N}[_f16sum|_eo]`, with the
+    /// block size, dynamic shared memory and register cap of the instance.
     pub spec: KernelSpec,
     /// The Table 2 case (D, M, N).
     pub dishes: u32,
+    /// Grid rows M of the case (see `dishes`).
     pub m: u32,
+    /// Grid columns N of the case (see `dishes`).
     pub n: u32,
     /// Whether `|Et|^2` is summed in f16 over the whole output sample (for T_ds up to
     /// [`FRB_F16_SUM_MAX_T_DS`]); otherwise per phase, the phases added in f32.
@@ -125,7 +129,11 @@ pub fn frb_kernel(case: &FrbCase, t_ds: u32) -> Option<&'static FrbKernel> {
 /// twiddle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FftMethod {
+    /// The three-factor FFT of eqs. 28-30 (m16n8k8, twiddles, m16n8k16): every N of
+    /// [`FFT_SIZES`], `2^(5-r)` FFTs per warp.
     ThreeFactor,
+    /// The zero-padded DFT as one matrix product, [`DIRECT_FFTS_PER_WARP`] FFTs per warp;
+    /// only for the N of [`has_direct_dft`].
     Direct,
 }
 
@@ -133,9 +141,16 @@ pub enum FftMethod {
 /// and the register-resident benchmark kernel. Neither fixes its block size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FftKernel {
+    /// The FFT length N, one of [`FFT_SIZES`] (outputs: `2N` points, the zero-padded DFT).
     pub n: u32,
+    /// How the kernels compute the transform.
     pub method: FftMethod,
+    /// The batch (test) kernel `frb_short_fft[_direct]_n{N}`: transforms complex f16 arrays
+    /// `[batch][N]` in device memory into `[batch][2N]`.
     pub batch: KernelSpec,
+    /// The benchmark kernel `frb_short_fft_loop[_direct]_n{N}`: each warp repeats the
+    /// transform on register-resident data, to time the tensor-core FFT without memory
+    /// traffic.
     pub looped: KernelSpec,
 }
 

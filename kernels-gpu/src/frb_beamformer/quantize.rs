@@ -51,6 +51,7 @@ pub enum Format {
 }
 
 impl Format {
+    /// Bits of one output code: 8 for [`Format::U8`], 4 for [`Format::U4`].
     pub const fn bits(self) -> u32 {
         match self {
             Format::U8 => 8,
@@ -265,7 +266,10 @@ mod device {
 /// its format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuantizeKernel {
+    /// The registry entry `frb_quantize_u8` or `frb_quantize_u4`: [`THREADS`] threads, no
+    /// dynamic shared memory.
     pub spec: crate::modules::KernelSpec,
+    /// The output format the kernel writes.
     pub format: Format,
 }
 

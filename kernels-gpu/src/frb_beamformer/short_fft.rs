@@ -6,8 +6,11 @@ use crate::intrinsics::*;
 use crate::layout::Location;
 use crate::mma::*;
 
+/// One lane's words of the Gamma register image (see [`GAMMA_WORDS`]): the constant
+/// operands of the three-factor FFT, held in registers for the whole kernel.
 #[derive(Clone, Copy)]
 pub struct FftGammas {
+    /// G1 (eq. 39): the lane's two A registers of the first factor's m16n8k8.
     pub g1: [u32; 2],
     /// `Re G2`, `Im G2` (eq. 41) and `-Im G2`, so the complex multiply is four HFMA2-class
     /// instructions with no negation in the loop.

@@ -5,6 +5,8 @@
 use crate::delay_beamformer::{fma_f32, sincospi, sincospi_reduced};
 use crate::packing::saturate_symmetric;
 
+/// A complex f32 value `[re, im]`, the element of the post-processing arithmetic (8 bytes,
+/// re first, the layout of CUDA's `float2` and cuFFT's `cufftComplex`).
 pub type C32 = [f32; 2];
 
 /// `fma(a, b, -(c d))`. On the device one inline block: LLVM moves the negation onto `d`,

@@ -73,6 +73,8 @@ pub const CLUSTER_FIR_REGISTERS: u32 = 168;
 pub const CLUSTER_POST_REGISTERS: u32 = 88;
 /// Named barriers (0 is the block's): the FIR threads' and the post threads'.
 pub const CLUSTER_FIR_BARRIER: u32 = 1;
+/// Named barrier of the post threads (warpgroups 2 and 3), [`CLUSTER_POST_THREADS`] wide;
+/// see [`CLUSTER_FIR_BARRIER`].
 pub const CLUSTER_POST_BARRIER: u32 = 2;
 // `setmaxnreg.inc` waits until the registers it asks for are free in the block's allocation:
 // what the post threads give back must cover what the FIR threads take.

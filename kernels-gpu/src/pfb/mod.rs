@@ -88,6 +88,8 @@ pub const BITS: [u32; 5] = [4, 8, 10, 12, 16];
 pub const UNZIP: u32 = 4;
 /// Smallest and largest channel counts (powers of two).
 pub const MIN_CHANNELS: u32 = 64;
+/// Largest channel count n, 2^16: configurations take powers of two in
+/// `MIN_CHANNELS..=MAX_CHANNELS`.
 pub const MAX_CHANNELS: u32 = 65536;
 /// Most taps.
 pub const MAX_TAPS: u32 = 32;
@@ -149,7 +151,10 @@ pub enum PfbStage {
 /// One PFB kernel: its registry entry and what the host needs to launch it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PfbKernel {
+    /// The kernel's registry entry: entry point, module, block size, register cap and cluster
+    /// shape (the same value [`KERNELS`] lists).
     pub spec: KernelSpec,
+    /// Which part of the channelizer the kernel computes.
     pub stage: PfbStage,
     /// Compiled tap count (FIR and cluster kernels: a PFB of fewer taps runs with zero
     /// weights in front); 0 for the post kernels.

@@ -41,6 +41,8 @@ fn dft2(a: C32, b: C32) -> (C32, C32) {
     (cadd(a, b), csub(a, b))
 }
 
+/// Forward 4-point DFT in natural order: `X[k] = sum_n x[n] exp(-2 pi j n k / 4)`, k = 0..4,
+/// unnormalised (eight complex additions, the products by `-j` as swaps).
 #[inline(always)]
 pub fn dft4(x: [C32; 4]) -> [C32; 4] {
     let (s02, d02) = dft2(x[0], x[2]);

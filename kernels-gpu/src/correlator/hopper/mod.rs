@@ -80,6 +80,9 @@ pub const SPLIT_LAUNCH_REGISTERS: u32 = 168;
 /// 192 registers, but at 200 or 208 ptxas serialised their wgmmas (C7520); the producer's
 /// 72 let each transposing warp load a 16-receiver unit, and the next, before storing it.
 pub const PRODUCER_REGISTERS: u32 = 72;
+/// `setmaxnreg` target of the `Split` and `ChannelSplit` consumer warpgroups (see
+/// [`PRODUCER_REGISTERS`]): 128 x 72 + 256 x 216 registers fit the 384 x
+/// [`SPLIT_LAUNCH_REGISTERS`] the block launched with.
 pub const CONSUMER_REGISTERS: u32 = 216;
 const _: () = assert!(128 * PRODUCER_REGISTERS + 256 * CONSUMER_REGISTERS <= 384 * SPLIT_LAUNCH_REGISTERS);
 /// `Split` producer roles: warps 0-1 copy (`cp.async`), warps 2-3 transpose column tile
@@ -92,10 +95,12 @@ pub const COPY_THREADS: u32 = 64;
 pub struct Plan {
     /// Tile of the A rows, and its staging index.
     pub tile_row: u32,
+    /// Staging index (slot within a ring stage) of the A row tile `tile_row`.
     pub row_index: u32,
     /// Tile of the first B column (B spans `Kind::cols() / 64` consecutive tiles), and the
     /// K-major index holding it (the next ones follow).
     pub tile_col: u32,
+    /// K-major index of the first B column tile `tile_col` (the next ones follow it).
     pub b_index: u32,
     /// Tiles this warpgroup copies each stage: (tile, staging index).
     pub copies: [Option<(u32, u32)>; 4],
@@ -129,6 +134,7 @@ const fn super_tile_plan(group: u32, block: u32) -> Plan {
 }
 
 impl Kind {
+    /// Every kind, one sm_90a kernel each per memory order.
     pub const ALL: [Kind; 3] = [Kind::Pair, Kind::Split, Kind::ChannelSplit];
 
     /// The kind for channels of `tiles` tiles: `Pair` for one, `ChannelSplit` for two,
@@ -145,6 +151,8 @@ impl Kind {
     pub const fn covers(self, tiles: u32) -> bool {
         !matches!(self, Kind::ChannelSplit) || tiles == 2
     }
+    /// Warpgroups (128 threads each) per block: 1 for `Pair`; 3 for `Split` and
+    /// `ChannelSplit` (one producer, two consumers).
     pub const fn warpgroups(self) -> u32 {
         match self {
             Kind::Pair => 1,
@@ -158,6 +166,7 @@ impl Kind {
             _ => 0,
         }
     }
+    /// Threads per block, `128 * warpgroups()`: 128 or 384.
     pub const fn threads(self) -> u32 {
         128 * self.warpgroups()
     }
@@ -242,9 +251,13 @@ impl Kind {
             Kind::ChannelSplit => Kind::Split.plan(group, 0),
         }
     }
+    /// Byte offset (from the 1024-aligned base) of the ring of staging tiles `[slot][tile]`,
+    /// which follows the K-major tiles `[parity][tile]`.
     pub const fn staging_offset(self) -> u32 {
         self.kmajor_buffers() * self.kmajor_tiles() * KMAJOR_TILE_BYTES
     }
+    /// Byte offset of the column sums `[tile][64]` (int32 `sum_t b2` per column receiver of
+    /// each K-major tile), which follow the staging ring.
     pub const fn colsum_offset(self) -> u32 {
         self.staging_offset() + self.ring() * self.tiles() * SMEM_TILE_BYTES
     }
@@ -252,6 +265,8 @@ impl Kind {
     pub const fn smem_bytes(self) -> u32 {
         1024 + self.barrier_offset() + 8 * self.barriers()
     }
+    /// Byte offset of the `Split` blocks' mbarriers ([`Kind::barriers`] of 8 bytes each),
+    /// which follow the column sums; the end of the layout for `Pair`.
     pub const fn barrier_offset(self) -> u32 {
         self.colsum_offset() + 4 * TILE * self.kmajor_tiles()
     }
@@ -280,6 +295,9 @@ pub const fn kmajor_offset(warp: u32, lane: u32, step: u32, reg: u32) -> u32 {
 pub const fn kmajor_lane_part(lane: u32, chunk: u32) -> u32 {
     swizzle_128b(lane / 4, 16 * chunk + 4 * (lane % 4))
 }
+/// The immediate part of [`kmajor_offset`]: the start of row `16 warp + 8 (reg % 2)`, which
+/// the 128-byte swizzle (a function of the row modulo 8) shares with row g of
+/// [`kmajor_lane_part`].
 pub const fn kmajor_row_part(warp: u32, reg: u32) -> u32 {
     128 * (16 * warp + 8 * (reg % 2))
 }

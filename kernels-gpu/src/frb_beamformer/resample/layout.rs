@@ -48,11 +48,18 @@ pub struct GemmShape {
     /// The W-path GEMM entry point of this tiling (the registry's [`super::GEMM_KERNEL`]; the
     /// device code's own copies are unnamed).
     pub name: &'static str,
+    /// m16 fragments per warp along tbar: a warp computes `16 mt` rows of J.
     pub mt: u32,
+    /// n8 fragments per warp along the beams: a warp computes `8 nt` beams of J.
     pub nt: u32,
+    /// Warp rows per block (along tbar).
     pub wr: u32,
+    /// Warp columns per block (along the beams).
     pub wc: u32,
+    /// K per stage in rho values (f16), 32 or 64: `bk / 16` m16n8k16 k-steps per
+    /// shared-memory buffer, rows of `2 bk` bytes.
     pub bk: u32,
+    /// Buffers in the `cp.async` ring (copies run `stages - 1` stages ahead).
     pub stages: u32,
 }
 
@@ -65,6 +72,7 @@ impl GemmShape {
     pub const fn bn(&self) -> u32 {
         8 * self.nt * self.wc
     }
+    /// Threads per block, `32 wr wc`.
     pub const fn threads(&self) -> u32 {
         32 * self.wr * self.wc
     }
@@ -184,6 +192,7 @@ pub const HOPPER_BM: u32 = 128;
 pub const HOPPER_BN: u32 = 256;
 /// K per stage, in halves: one 128-byte swizzle row.
 pub const HOPPER_BK: u32 = 64;
+/// Threads per block of the 2-warpgroup W-path GEMM: two consumer warpgroups, no producer.
 pub const HOPPER_THREADS: u32 = 256;
 /// Ring depth of the W-path kernel (copies 3 stages ahead).
 pub const HOPPER_STAGES: u32 = 4;
@@ -213,8 +222,11 @@ pub const fn gemm_b_offset(warpgroups: u32) -> u32 {
 /// Warpgroups and ring depth of the wide GEMMs (tile 192 x 256, 384 threads): a third more
 /// MMA work per byte of I and W tiles pulled from L2 than the 128 x 256 tile.
 pub const WIDE_WARPGROUPS: u32 = 3;
+/// Threads per block of the wide GEMMs, 384.
 pub const WIDE_THREADS: u32 = 128 * WIDE_WARPGROUPS;
+/// Block tile rows (tbar) of the wide GEMMs, 192: one `m64n256` per warpgroup.
 pub const WIDE_BM: u32 = 64 * WIDE_WARPGROUPS;
+/// Ring depth of the wide W-path GEMM (copies 3 stages ahead).
 pub const WIDE_STAGES: u32 = 4;
 
 /// Dynamic shared memory of the wide W-path GEMM.
@@ -245,6 +257,8 @@ pub const fn hopper_copies(rows: u32) -> u32 {
 pub const fn hopper_a_offset(warpgroup: u32) -> u32 {
     64 * warpgroup * 2 * HOPPER_BK
 }
+/// Offset of the B (W) tile within a stage of the 2-warpgroup GEMM: after the
+/// [`HOPPER_BM`] rows of A, a whole number of 1024-byte atoms.
 pub const fn hopper_b_offset() -> u32 {
     HOPPER_BM * 2 * HOPPER_BK
 }
@@ -272,7 +286,11 @@ pub const RS_WIDE_REGISTERS: u32 = 168;
 /// producer warpgroup gives registers back and the consumers take them (`setmaxnreg`): the
 /// consumers of the 248-slow-sample tile use about 230 (ptxas, sm_90a).
 pub const RS_TMA_LAUNCH_REGISTERS: u32 = 168;
+/// `setmaxnreg` target of the TMA instances' producer warpgroup, which only issues TMA
+/// copies and waits on mbarriers.
 pub const RS_PRODUCER_REGISTERS: u32 = 40;
+/// `setmaxnreg` target of the TMA instances' two consumer warpgroups: 128 x 40 + 256 x 232
+/// registers fit the 384 x [`RS_TMA_LAUNCH_REGISTERS`] the block launched with.
 pub const RS_CONSUMER_REGISTERS: u32 = 232;
 const _: () =
     assert!(128 * RS_PRODUCER_REGISTERS + 256 * RS_CONSUMER_REGISTERS <= 384 * RS_TMA_LAUNCH_REGISTERS);

@@ -69,7 +69,13 @@ pub enum Role {
     U,
     /// A W-path GEMM with block tiles of `rows` (tbar) x `beams`: grid (tbar tiles, beam
     /// tiles, channels); threads and shared memory in the spec.
-    WPath { rows: u32, beams: u32 },
+    WPath {
+        /// Block tile rows (tbar): [`GEMM`]'s `bm()` on sm_80, [`HOPPER_BM`] or [`WIDE_BM`]
+        /// with `wgmma`.
+        rows: u32,
+        /// Block tile columns (beams).
+        beams: u32,
+    },
     /// The sm_80 fused GEMM: the [`GEMM`] tiling and grid, [`fused_smem_bytes`]`(M, N)` of
     /// shared memory.
     Fused,
@@ -81,7 +87,9 @@ pub enum Role {
 /// where fixed, register cap) and its role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResampleKernel {
+    /// The registry entry (`frb_resample_*`).
     pub spec: KernelSpec,
+    /// What the kernel computes and how its launcher sizes the grid.
     pub role: Role,
 }
 
@@ -236,10 +244,16 @@ pub fn kernel_of(spec: &KernelSpec) -> Option<&'static ResampleKernel> {
 pub struct RsKernel {
     /// The entry point (its registry entry: [`RsKernel::spec`]).
     pub name: &'static str,
+    /// Consumer warpgroups of 64 beams each: the block computes `64 warpgroups` beams of a
+    /// tile ([`RsKernel::beams`]); 2 or 3 in the instances.
     pub warpgroups: u32,
+    /// Slow samples (tbar) per tile: wgmma's N, a multiple of 8 up to 256.
     pub nt: u32,
+    /// Dish-grid rows M (of the Table 2 case with columns `n`).
     pub m: u32,
+    /// Dish-grid columns N; `K = 4MN` is the GEMM's k, run in stages of 64.
     pub n: u32,
+    /// Slots of the shared-memory ring of I tiles ([`RsKernel::stage_bytes`] each).
     pub stages: u32,
     /// I's stages arrive by tensor copies (TMA, a producer warpgroup) on per-slot mbarriers
     /// into the first `stages - 2` slots instead of every thread's `cp.async` and a block
@@ -334,6 +348,8 @@ impl RsKernel {
     pub const fn beams(&self) -> u32 {
         64 * self.warpgroups
     }
+    /// Bytes of one ring slot: an I tile of `nt` slow samples x 64 rho (one 128-byte swizzle
+    /// row per sample).
     pub const fn stage_bytes(&self) -> u32 {
         self.nt * 2 * HOPPER_BK
     }
@@ -406,6 +422,8 @@ pub const RS_DEFAULT_TILES: [u32; 2] = [232, 248];
 /// Warpgroups and slow-sample tile of the 192-beam instances (U^M in shared memory), which
 /// exist for the grid where they pad no more work than the 128-beam ones (N = 12).
 pub const RS_WIDE_WARPGROUPS: u32 = 3;
+/// Slow-sample tile of the 192-beam instances: `nt` of [`RS_WIDE_WARPGROUPS`]-warpgroup
+/// kernels (see [`RS_WIDE_WARPGROUPS`]).
 pub const RS_WIDE_TILE: u32 = 184;
 
 /// The production instance of the transposed fused kernel for grid (M, N), `times` rows and

@@ -1,13 +1,14 @@
-//! `cargo bench --bench frb_beamformer`: the tensor-core short FFT (seed 000 sec. 3) in a
+//! `cargo bench --bench frb_beamformer`: the tensor-core short FFT (sec. 3 of
+//! Smith, CHORD FRB beamformer design note (2022)) in a
 //! register-resident loop (`frb_short_fft_loop_n*`), FFTs per second per N, against
-//! - seed Table 1 (A40 predictions) scaled by this GPU's measured m16n8k16 f16 ceiling over
-//!   the A40's (the seed's cycle model: 84 SMs x 1.7 GHz x 4096 flops / 4 cycles = 146 TOPS);
-//! - batched fp32 cuFFT of length 2N on an H200 (issue 7's figures; target 10x);
+//! - the note's Table 1 (A40 predictions) scaled by this GPU's measured m16n8k16 f16 ceiling over
+//!   the A40's (the note's cycle model: 84 SMs x 1.7 GHz x 4096 flops / 4 cycles = 146 TOPS);
+//! - batched fp32 cuFFT of length 2N, measured earlier on an H200 (target 10x);
 //! - the tensor pipe's ceiling: the fraction of the time the measured m16n8k8 and m16n8k16
 //!   (dense or sparse) rates leave for one FFT's two MMAs that the loop uses.
 //!
 //! Then the first FRB kernel (part B: the straightforward version, and at full CHORD the
-//! even/odd kernel) per seed Table 2 case at seed Table 3's F, sampling time and T_ds: time
+//! even/odd kernel) per case of the note's Table 2 at its Table 3's F, sampling time and T_ds: time
 //! per launch, real-time fraction and output samples per block.
 //!
 //! Ceilings come from `ceilings.json` (run the ceilings bench first).
@@ -30,11 +31,11 @@ const REPS: usize = 9;
 const ITERATIONS: u32 = 4096;
 /// Flips the lowest mantissa bit of both halves on odd iterations: fresh data every FFT.
 const SALT: u32 = 0x0001_0001;
-/// Seed Table 1, GFFT/s on an A40.
+/// The note's Table 1, GFFT/s on an A40.
 const SEED_A40: [f64; 7] = [97.0, 49.0, 49.0, 18.0, 18.0, 18.0, 18.0];
-/// The A40's m16n8k16 f16 rate in the seed's cycle model (App. C.2), TOPS.
+/// The A40's m16n8k16 f16 rate in the note's cycle model (App. C.2), TOPS.
 const A40_M16N8K16_TOPS: f64 = 84.0 * 1.7e9 * 4096.0 / 4.0 / 1e12;
-/// Issue 7: batched fp32 cuFFT of length 2N on an H200, GFFT/s.
+/// Batched fp32 cuFFT of length 2N, measured earlier on an H200, GFFT/s.
 const CUFFT_H200: [f64; 7] = [14.2, 9.1, 6.1, 6.5, 5.3, 4.7, 4.1];
 
 fn main() {
@@ -124,7 +125,7 @@ fn main() {
     first_kernel(&gpu);
 }
 
-/// Seed Table 3: F per GPU, upchannelised sampling time (us) and T_ds per case; the seed's
+/// The note's Table 3: F per GPU, upchannelised sampling time (us) and T_ds per case; the note's
 /// predicted cost on an A40 (% of the GPU).
 const TABLE_3: [(u32, f64, u32, f64); 5] = [
     (2048, 27.3067, 40, 9.2),

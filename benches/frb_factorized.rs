@@ -1,5 +1,6 @@
-//! `cargo bench --bench frb_factorized`: the FRB beamformer's second kernel (issue 8 item 5)
-//! for factorizable beams, seed Table 4's beam grids (B_x, B_y) = (4M, 4N): one launch covers
+//! `cargo bench --bench frb_factorized`: the FRB beamformer's second kernel for factorizable
+//! beams, the beam grids (B_x, B_y) = (4M, 4N) of Table 4 of Smith, CHORD FRB beamformer
+//! design note (2022): one launch covers
 //! one second of data (F channels of 1 / t_f slow samples), so its time is the time per second
 //! of data. Reported: useful f16 tensor TFLOP/s (eq. 149) as a fraction of this GPU's
 //! m16n8k16 f32-accumulate ceiling, I + J bytes per time as a fraction of the device-copy

@@ -1,4 +1,4 @@
-//! `cargo bench --bench frb_quantize`: the FRB beamformer's third kernel (issue 8 item 6),
+//! `cargo bench --bench frb_quantize`: the FRB beamformer's third kernel (the network quantiser),
 //! transpose + quantise of one second of J for full CHORD (F = 256, 917 slow samples, 5760
 //! beams) to U8 and U4 rows. Reports the median time (and real-time fraction) and the bytes
 //! the kernel must move (J read once, codes and per-(f, beta) scale and offset) as a fraction of

@@ -1,5 +1,6 @@
-//! `cargo bench --bench frb_resample`: the FRB beamformer's second kernel (issue 8),
-//! non-factorizable beams, for seed Table 4's cases: one launch covers one second of data
+//! `cargo bench --bench frb_resample`: the FRB beamformer's second kernel, non-factorizable
+//! beams, for the cases of Table 4 of Smith, CHORD FRB beamformer design note (2022):
+//! one launch covers one second of data
 //! (F channels of 1 / t_f slow samples), so its time is the time per second of data (and the
 //! real-time fraction). Also the W kernel (`set_beams`, run when beams move), f16 tensor
 //! TFLOP/s (`2 * 4MN` per output) as a fraction of this GPU's f16 m16n8k16 f32-accumulate
@@ -9,7 +10,7 @@
 //! On Hopper both GEMM kernel families run: sm_90a `wgmma` and the sm_80 `mma.sync` ones
 //! (`set_wgmma_enabled(false)`), W path and fused path each; times are also given as
 //! multiples of the measured cuBLAS time with f32 accumulation, the kernels' own arithmetic
-//! (targets: GEMM <= 1.25, fused <= 1), and the issue's cuBLAS figures are listed beside it.
+//! (targets: GEMM <= 1.25, fused <= 1), and earlier H200 cuBLAS figures are listed beside it.
 mod common;
 
 use common::cublas::{Accumulate, Hgemm};
@@ -67,7 +68,7 @@ fn main() {
     let mut rows = Vec::new();
     let mut rng = StdRng::seed_from_u64(11);
     for (label, channels, times, m, n) in common::SEED_TABLE_4 {
-        // Table 4's beam count, 10 MN, and the issue's cuBLAS figures (ms per second of data).
+        // Table 4's beam count, 10 MN, and earlier H200 cuBLAS figures (ms per second of data).
         let beams = 10 * m * n;
         let issue_cublas = match (m, n) {
             (16, 16) => Some("8.7"),

@@ -1,5 +1,5 @@
 //! GPU tests of the baseband beamformer: bit-exact against the CPU reference on fresh random
-//! inputs (E = -8 - 8i and A = -128 - 128i forced in) for the issue's (D, B) pairs, every dish
+//! inputs (E = -8 - 8i and A = -128 - 128i forced in) for the target (D, B) pairs, every dish
 //! count's kernel at its smallest and largest block, shifts {0, 1, 7, 15, 31} and the active
 //! range, the extreme product at every shift, saturation, a plane-wave steering check, input
 //! validation and device ownership; E and J past 2^32 bytes; a property test over random
@@ -25,7 +25,7 @@ fn config(dishes: u32, beams: u32, freqs: u32, times: u32) -> BeamformerConfig {
 }
 
 /// Random inputs: E and A over their full ranges with one value in eight forced to the most
-/// negative (E = -8 - 8i, A = -128 - 128i); shifts from the issue's set {0, 1, 7, 15, 31}
+/// negative (E = -8 - 8i, A = -128 - 128i); shifts from the set {0, 1, 7, 15, 31}
 /// for half the beams and from the range where random sums of D dishes neither vanish nor
 /// saturate for the other half.
 struct Inputs {
@@ -88,7 +88,7 @@ fn assert_exact(c: &BeamformerConfig, got: &[u8], expected: &[u8]) {
 fn bit_exact_for_the_issue_sizes() {
     let gpu = gpu();
     let mut rng = rng();
-    // (D, B) from the issue, each with two (F, T); the larger runs give blocks several work
+    // The target (D, B) pairs, each with two (F, T); the larger runs give blocks several work
     // items across an (f, p) change (weights reloaded mid-block).
     let cases = [
         config(512, 96, 2, 256),

@@ -34,8 +34,8 @@ fn mma_m16n8k16_f16_f32_accumulate_matches_cpu() {
     assert_passed(selftest::check_f16_mma(&gpu(), selftest::M16N8K16_F16_F32, CASES, fresh_seed()).unwrap());
 }
 
-/// Seed 000 App. C.3 semantics (eq. 163) with `mma.sp::ordered_metadata`, the form the
-/// wrapper uses.
+/// The semantics of App. C.3 of Smith, CHORD FRB beamformer design note (2022) (eq. 163) with
+/// `mma.sp::ordered_metadata`, the form the wrapper uses.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn sparse_mma_ordered_metadata_matches_eq_163() {

@@ -1,8 +1,9 @@
-//! GPU tests of the FRB beamformer's second kernel for factorizable beams (seed sec. 5.3,
-//! issue 8 item 5): the fused kernel `frb_factorized_M_N` against the f64 reference of eqs.
-//! 143-144 for every seed Table 2 grid, Table 4's beam grids (4M x 4N) and ragged ones (odd
-//! G', G and G' not multiples of 16, sample counts not multiples of the block's 32), random
-//! and half-integer grids, a moved grid, outputs poisoned with NaN before each launch.
+//! GPU tests of the FRB beamformer's second kernel for factorizable beams (sec. 5.3 of
+//! Smith, CHORD FRB beamformer design note (2022)): the fused kernel `frb_factorized_M_N` against the
+//! f64 reference of eqs. 143-144 for every grid of the note's Table 2, Table 4's beam grids (4M x
+//! 4N) and ragged ones (odd G', G and G' not multiples of 16, sample counts not multiples of the
+//! block's 32), random and half-integer grids, a moved grid, outputs poisoned with NaN before each
+//! launch.
 //!
 //! Bound: U^M, U^N and I are f16, V is rounded to f16 between the contractions and J once at
 //! the end, with f32 accumulation: four roundings of relative 2^-11 each, amplified by at most

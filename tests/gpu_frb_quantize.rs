@@ -1,4 +1,4 @@
-//! GPU tests of the FRB beamformer's third kernel (issue 8 item 6): transpose + quantise of J
+//! GPU tests of the FRB beamformer's third kernel (the network quantiser): transpose + quantise of J
 //! to U8 and U4 rows, bit-exact against `quantize_reference` (every output byte, padding
 //! included, and every clip count), on random J with values that clip at both ends, exact
 //! ties (x.5 after scaling), zeros, NaN and infinities, for odd and ragged shapes (beam counts

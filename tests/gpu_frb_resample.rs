@@ -1,5 +1,6 @@
-//! GPU tests of the FRB beamformer's second kernel (issue 8): the W kernel and the tensor-core
-//! GEMM `J = I W` against the f64 reference of eq. 137 for every seed Table 2 grid, ragged
+//! GPU tests of the FRB beamformer's second kernel: the W kernel and the tensor-core GEMM
+//! `J = I W` against the f64 reference of eq. 137 of Smith, CHORD FRB beamformer design note (2022) for
+//! every grid of its Table 2, ragged
 //! time and beam counts (1 and odd ones included), random and half-integer beam positions,
 //! moving (tracking) beams, outputs poisoned with NaN before each launch; the fused path
 //! (W formed in shared memory on sm_80, W^T in registers on sm_90a, every kernel instance)
@@ -230,7 +231,7 @@ fn fused_resampler<'g>(
 /// sm_80 fused kernel forms W in shared memory and runs the W path's MMA sequence on the W
 /// path's f16 weights; the transposed kernels form the same f16 W^T bits in registers and
 /// sum the same k16 products in the same k order as J^T, the operands' roles swapped, which
-/// gives the same f32 sums on the H200 (every output of every test, BENCHMARKS.md).
+/// gives the same f32 sums on the H200 (every output of every test, docs/design-notes.md).
 /// Both outputs start as the same poison, so every output must also have been written.
 fn check_against_w_path(label: &str, got: &[u16], want: &[u16]) {
     let unwritten = got.iter().filter(|&&v| v == u16::from_ne_bytes([POISON; 2])).count();

@@ -57,8 +57,8 @@ fn saturate(x: u128) -> usize {
 
 // --- FrbConfig ----------------------------------------------------------------------------
 
-/// Arbitrary fields, or a valid configuration (a Table 2 case, T a multiple of T_outer and
-/// T_ds, up to the 2^31 limit), so that both branches are exercised.
+/// Arbitrary fields, or a valid configuration (a case of Table 2 of Smith's FRB note, T a multiple
+/// of T_outer and T_ds, up to the 2^31 limit), so that both branches are exercised.
 fn frb_config() -> impl Strategy<Value = FrbConfig> {
     let hostile = (field(), field(), field(), field(), field(), field())
         .prop_map(|(dishes, m, n, freqs, times, t_ds)| FrbConfig { dishes, m, n, freqs, times, t_ds });

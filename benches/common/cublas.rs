@@ -1,5 +1,5 @@
-//! cuBLAS HGEMM on the resampling arrays, for issue 8's comparison measured on the same GPU in
-//! the same process (benches only: cudarc's `cublas` feature is a dev-dependency).
+//! cuBLAS HGEMM on the resampling arrays, the peer the resampling kernels are compared with on the
+//! same GPU in the same process (benches only: cudarc's `cublas` feature is a dev-dependency).
 //!
 //! Per channel f, `J[f]` (`[tbar][beta]`, row-major) `= I[f] W[f]^T` with I `[tbar][rho]` and
 //! W `[beta][rho]` as the W path stores them. In cuBLAS's column-major terms that is

@@ -349,8 +349,9 @@ fn random_sparse_a(rng: &mut StdRng) -> (Vec<u32>, Vec<u32>, Vec<[u32; 2]>) {
     (dense, compressed, meta)
 }
 
-/// Sparse m16n8k16 f16 against the dense product of eq. 163, with random 2:4 patterns, for
-/// every selector F = 0..4 (metadata replicated across each quad).
+/// Sparse m16n8k16 f16 against the dense product of eq. 163 of Smith, CHORD FRB beamformer design
+/// note (2022), with random 2:4 patterns, for every selector F = 0..4 (metadata replicated across
+/// each quad).
 pub fn check_sparse_mma(gpu: &Gpu, form: SparseForm, cases: usize, seed: u64) -> Result<Check> {
     let mut rng = StdRng::seed_from_u64(seed);
     let kernel = match form {
@@ -405,7 +406,7 @@ pub fn check_sparse_mma(gpu: &Gpu, form: SparseForm, cases: usize, seed: u64) ->
     Ok(Check::new(name, failures, compared, measure))
 }
 
-/// Seed 000 App. C.3 special case: A = A' delta(i_n, j_1) with the universal metadata
+/// The FRB note's App. C.3 special case: A = A' delta(i_n, j_1) with the universal metadata
 /// generated on the device (eq. 173) and selector F = n, for n = 0..4.
 pub fn check_sparse_universal(gpu: &Gpu, cases: usize, seed: u64) -> Result<Check> {
     let mut rng = StdRng::seed_from_u64(seed);

@@ -4,8 +4,9 @@
 //! `128 / width` consecutive lanes; a phase takes one wavefront unless two of its lanes touch
 //! the same bank at different 4-byte words (same word is a broadcast, not a conflict). The
 //! pure functions let CPU tests prove that a kernel's access pattern is conflict-free; the
-//! device check (FRB note sec. 4.14's idea, generalised to broadcasts and wide accesses)
-//! asserts the same at run time in debug builds of the PTX.
+//! device check (the idea of sec. 4.14 of Smith, CHORD FRB beamformer design note (2022),
+//! generalised to broadcasts and wide accesses) asserts the same at run time in debug builds of the
+//! PTX.
 
 /// Lanes per phase for an access of `width` bytes per lane (4, 8 or 16).
 pub const fn lanes_per_phase(width: u32) -> u32 {

@@ -176,8 +176,9 @@ pub fn shfl_down(value: u32, delta: u32) -> u32 {
     out
 }
 
-/// Warp transpose of FRB note App. B.3: exchanges register bit `r` with thread bit `t_i`
-/// (`bit = 1 << i`) for the register pair `(r0, r1)`. One shuffle, no divergence.
+/// Warp transpose of App. B.3 of Smith, CHORD FRB beamformer design note (2022): exchanges register
+/// bit `r` with thread bit `t_i` (`bit = 1 << i`) for the register pair `(r0, r1)`. One shuffle, no
+/// divergence.
 #[inline(always)]
 pub fn warp_transpose(r0: &mut u32, r1: &mut u32, bit: u32) {
     let upper = (lane_id() & bit) != 0;

@@ -188,7 +188,7 @@ impl Fragment {
     }
 }
 
-/// Prints the seed's notation, e.g. `[(16 x 16) f16 A_ij]  b0 <-> j0  r0 r1 <-> i3 j3  t0 t1 t2 t3 t4 <-> j1 j2 i0 i1 i2`.
+/// Prints the FRB note's notation, e.g. `[(16 x 16) f16 A_ij]  b0 <-> j0  r0 r1 <-> i3 j3  t0 t1 t2 t3 t4 <-> j1 j2 i0 i1 i2`.
 impl fmt::Display for Fragment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let letter = |bit: Bit| match bit {

@@ -17,7 +17,7 @@ use core::arch::asm;
 /// [(8 x 8)  f16 B_jk]  b0 <-> j0               t0 t1 t2 t3 t4 <-> j1 j2 k0 k1 k2   (157)
 /// [(16 x 8) f16 C_ik]  b0 <-> k0   r0 <-> i3   t0 t1 t2 t3 t4 <-> k1 k2 i0 i1 i2   (158)
 /// ```
-/// B is one register: seed eq. 157 also lists `r0 <-> j3`, a bit that does not exist at k = 8.
+/// B is one register: the FRB note's eq. 157 also lists `r0 <-> j3`, a bit that does not exist at k = 8.
 #[inline(always)]
 pub fn mma_m16n8k8_f16(a: [u32; 2], b: u32, c: [u32; 2]) -> [u32; 2] {
     let (d0, d1): (u32, u32);
@@ -114,7 +114,7 @@ pub fn mma_sp_unordered_m16n8k16_f16<const F: u32>(
     [d0, d1]
 }
 
-/// Seed 000 eq. 173 (the universal sparsity metadata for the selector `F = n`), shared with
+/// The FRB note's eq. 173 (the universal sparsity metadata for the selector `F = n`), shared with
 /// the host.
 pub use crate::layout::universal_sparse_metadata;
 

@@ -123,9 +123,10 @@ pub const fn ci8_to_offset_binary(v: u16) -> u16 {
 /// Rounding right shift: `(x + 2^(s-1)) >> s` with an arithmetic shift, and `x` for `s = 0`.
 ///
 /// This is round-half-up (toward +infinity) on ties: `-3 / 2 -> -1`, `3 / 2 -> 2`,
-/// `-1 / 2 -> 0`. It is the rule the seed specifies, so host references and kernels agree bit
-/// for bit. The sum is formed in `i64`, so no `x` overflows. `s > 31` is treated as `s = 31`
-/// (a shift of an `i32` by 32 or more has no meaning here, and must not trap on the device).
+/// `-1 / 2 -> 0`. It is the rule of footnote 1 of Smith's CHORD baseband beamformer design note
+/// (2022), so host references and kernels agree bit for bit. The sum is formed in `i64`, so no `x`
+/// overflows. `s > 31` is treated as `s = 31` (a shift of an `i32` by 32 or more has no meaning
+/// here, and must not trap on the device).
 #[inline]
 pub const fn round_shift_i32(x: i32, s: u32) -> i32 {
     let s = if s < 31 { s } else { 31 };

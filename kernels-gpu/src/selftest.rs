@@ -104,7 +104,7 @@ pub unsafe extern "ptx-kernel" fn selftest_mma_sp_unordered_m16n8k16_f16(
     store::<2>(d, out);
 }
 
-/// The sparse MMA with the universal metadata generated on the device (eq. 173) and
+/// The sparse MMA with the universal metadata generated on the device (eq. 173 of Smith's FRB note) and
 /// selector `n`, for A matrices containing `delta(i_n, j_1)`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn selftest_mma_sp_universal_f16(

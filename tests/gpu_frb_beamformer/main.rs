@@ -1,4 +1,5 @@
-//! GPU tests of the FRB beamformer's tensor-core short FFT (seed 000 sec. 3): for every N,
+//! GPU tests of the FRB beamformer's tensor-core short FFT (sec. 3 of Smith, CHORD FRB
+//! beamformer design note (2022)): for every N,
 //! fresh random complex f16 inputs, outputs poisoned with NaN before each launch, and the
 //! result within `FFT_REL_L2_BOUND` (2^-8, derived in `radio_kernels::frb_beamformer`) of the
 //! f64 padded DFT of the same f16 inputs, over the batch and for every single FFT. Batches

@@ -152,7 +152,8 @@ fn plot(path: &std::path::Path, x: &[f64], curves: &[(&[f64], [u8; 3])]) {
 
 /// Sweeps a tone across channel k0 +- 3 channels and compares the measured
 /// response of channel k0 with |W(f)| / |W(0)|, W the Fourier transform of the weights. The
-/// gain of each tone is set from the expected response (as the seed does) so the int8 output
+/// gain of each tone is set from the expected response (as Merry, "Efficient channelization on a
+/// graphics processing unit" (2023), sec. 5.2, sets it per tone) so the int8 output
 /// resolves it; the plot goes to `$RADIO_KERNELS_BENCH_OUT` (else `target/`).
 #[test]
 #[ignore = "needs a CUDA GPU"]

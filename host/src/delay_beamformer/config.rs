@@ -171,7 +171,7 @@ impl Plan {
             if config.dithered() { 2.0 * (THREADS as usize * 4 * STATE_WORDS) as f64 } else { 0.0 };
         // Each block computes its coefficients once: counted as 64 bytes of streaming per
         // (antenna, slot), so that short runs of tiles, which repeat that work, cost what
-        // they do (BENCHMARKS.md, delay beamformer).
+        // they do (docs/design-notes.md, delay beamformer).
         let setup_bytes = config.antennas as f64 * variant.slots() as f64 * 64.0;
         let fewest = tiles.div_ceil(MAX_GROUPS);
         let mut best = (tiles, f64::MAX);

@@ -27,7 +27,7 @@ pub(super) fn first_non_finite_c16(words: &[u32]) -> Option<usize> {
 /// One launch of the first FRB kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbConfig {
-    /// Dishes D and grid (M, N): one of the cases of seed Table 2 ([`FRB_CASES`]).
+    /// Dishes D and grid (M, N): one of the cases of Table 2 of Smith's FRB note ([`FRB_CASES`]).
     pub dishes: u32,
     pub m: u32,
     pub n: u32,

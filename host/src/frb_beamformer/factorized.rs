@@ -1,4 +1,5 @@
-//! FRB beamformer, second kernel for factorizable beams (sec. 5.3 of the FRB beamformer note),
+//! FRB beamformer, second kernel for factorizable beams (sec. 5.3 of
+//! Smith, CHORD FRB beamformer design note (2022)),
 //! host side: [`FactorizedConfig`], the f64 two-step reference of eqs. 143-144 and
 //! [`FactorizedResampler`], which builds U^M and U^N per channel on the host in f64
 //! ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
@@ -29,7 +30,7 @@ pub struct FactorizedConfig {
 }
 
 impl FactorizedConfig {
-    /// (M, N) one of seed Table 2's cases; every size positive; G, G' at most
+    /// (M, N) one of the note's Table 2 cases; every size positive; G, G' at most
     /// [`MAX_GRID_AXIS`]; sample indices `f T + t` within 32 bits.
     pub fn validate(&self) -> Result<()> {
         if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {

@@ -1,6 +1,6 @@
-//! The short FFT's matrices (the Gamma matrices of eqs. 28-30 in f64, their f16 register
-//! images, the direct DFT's image) and its CPU references: the padded DFT, the three-factor
-//! form and the emulation of the warp algorithm.
+//! The short FFT's matrices (the Gamma matrices of eqs. 28-30 of Smith, CHORD FRB beamformer design
+//! note (2022) in f64, their f16 register images, the direct DFT's image) and its CPU references:
+//! the padded DFT, the three-factor form and the emulation of the warp algorithm.
 use super::*;
 
 /// A complex number (re, im) in f64.

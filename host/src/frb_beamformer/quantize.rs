@@ -1,4 +1,5 @@
-//! FRB beamformer, third kernel (footnotes 1 and 10 of the FRB beamformer note), host side: the
+//! FRB beamformer, third kernel (footnotes 1 and 10 of
+//! Smith, CHORD FRB beamformer design note (2022)), host side: the
 //! packet format, the CPU reference and [`Quantizer`], which transposes `J[f][tbar][beta]`
 //! (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit codes
 //! `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the clipped

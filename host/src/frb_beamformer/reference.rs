@@ -1,4 +1,4 @@
-//! The first kernel's CPU reference (eqs. 50-51 in f64).
+//! The first kernel's CPU reference (eqs. 50-51 of Smith, CHORD FRB beamformer design note (2022), in f64).
 use super::*;
 
 /// The CPU reference of eqs. 50-51 in f64 (a direct, separable DFT of the gridded, weighted

@@ -114,7 +114,7 @@ impl<'g> ShortFft<'g> {
         self.kernels.ffts_per_group()
     }
 
-    /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
+    /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18 of Smith's FRB note).
     pub fn run(&self, x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, batch: usize) -> Result<()> {
         check_fft_buffers(self.kernels.n, batch, x.len(), y.len())?;
         self.gpu.check_owner(x, "short FFT input")?;

@@ -1,5 +1,5 @@
-//! Baseband beamformer (B-engine) on int8 tensor cores, after the CHORD collaboration's design
-//! note "CHORD 8-bit baseband beamformer" (its equations and sections are cited as "the note's").
+//! Baseband beamformer (B-engine) on int8 tensor cores, after K. M. Smith, "CHORD 8-bit baseband
+//! beamformer", CHORD design note (2022) (its equations and sections are cited as "the note's").
 //!
 //! Computes, for frequency f, polarisation p, beam beta and time tau, exactly:
 //! `J[beta][f][p][tau] = Q4( round( (sum_d A[f][p][beta][d] * E[tau][f][p][d]) / 2^s[f][p][beta] ) )`

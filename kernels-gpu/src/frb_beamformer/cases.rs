@@ -1,13 +1,14 @@
-//! The cases of Table 2 (sec. 4.3) and the layouts of the seed's own first kernel, not
+//! The cases of Table 2 (sec. 4.3) of Smith, CHORD FRB beamformer design note (2022) and the layouts
+//! of the note's own first kernel, not
 //! written yet: derived constants, the shared-memory layouts of sec. 4.5 (`Fsh1[]`,
 //! `Fsh2[]`, `Gsh[]`), the `Freg2[]` assignment of sec. 4.9, the `Gsh[]` store/load lanes of
-//! secs. 4.10-4.11 and the E -> F shuffle of sec. 4.6, with CPU checks (the seed author's
+//! secs. 4.10-4.11 and the E -> F shuffle of sec. 4.6, with CPU checks (the note author's
 //! script, as tests) that all six shared-memory access patterns of secs. 4.6-4.11 are
 //! bank-conflict free and cover their arrays exactly once. The kernels written so far use
 //! [`FRB_CASES`] and [`frb_case`].
 use super::layout::{split_field3, x_coordinates};
 
-/// One compile-time case of seed Table 2: dishes D on an M x N grid, warps per block W, and
+/// One compile-time case of the note's Table 2: dishes D on an M x N grid, warps per block W, and
 /// the outer and inner time blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbCase {
@@ -27,7 +28,7 @@ pub struct FrbCase {
     pub t_inner: u32,
 }
 
-/// Seed Table 2, cases 1-5: CHORD pathfinder square and rectangular, HIRAX square and
+/// The note's Table 2, cases 1-5: CHORD pathfinder square and rectangular, HIRAX square and
 /// rectangular, full CHORD.
 pub const FRB_CASES: [FrbCase; 5] = [
     FrbCase { dishes: 64, m: 8, n: 8, warps: 4, t_outer: 64, t_inner: 8 },
@@ -49,7 +50,7 @@ const fn gcd(a: u32, b: u32) -> u32 {
     }
 }
 
-/// Table 2's derived constants and the shared-memory layouts of seed sec. 4.5, in 4-byte
+/// Table 2's derived constants and the shared-memory layouts of the note's sec. 4.5, in 4-byte
 /// words (`Fsh1[]` and `Fsh2[]` are int32 arrays, `Gsh[]` is half2).
 impl FrbCase {
     /// `M` and `N` padded to powers of two (eq. 73).
@@ -152,7 +153,7 @@ impl FrbCase {
     /// Eq. 102 with eq. 104: the (tau, m, n) that register (tr, mr) of lane `t` in warp `w`
     /// holds in `Freg2[]`, with `padded` set where n is zero padding (`n_lo >= N/4`).
     ///
-    /// Two places differ from the seed's pseudocode (108)-(109), which this follows
+    /// Two places differ from the note's pseudocode (108)-(109), which this follows
     /// otherwise: `n_lo` is `n_lo0 + 2 (field / M_t)` as eq. 102 says (108 adds
     /// `field / M_t` unshifted), and register `tr` holds `tau = tau_w + T_w tr` (109 steps
     /// tau by 1 per `tr`, which collides with `tau_w` whenever `T_w > 1`); with `T_w tr` an
@@ -178,7 +179,7 @@ impl FrbCase {
     /// The `Fsh2[]` word lane `t` of warp `w` loads into `Freg2[tr][mr]` (sec. 4.9). A
     /// zero-padded lane (masked to zero afterwards) loads the word of `n_lo = 0` in its own
     /// `n_hi` group, which a real lane of the warp loads too: a broadcast, so in bounds and
-    /// conflict-free. (The seed's "same bank, in bounds" substitute `s0 & 31` is a second
+    /// conflict-free. (The note's "same bank, in bounds" substitute `s0 & 31` is a second
     /// word in a used bank whenever the padded `n` is itself in bounds, as in case 2.)
     pub const fn freg2_load_word(&self, w: u32, t: u32, tr: u32, mr: u32) -> u32 {
         let e = self.freg2_element(w, t, tr, mr);
@@ -226,7 +227,7 @@ impl FrbCase {
 
 /// The E -> F shuffle of sec. 4.6 (eqs. 80-82), thread-local, 28 operations (8 `prmt` for a
 /// 4 x 4 byte transpose, then per output register two shifts, two single-immediate `lop3`s
-/// and one `prmt`); for the seed's design, not used by a kernel yet.
+/// and one `prmt`); for the note's design, not used by a kernel yet.
 /// Input: four ci4 words `e[tau_hi + 2 pol]`, nibble `ReIm + 2 d` (eq. 80: byte d of a word
 /// is dish d, real part low). Output: `f[d]`, nibble `pol + 2 tau_hi + 4 ReIm` (eq. 81), so
 /// the low 16 bits hold the four real parts and the high 16 the imaginary ones (the
@@ -285,7 +286,7 @@ mod tests {
     use super::*;
     use crate::frb_beamformer::*;
 
-    /// The derived constants reproduce seed Table 2 column by column.
+    /// The derived constants reproduce the note's Table 2 column by column.
     #[test]
     fn derived_constants_are_table_2() {
         let get = |f: fn(&FrbCase) -> u32| FRB_CASES.map(|c| f(&c));

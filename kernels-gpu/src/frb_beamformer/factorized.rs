@@ -1,4 +1,5 @@
-//! FRB beamformer, second kernel, factorizable beams (sec. 5.3 of the FRB beamformer note): the
+//! FRB beamformer, second kernel, factorizable beams (sec. 5.3 of
+//! Smith, CHORD FRB beamformer design note (2022)): the
 //! beams of channel f are the grid `theta[f][gamma] x theta'[f][gamma']` (G x G' beams,
 //! `beta = gamma G' + gamma'`), so eq. 137 factors into
 //! `V[tbar][gamma][q] = sum_p U^M_p(theta_gamma) I[tbar][p][q]` (eq. 143) and

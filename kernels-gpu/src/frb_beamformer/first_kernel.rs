@@ -1,12 +1,12 @@
-//! The straightforward first kernel (sec. 4): gridding through shared memory, both 1-d FFTs
-//! with the three-factor short FFT, `|Et|^2` in f16x2; and the helpers it shares with the
-//! even/odd kernel.
+//! The straightforward first kernel (sec. 4 of Smith, CHORD FRB beamformer design note (2022)):
+//! gridding through shared memory, both 1-d FFTs with the three-factor short FFT, `|Et|^2` in
+//! f16x2; and the helpers it shares with the even/odd kernel.
 use super::short_fft::{converged_pairs, short_fft_g3w, unroll_pairs, FftGammas};
 use super::*;
 use crate::intrinsics::*;
 use crate::layout::Location;
 
-/// The straightforward first FRB kernel (correct first; not yet the seed's two-pass
+/// The straightforward first FRB kernel (correct first; not yet the note's two-pass
 /// gridding of secs. 4.6-4.9 nor its register-resident FFT pipeline). Block b owns
 /// frequency `b % F` and the `tbar_per_block` output samples of chunk `b / F`, and runs
 /// over their time samples in phases of `TB` (the case's `T_inner`): thread t grids the

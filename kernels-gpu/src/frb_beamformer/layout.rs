@@ -1,11 +1,11 @@
 //! The FRB family's pure index maps, shared by the kernels, the host and the CPU tests: the
-//! short FFT's register maps (eqs. 25-26, 38-47) and the direct DFT's, and the first
-//! kernels' shared-memory maps (the three-factor kernel's padded `G` rows, the even/odd
-//! kernel's planar `X` and `G`).
+//! short FFT's register maps (eqs. 25-26, 38-47 of Smith, CHORD FRB beamformer design note (2022),
+//! "the note") and the direct DFT's, and the first kernels' shared-memory maps (the three-factor
+//! kernel's padded `G` rows, the even/odd kernel's planar `X` and `G`).
 use super::cases::FrbCase;
 use crate::layout::Location;
 
-/// The FFT lengths N of seed sec. 3 (`8 <= N <= 32`, N divisible by 4).
+/// The FFT lengths N of the note's sec. 3 (`8 <= N <= 32`, N divisible by 4).
 pub const FFT_SIZES: [u32; 7] = [8, 12, 16, 20, 24, 28, 32];
 
 /// 32-bit words per lane of the Gamma register image: G1 (2), G2 (2), G3 (4; the sparse
@@ -819,7 +819,7 @@ mod tests {
                     }
                 }
             }
-            // Eqs. 45-47: the dense A table under eq. 43 puts G3 where the seed says.
+            // Eqs. 45-47: the dense A table under eq. 43 puts G3 where the note says.
             for i in 0..16 {
                 for j in 0..16 {
                     let at = M16N8K16_F16_A.location(i, j);

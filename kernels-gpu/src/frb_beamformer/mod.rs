@@ -1,4 +1,5 @@
-//! FRB beamformer (K. Smith, "CHORD FRB beamformer"): the tensor-core short FFT (sec. 3), the
+//! FRB beamformer (K. Smith, "CHORD FRB beamformer", CHORD design note, 2022; "the note"): the
+//! tensor-core short FFT (sec. 3), the
 //! first kernel (sec. 4), the resampling to beams (sec. 5, [`resample`], [`factorized`]) and
 //! the quantiser ([`quantize`]).
 //!
@@ -34,7 +35,7 @@
 //! `|Et|^2` summed in f16x2, over T_ds or per phase and then in f32
 //! ([`FRB_F16_SUM_MAX_T_DS`]). At full CHORD with f16 sums the even/odd kernel
 //! (`even_odd.rs`): both FFTs as the padded 48-point DFT split by the parity of the input
-//! index, m16n8k16 + m16n8k8 MMAs with no twiddles and no padding. For the seed's own
+//! index, m16n8k16 + m16n8k8 MMAs with no twiddles and no padding. For the note's own
 //! design, not written yet, [`cases`] holds the cases of Table 2 ([`FRB_CASES`]), their
 //! derived constants and the shared-memory layouts of secs. 4.5-4.11, with CPU checks that
 //! all six access patterns are bank-conflict free.

@@ -1,4 +1,5 @@
-//! FRB beamformer, third kernel (footnotes 1 and 10 of the FRB beamformer note): transpose the
+//! FRB beamformer, third kernel (footnotes 1 and 10 of
+//! Smith, CHORD FRB beamformer design note (2022)): transpose the
 //! resampled intensities `J[f][tbar][beta]` (f16) into beam-major, time-contiguous rows and
 //! quantise them to unsigned 8 or 4 bits for network transmission:
 //! `Q[f][beta][tbar] = clamp(rne(fma(J[f][tbar][beta], scale[f][beta], offset[f][beta])), 0, qmax)`

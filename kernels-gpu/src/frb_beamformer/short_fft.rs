@@ -1,6 +1,6 @@
-//! The short FFT on the device (sec. 3): the three-factor FFT of eqs. 28-30 from a Gamma
-//! register image, the direct DFT at N = 20, and the bodies of their batch (test) and
-//! register-resident (benchmark) kernels.
+//! The short FFT on the device (sec. 3 of Smith, CHORD FRB beamformer design note (2022)): the
+//! three-factor FFT of eqs. 28-30 from a Gamma register image, the direct DFT at N = 20, and the
+//! bodies of their batch (test) and register-resident (benchmark) kernels.
 use super::*;
 use crate::intrinsics::*;
 use crate::layout::Location;

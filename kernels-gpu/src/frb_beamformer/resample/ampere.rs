@@ -307,12 +307,12 @@ pub(super) unsafe fn gemm_kernel(
     )
 }
 
-/// `frb_resample_u`: U^M and U^N of eq. 7 in f32 for the fused GEMM: `U^M[f][p/4][beta][p % 4]` =
-/// `U^M_p(theta[f][beta])` and likewise `U^N` of theta' (the W kernel's `u_function`, so
-/// the fused path's products are the W kernel's bit for bit). Grid: x = beam groups of
-/// [`U_THREADS`], y = x in `0 .. 2M + 2N` (p, then 2M + q), z = channels. Sets
-/// `*rejected = 1` if a position fails [`position_ok`] (each is checked by the threads of
-/// `x = 0` and `x = 2M`; the host clears the word before and reads it after).
+/// `frb_resample_u`: U^M and U^N of eq. 7 (Smith's FRB note) in f32 for the fused GEMM:
+/// `U^M[f][p/4][beta][p % 4]` = `U^M_p(theta[f][beta])` and likewise `U^N` of theta' (the W
+/// kernel's `u_function`, so the fused path's products are the W kernel's bit for bit). Grid: x =
+/// beam groups of [`U_THREADS`], y = x in `0 .. 2M + 2N` (p, then 2M + q), z = channels. Sets
+/// `*rejected = 1` if a position fails [`position_ok`] (each is checked by the threads of `x = 0`
+/// and `x = 2M`; the host clears the word before and reads it after).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn u_kernel(

@@ -9,7 +9,7 @@ pub const U_THREADS: u32 = 128;
 
 /// Warps (beams) per block of the W kernel.
 pub const WEIGHT_WARPS: u32 = 4;
-/// Largest 2M or 2N of the seed's cases (Table 2: M, N <= 24).
+/// Largest 2M or 2N of the cases of Smith, CHORD FRB beamformer design note (2022) (Table 2: M, N <= 24).
 pub const MAX_HALF_GRID: u32 = 48;
 
 /// Largest accepted |theta| of a beam position (grid units): over 100x the largest

@@ -1,7 +1,7 @@
 //! FRB beamformer, second kernel: exact resampling of the half-integer intensity
 //! `I[f][tbar][p][q]` of the first kernel to arbitrary beams,
 //! `J[f][tbar][beta] = sum_{p < 2M} sum_{q < 2N} U^M_p(theta[f][beta]) U^N_q(theta'[f][beta]) I[f][tbar][p][q]`
-//! (eq. 137 of the seed paper), with the stable form of its eq. 7,
+//! (eq. 137 of Smith, CHORD FRB beamformer design note (2022)), with the stable form of its eq. 7,
 //! `U^N_q(theta) = (1/N) sum_{s=0}^{N} A_s cos(pi (2 theta - q) s / N)`, `A_0 = A_N = 1/2`, else 1.
 //!
 //! Non-factorizable beams as one GEMM per channel, `J = I W` with
@@ -9,7 +9,7 @@
 //! Layouts (f16 as raw `u16` bits): I `[f][tbar][rho]` (the first kernel's `[f][tbar][p][q]`),
 //! W `[f][beta][rho]` (a beam's weights contiguous: the m16n8k16 B operand in column-major
 //! form, so `ldmatrix` without `.trans` yields B fragments), J `[f][tbar][beta]`; beam
-//! positions theta, theta' f32 `[f][beta]` in the seed's grid units (eq. 1); the fused path's
+//! positions theta, theta' f32 `[f][beta]` in the note's grid units (eq. 1); the fused path's
 //! U^M, U^N f32 `[f][x/4][beta][4]` (x = p or q).
 //!
 //! Two paths, the same J bit for bit:
@@ -28,7 +28,7 @@
 //!   fused path as the transposed GEMM `J^T = W^T I^T` with W^T formed in registers as the
 //!   `wgmma` A operand, in three forms (`cp`, `tma`, resident).
 //!
-//! `K = 4MN` is a multiple of 64 for every seed Table 2 case, so no GEMM has a k edge (the
+//! `K = 4MN` is a multiple of 64 for every case of the note's Table 2, so no GEMM has a k edge (the
 //! host checks it); ragged tbar and beam edges are zero-filled and not stored.
 //!
 //! Kernel names (the registry [`KERNELS`], made with the entry points from one instance list,
@@ -38,7 +38,7 @@
 //! - `fused_rsp{WG}{form}_n{N}_t{NT}`: the transposed fused kernel (RS `wgmma`: A from
 //!   registers) with `WG` warpgroups of 64 beams, form `tma` (a TMA producer warpgroup),
 //!   `res` (resident I) or none (`cp`: every thread's `cp.async`), grid N (M follows from N
-//!   in seed Table 2) and a tile of NT slow samples;
+//!   in the note's Table 2) and a tile of NT slow samples;
 //! - `_sm90a`: a `wgmma` kernel of the sm_90a module.
 //!
 //! The host asks one descriptor per kernel ([`ResampleKernel`]: spec and role; the
@@ -238,7 +238,7 @@ pub fn kernel_of(spec: &KernelSpec) -> Option<&'static ResampleKernel> {
 }
 
 /// One instance of the transposed fused kernel `J^T = W^T I^T`: `warpgroups` x 64 beams
-/// (wgmma's M) by a tile of `nt` slow samples (wgmma's N), grid `(M, N)` of seed Table 2
+/// (wgmma's M) by a tile of `nt` slow samples (wgmma's N), grid `(M, N)` of the note's Table 2
 /// (M follows from N there), a ring of `stages` I tiles of `nt` x 128 bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RsKernel {

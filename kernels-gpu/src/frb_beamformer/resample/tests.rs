@@ -89,7 +89,7 @@ fn ldmatrix_rows_are_the_fragment_rows() {
 /// The fused path's shared-memory accesses: each warp's B writes (thread t = beam row t,
 /// chunk c, 16 bytes) and its U^N reads (two 16-byte loads of 4 q each) are conflict-free;
 /// the U^M read (4 bytes at a 16-byte stride) takes 4 wavefronts, half of the two
-/// U^N reads' 8; U and the ring fit every seed grid.
+/// U^N reads' 8; U and the ring fit every grid of Table 2 of Smith's FRB note.
 #[test]
 fn fused_b_writes_and_u_reads_are_conflict_free() {
     let (bn, bk) = (GEMM.bn(), GEMM.bk);
@@ -603,7 +603,7 @@ fn rs_kernels_fit_and_the_default_pads_least() {
             }
         }
     }
-    // Seed Table 4 (B = 10 MN): the TMA form for full CHORD and HIRAX.
+    // Table 4 of Smith's FRB note (B = 10 MN): the TMA form for full CHORD and HIRAX.
     let pick = |n, times, beams| rs_default_kernel(n, times, beams).unwrap().name;
     assert_eq!(pick(24, 917, 5760), "frb_resample_fused_rsp2tma_n24_t232_sm90a");
     // N = 12 where the resident tile pads more rows (496 = 2 x 248 against 3 x 184): the
@@ -628,7 +628,7 @@ fn rs_kernels_fit_and_the_default_pads_least() {
 
 #[test]
 fn the_wide_tile_is_taken_where_it_pads_no_more_rows() {
-    // Seed Table 4: 917 slow samples (pathfinder, full CHORD) and 980 (HIRAX).
+    // Table 4 of Smith's FRB note: 917 slow samples (pathfinder, full CHORD) and 980 (HIRAX).
     assert!(use_wide_tile(917));
     assert!(!use_wide_tile(980));
     for times in [1, 64, 70, 128, 200, 300] {

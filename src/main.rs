@@ -575,9 +575,12 @@ fn run_demo(args: &DemoArgs) -> ExitCode {
     let started = Instant::now();
     let bar =
         progress_bar(Some(demo::stage_count(gpu.is_some())), "  [{bar:20}] {pos}/{len} {wide_msg} {elapsed}");
+    // The bar counts the stages done and names the one running.
     let progress = |stage: &str| {
         bar.suspend(|| println!("  [{:6.1} s] {stage}", started.elapsed().as_secs_f64()));
-        bar.inc(1);
+        if !bar.message().is_empty() {
+            bar.inc(1);
+        }
         bar.set_message(stage.to_string());
     };
     let outcome = demo::run(&demo_options, gpu.as_ref(), &progress);

@@ -302,6 +302,8 @@ fn a_small_valid_cpu_run_exits_zero_and_writes_its_figures() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "stdout {stdout}\nstderr {stderr}");
+    // Progress bars are drawn only on a terminal: none in a captured stderr.
+    assert!(!stderr.contains(['\r', '\u{1b}']), "{stderr:?}");
     // On the CPU, one heap of 128 spectra (the fewest that cover 1 us) at 64 channels.
     assert!(stdout.contains("64 ch x 128 spectra"), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("PFB channelizer")), "{stdout}");

@@ -212,6 +212,12 @@ pub fn run_streamed(engine: &mut dyn Engine, setup: Setup, options: &RunOptions)
     options.validate()?;
     setup.validate()?;
     let chunks = chunks_for(options.seconds, options.min_chunks, setup.data_seconds, setup.chunk_multiple)?;
+    log::debug!(
+        "{} {}: {} warm-up chunks, then {chunks} timed",
+        setup.engine,
+        setup.configuration,
+        options.warmup_chunks
+    );
     pump(engine, options.warmup_chunks, |_| {})?;
     let bar = progress_bar(chunks, &format!("{} {}", setup.engine, setup.configuration), options.progress);
     let cpu_before = process_cpu_seconds();

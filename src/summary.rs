@@ -72,10 +72,21 @@ pub fn random_intensities(len: usize, seed: u32) -> Vec<u16> {
 }
 
 /// One line of the summary.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// What was measured: a ceiling or a kernel at its headline configuration.
     pub name: String,
+    /// The median GPU time of one launch, milliseconds.
     pub ms: f64,
+    /// The figure of merit, in words (rate, fraction of the matching ceiling, peer's figure).
     pub result: String,
+}
+
+impl Row {
+    /// The row as `radio-kernels bench` prints it: name, time and result in columns.
+    pub fn line(&self) -> String {
+        format!("  {:<44} {:>10.3} ms  {}", self.name, self.ms, self.result)
+    }
 }
 
 /// Threads per block of the ceiling kernels.
@@ -284,11 +295,14 @@ fn ceiling_mma(gpu: &Gpu, kernel: &'static KernelSpec, ops_per_mma: u64) -> Resu
     Ok((mma_ops(gpu, iterations, ops_per_mma) / ms / 1e9, ms))
 }
 
-/// Measures the summary on `gpu`, printing each row as it is done.
-pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
+/// Measures the summary on `gpu`: the ceilings, then each family's headline configuration.
+/// `on_row` hears of each row as it is done (the command prints it, [`Row::line`]); the rows
+/// are returned in the same order. Prints nothing.
+pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     let mut push = |row: Row| {
-        println!("  {:<44} {:>10.3} ms  {}", row.name, row.ms, row.result);
+        log::debug!("bench row done: {} ({:.3} ms)", row.name, row.ms);
+        on_row(&row);
         rows.push(row);
     };
 

@@ -196,10 +196,84 @@ fn an_unwritable_output_folder_is_refused_before_any_work() {
 #[test]
 fn help_exits_zero_with_the_usage() {
     let dir = scratch("help");
-    for args in [&["--help"][..], &["selftest", "-h"][..], &["help"][..]] {
+    for args in [&["--help"][..], &["-h"][..], &["help"][..]] {
+        let output = radio_kernels(&dir, args);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert!(stdout.contains("Usage: radio-kernels [OPTIONS]"), "{args:?}: {stdout}");
+        // The program's help lists every subcommand and the demo's options (the default).
+        for word in ["demo", "selftest", "bench", "stream", "--dishes", "--out", "--version"] {
+            assert!(stdout.contains(word), "{args:?}: the usage does not mention {word}: {stdout}");
+        }
+        assert!(output.stderr.is_empty(), "{args:?}: {:?}", String::from_utf8_lossy(&output.stderr));
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let dir = scratch("version");
+    for args in [&["--version"][..], &["-V"][..]] {
         let output = radio_kernels(&dir, args);
         assert_eq!(output.status.code(), Some(0), "{args:?}");
-        assert!(String::from_utf8_lossy(&output.stdout).starts_with("usage: radio-kernels"), "{args:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(stdout.trim(), format!("radio-kernels {}", env!("CARGO_PKG_VERSION")), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn each_subcommand_has_its_own_help() {
+    let dir = scratch("sub-help");
+    let options: [(&str, &[&str]); 4] = [
+        (
+            "demo",
+            &["--dishes", "--channels", "--seconds", "--sources", "--out", "--cpu", "--device", "--seed"],
+        ),
+        ("selftest", &["--device", "--ptx", "--cases", "--seed"]),
+        ("bench", &["--device", "--ptx"]),
+        (
+            "stream",
+            &[
+                "--engine",
+                "--seconds",
+                "--depth",
+                "--device",
+                "--stations",
+                "--channels",
+                "--bits",
+                "--sample-rate",
+            ],
+        ),
+    ];
+    let all = [
+        "--dishes",
+        "--sources",
+        "--out",
+        "--cpu",
+        "--ptx",
+        "--cases",
+        "--seed",
+        "--engine",
+        "--depth",
+        "--stations",
+        "--bits",
+        "--sample-rate",
+    ];
+    for (sub, own) in options {
+        for help in [&[sub, "--help"][..], &[sub, "-h"][..], &["help", sub][..]] {
+            let output = radio_kernels(&dir, help);
+            assert_eq!(output.status.code(), Some(0), "{help:?}");
+            let usage = String::from_utf8_lossy(&output.stdout);
+            assert!(usage.contains(&format!("Usage: radio-kernels {sub}")), "{help:?}: {usage}");
+            for option in own {
+                assert!(usage.contains(option), "{help:?} does not describe {option}: {usage}");
+            }
+            // No option of another subcommand.
+            for option in all.iter().filter(|o| !own.contains(o)) {
+                assert!(!usage.contains(&format!("{option} ")), "{help:?} describes {option}: {usage}");
+            }
+        }
     }
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -228,6 +302,8 @@ fn a_small_valid_cpu_run_exits_zero_and_writes_its_figures() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "stdout {stdout}\nstderr {stderr}");
+    // Progress bars are drawn only on a terminal: none in a captured stderr.
+    assert!(!stderr.contains(['\r', '\u{1b}']), "{stderr:?}");
     // On the CPU, one heap of 128 spectra (the fewest that cover 1 us) at 64 channels.
     assert!(stdout.contains("64 ch x 128 spectra"), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("PFB channelizer")), "{stdout}");

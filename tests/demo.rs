@@ -7,8 +7,11 @@ use radio_kernels::demo::{self, Options};
 fn cpu_chain_finds_the_sources_and_writes_the_figures() {
     let out = std::env::temp_dir().join(format!("radio-kernels-demo-test-{}", std::process::id()));
     let options = Options { channels: 64, out: out.clone(), ..Options::cpu_default() };
-    let outcome = demo::run(&options, None, &|_| {}).expect("the CPU chain runs");
+    let stages = std::cell::Cell::new(0);
+    let outcome = demo::run(&options, None, &|_| stages.set(stages.get() + 1)).expect("the CPU chain runs");
     println!("{}", demo::report(&outcome));
+    // The command's progress bar has as many steps as the stages announced.
+    assert_eq!(stages.get(), demo::stage_count(false));
     assert!(outcome.checks_passed());
     let s = outcome.sources[0];
     let (l, m) = outcome.image_peak;

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 pub(super) type BeamPower = [Vec<f64>; 3];
 
 /// Writes the four figures to the output folder: the paths written. A folder removed since
-/// the start is made again, and a figure that cannot be written is reported on stderr and
-/// skipped, so the results are never lost.
+/// the start is made again, and a figure that cannot be written is logged as a warning
+/// (`log`) and skipped, so the results are never lost.
 pub(super) fn write(
     chain: &Chain,
     visibilities: &Visibilities,
@@ -26,12 +26,12 @@ pub(super) fn write(
     let (out, n, d_n, k_ref) = (&chain.options.out, chain.n, chain.d_n, chain.k_ref);
     let (array, sources) = (chain.array, &chain.sources);
     if let Err(e) = std::fs::create_dir_all(out) {
-        eprintln!("radio-kernels demo: cannot create {}: {e}", out.display());
+        log::warn!("radio-kernels demo: cannot create {}: {e}", out.display());
     }
     let mut images = Vec::new();
     let mut figure = |result: std::result::Result<PathBuf, Box<dyn std::error::Error>>| match result {
         Ok(path) => images.push(path),
-        Err(e) => eprintln!("radio-kernels demo: a figure failed: {e}"),
+        Err(e) => log::warn!("radio-kernels demo: a figure failed: {e}"),
     };
     let (offsets, db_response) = channel_response(n)?;
     figure(plot::channel_response(&out.join("pfb_channel_response.png"), &offsets, &db_response));

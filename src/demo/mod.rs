@@ -53,12 +53,16 @@ pub struct Options {
     pub dishes: u32,
     /// PFB channels (a power of two, 64 ..= 8192).
     pub channels: u32,
-    /// Spectra per PFB heap (128 or 256) and heaps: the observation is their product.
+    /// Spectra per PFB heap (a multiple of 128): the observation is `spectra_per_heap x
+    /// heaps` spectra.
     pub spectra_per_heap: u32,
+    /// PFB heaps in the observation ([`Options::set_seconds`] computes them from seconds).
     pub heaps: u32,
     /// Point sources, 1 ..= 8.
     pub sources: u32,
+    /// The folder the figures are written to (created if missing; [`check_out`]).
     pub out: PathBuf,
+    /// Seed of the simulated sky: the sources' noise and the receiver noise.
     pub seed: u64,
 }
 
@@ -163,12 +167,15 @@ impl Options {
 /// One row of the summary table.
 #[derive(Clone, Debug)]
 pub struct Stage {
+    /// The stage, e.g. `PFB channelizer`.
     pub name: &'static str,
+    /// Its configuration, in a few words.
     pub shape: String,
     /// Milliseconds per chunk in the steady state of the stage's streaming engine (wall
     /// clock, copies in and out included), or per kernel where `throughput` says so; `None`
     /// on the CPU path.
     pub ms: Option<f64>,
+    /// The rate and the fraction of real time, in words (empty details on the CPU path).
     pub throughput: String,
     /// `Ok(detail)` or `Err(detail)`.
     pub check: std::result::Result<String, String>,
@@ -177,7 +184,9 @@ pub struct Stage {
 /// What the demo found.
 #[derive(Clone, Debug)]
 pub struct Outcome {
+    /// The table's rows, one per stage, in chain order.
     pub stages: Vec<Stage>,
+    /// The simulated point sources, brightest first.
     pub sources: Vec<Source>,
     /// Peak of the correlator's dirty image near the reference channel, and the brightest
     /// source's true direction cosines (l, m).
@@ -185,10 +194,13 @@ pub struct Outcome {
     /// The FRB map's brightest half-integer pixel at the reference channel, and where the
     /// brightest source should be.
     pub frb_peak: (u32, u32),
+    /// The half-integer pixel of the brightest source's true direction.
     pub frb_expected: (u32, u32),
     /// Mean power per beam (sources first) of the baseband, FRB and delay beamformers.
     pub beam_power: [Vec<f64>; 3],
+    /// The figures written (a figure that failed is logged and left out).
     pub images: Vec<PathBuf>,
+    /// Seconds of sky observed.
     pub duration: f64,
 }
 
@@ -199,8 +211,18 @@ impl Outcome {
     }
 }
 
+/// The stages [`run`] announces to its `progress`: 9 on the GPU, 8 on the CPU references
+/// (which have no streaming FRB engine). The command sizes its progress bar with it.
+pub fn stage_count(on_gpu: bool) -> u64 {
+    if on_gpu {
+        9
+    } else {
+        8
+    }
+}
+
 /// Runs the demo: on `gpu` if given, else on the CPU references. `progress` receives a line
-/// when a stage starts.
+/// when a stage starts ([`stage_count`] of them in a run that succeeds).
 ///
 /// Checks `options` and that the output folder is writable ([`check_out`]) before any work.
 /// The stages, in order: the sky and its digitisers, the F-engine, the correlator (and its

@@ -25,8 +25,11 @@ pub const NOISE_RMS: f64 = 30.0;
 /// A point source: direction cosines (north, east) and rms in ADC units per polarisation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Source {
+    /// Direction cosine toward north.
     pub l: f64,
+    /// Direction cosine toward east.
     pub m: f64,
+    /// Amplitude: rms per polarisation in ADC units.
     pub rms: f64,
 }
 
@@ -41,15 +44,18 @@ pub struct Array {
 pub const MAX_SIDE: u32 = 255;
 
 impl Array {
+    /// The array of `side x side` dishes; an error unless `side` is in 1 ..= [`MAX_SIDE`].
     pub fn new(side: u32) -> Result<Array> {
         if !(1..=MAX_SIDE).contains(&side) {
             return Err(Error::InvalidConfig(format!("array side must be 1 ..= {MAX_SIDE}, got {side}")));
         }
         Ok(Array { side })
     }
+    /// Dishes along each side.
     pub fn side(&self) -> u32 {
         self.side
     }
+    /// Dishes in the array, `side^2`.
     pub fn dishes(&self) -> u32 {
         self.side * self.side
     }

@@ -44,18 +44,27 @@ pub fn device_bytes(config: &ChannelizerConfig, path: PfbPath) -> u64 {
 /// One row of the model, rates in samples per second per polarisation.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Row {
+    /// PFB channels.
     pub channels: u32,
+    /// Input bits per sample.
     pub bits: u32,
+    /// The channelizer's kernel path the device bytes are counted for.
     pub path: PfbPath,
-    /// Bytes per sample (per polarisation, both polarisations together): host to device,
-    /// device to host, and device memory (kernels plus copies).
+    /// Bytes copied host to device per sample (per polarisation, both polarisations
+    /// together).
     pub input_bytes: f64,
+    /// Bytes copied device to host per sample, counted as `input_bytes`.
     pub output_bytes: f64,
+    /// Bytes of device memory read and written per sample (kernels plus copies), counted as
+    /// `input_bytes`.
     pub device_bytes: f64,
-    /// Limits: pinned H2D, pinned D2H, both directions at once, and device memory.
+    /// The rate pinned host-to-device copies allow (samples per second per polarisation).
     pub h2d: f64,
+    /// The rate pinned device-to-host copies allow.
     pub d2h: f64,
+    /// The rate both directions copying at once allow.
     pub both: f64,
+    /// The rate device memory allows.
     pub device: f64,
 }
 

@@ -89,19 +89,28 @@ pub const MAX_CHUNKS: u64 = 1 << 24;
 /// The most slots per ring the command accepts.
 pub const MAX_DEPTH: usize = 16;
 
-/// Correlator headline: 512 dual-polarisation stations, 16
-/// channels, chunks of 8192 samples, complex int8, integrations of 64 chunks.
+// Correlator headline: 512 dual-polarisation stations, 16 channels, chunks of 8192
+// samples, complex int8, integrations of 64 chunks.
+/// Correlator headline: dual-polarisation stations (`--stations` changes it).
 pub const CORRELATOR_STATIONS: u32 = 512;
+/// Correlator headline: channels per chunk.
 pub const CORRELATOR_CHANNELS: u32 = 16;
+/// Correlator headline: samples per chunk (complex int8).
 pub const CORRELATOR_TIMES: u32 = 8192;
+/// Correlator headline: chunks per integration (one output per this many chunks).
 pub const CORRELATOR_CHUNKS_PER_INTEGRATION: usize = 64;
 
-/// F-engine headline: 1024, 4096 and 32768 channels, 16 taps, 10-bit input, complex int8
-/// output, chunks of 2^24 samples per polarisation.
+// F-engine headline: 1024, 4096 and 32768 channels, 16 taps, 10-bit input, complex int8
+// output, chunks of 2^24 samples per polarisation.
+/// F-engine headline: the channel counts run, one engine each (`--channels` picks one).
 pub const PFB_CHANNELS: [u32; 3] = [1024, 4096, 32768];
+/// F-engine headline: input bits per sample (`--bits` changes it).
 pub const PFB_BITS: u32 = 10;
+/// F-engine headline: taps of the polyphase filter.
 pub const PFB_TAPS: u32 = 16;
+/// F-engine headline: input samples per polarisation per chunk.
 pub const PFB_CHUNK_SAMPLES: u32 = 1 << 24;
+/// F-engine headline: spectra per output heap.
 pub const PFB_SPECTRA_PER_HEAP: u32 = 256;
 /// Digitiser rate the F-engine's real-time factor is quoted at unless asked otherwise:
 /// MeerKAT's L band, 1712 Msample/s per polarisation (Merry's F-engine).
@@ -112,14 +121,20 @@ pub const MAX_SAMPLE_RATE_HZ: f64 = 1e12;
 /// The engine families the command can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EngineKind {
+    /// The correlator (X-engine), int8 visibilities per integration.
     Correlator,
+    /// The PFB channelizer (F-engine).
     Pfb,
+    /// The baseband beamformer, int4 beams.
     Baseband,
+    /// The delay beamformer, int8 beams.
     Delay,
+    /// The FRB beamformer: intensity, resampling to the beams and quantisation.
     Frb,
 }
 
 impl EngineKind {
+    /// Every family, in table order.
     pub const ALL: [EngineKind; 5] =
         [EngineKind::Correlator, EngineKind::Pfb, EngineKind::Baseband, EngineKind::Delay, EngineKind::Frb];
 
@@ -145,6 +160,7 @@ impl EngineKind {
 pub enum Selection {
     /// Every family this build drives.
     All,
+    /// That family only.
     One(EngineKind),
 }
 
@@ -187,6 +203,7 @@ impl Default for RunOptions {
 }
 
 impl RunOptions {
+    /// Checks the seconds and chunk counts against their ranges.
     pub fn validate(&self) -> Result<()> {
         if !self.seconds.is_finite() || self.seconds <= 0.0 || self.seconds > MAX_SECONDS {
             return Err(Error::InvalidConfig(format!(
@@ -213,7 +230,9 @@ impl RunOptions {
 /// Everything `radio-kernels stream` takes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
+    /// The engines to run (`--engine`).
     pub selection: Selection,
+    /// How long each runs, and whether a progress bar is drawn.
     pub run: RunOptions,
     /// Slots of every ring (1 ..= [`MAX_DEPTH`]; 3 overlap upload, compute and download).
     pub depth: usize,
@@ -264,18 +283,23 @@ impl Options {
         }
         Ok(())
     }
+    /// The correlator's stations: the option's, else [`CORRELATOR_STATIONS`].
     pub fn correlator_stations(&self) -> u32 {
         self.stations.unwrap_or(CORRELATOR_STATIONS)
     }
+    /// The F-engine channel counts to run: the option's one, else each of [`PFB_CHANNELS`].
     pub fn pfb_channels(&self) -> Vec<u32> {
         match self.channels {
             Some(n) => vec![n],
             None => PFB_CHANNELS.to_vec(),
         }
     }
+    /// The F-engine's input bits: the option's, else [`PFB_BITS`].
     pub fn pfb_bits(&self) -> u32 {
         self.bits.unwrap_or(PFB_BITS)
     }
+    /// The F-engine's digitiser rate, Hz per polarisation: the option's, else
+    /// [`PFB_SAMPLE_RATE_HZ`].
     pub fn pfb_sample_rate_hz(&self) -> f64 {
         self.sample_rate_hz.unwrap_or(PFB_SAMPLE_RATE_HZ)
     }
@@ -330,27 +354,48 @@ pub fn drive(gpu: &Gpu, kind: EngineKind, options: &Options, visit: &mut Visit<'
     engines::drive(gpu, kind, options, visit)
 }
 
-/// `radio-kernels stream`: measures the ceilings, runs each selected engine, and prints the
-/// ceilings, each row as it completes, the F-engine's Merry model when it ran, and the table.
-pub fn run(gpu: &Gpu, options: &Options) -> Result<Report> {
+/// What [`run`] tells its caller as it goes, in order: the ceilings, then for each engine its
+/// setup and its measured run, and after the F-engines the Merry model beside them.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// The transfer ceilings are measured.
+    Ceilings(&'a Ceilings),
+    /// An engine is built and primed; its timed run starts.
+    Engine(&'a Setup),
+    /// An engine's timed run is done.
+    Measured {
+        /// The run.
+        measured: &'a Measured,
+        /// The ceilings it is measured against.
+        ceilings: &'a Ceilings,
+    },
+    /// The F-engines ran: Merry's model of their rates ([`merry::table`]), and the measured
+    /// (channels, bits, rate) it is printed beside ([`merry::format`]).
+    Merry {
+        /// The model's rows.
+        model: &'a [merry::Row],
+        /// The measured F-engine rates, samples per second per polarisation.
+        measured: &'a [(u32, u32, f64)],
+    },
+}
+
+/// `radio-kernels stream`: measures the ceilings, runs each selected engine, and computes
+/// the F-engine's Merry model when it ran; `on` hears of each step as it completes
+/// ([`Event`]: the command prints them). Prints nothing; the returned [`Report`] holds the
+/// ceilings and the rows of the table ([`table`]).
+pub fn run(gpu: &Gpu, options: &Options, on: &mut dyn FnMut(Event<'_>)) -> Result<Report> {
     options.validate()?;
-    println!("radio-kernels stream on {}", device_line(gpu));
-    println!(
-        "  at least {} s of data and {} chunks per engine after {} warm-up chunks, {} slots per ring",
-        options.run.seconds, options.run.min_chunks, options.run.warmup_chunks, options.depth
-    );
+    log::debug!("measuring the transfer ceilings ({} MiB, {CEILING_REPS} copies)", CEILING_BYTES >> 20);
     let ceilings = measure_ceilings(gpu, CEILING_REPS)?;
-    println!(
-        "ceilings ({} MiB copies on separate streams, medians of {CEILING_REPS}): {}",
-        CEILING_BYTES >> 20,
-        ceilings.summary()
-    );
+    on(Event::Ceilings(&ceilings));
     let mut rows: Vec<Measured> = Vec::new();
     for kind in options.selection.engines() {
+        log::debug!("building the {} engines", kind.name());
         drive(gpu, kind, options, &mut |engine, setup| {
-            println!("{} {}", setup.engine, setup.configuration);
+            on(Event::Engine(&setup));
             let measured = run_streamed(engine, setup, &options.run)?;
-            println!("  {}", measured.detail(&ceilings));
+            on(Event::Measured { measured: &measured, ceilings: &ceilings });
             rows.push(measured);
             Ok(())
         })?;
@@ -358,9 +403,8 @@ pub fn run(gpu: &Gpu, options: &Options) -> Result<Report> {
             let measured: Vec<(u32, u32, f64)> =
                 rows.iter().filter_map(|m| m.setup.pfb_shape.map(|(n, bits)| (n, bits, m.rate()))).collect();
             let model = merry::table(gpu, &ceilings, &measured)?;
-            print!("{}", merry::format(&model, &measured));
+            on(Event::Merry { model: &model, measured: &measured });
         }
     }
-    print!("{}", table(gpu, &ceilings, &rows));
     Ok(Report { ceilings, rows })
 }

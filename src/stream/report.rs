@@ -7,7 +7,9 @@ use crate::Gpu;
 /// A run's ceilings and rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
+    /// The transfer ceilings measured at the start of the run.
     pub ceilings: Ceilings,
+    /// Each engine's run, in table order.
     pub rows: Vec<Measured>,
 }
 

@@ -26,7 +26,9 @@ pub struct Setup {
     /// Work per chunk in units of `rate_unit` times `rate_scale` (e.g. samples per
     /// polarisation for Gsample/s/pol with a scale of 1e9).
     pub work: f64,
+    /// The unit of the sustained rate, e.g. `Gsample/s/pol`.
     pub rate_unit: &'static str,
+    /// Units of `work` per unit of the rate (e.g. 1e9 for a rate in G-units per second).
     pub rate_scale: f64,
     /// Kernel-only seconds per chunk (one-shot launcher, device-resident data, median).
     pub kernel_s: f64,
@@ -113,9 +115,11 @@ pub fn prime<E: Engine + ?Sized>(
 /// One engine's sustained run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measured {
+    /// What the driver said about the engine's chunks.
     pub setup: Setup,
-    /// Chunks timed, and the host-clock seconds they took end to end.
+    /// Chunks timed.
     pub chunks: u64,
+    /// The host-clock seconds they took end to end.
     pub wall_s: f64,
     /// Process CPU seconds (user + system, all threads) over the timed run, where the
     /// platform reports them.
@@ -208,6 +212,12 @@ pub fn run_streamed(engine: &mut dyn Engine, setup: Setup, options: &RunOptions)
     options.validate()?;
     setup.validate()?;
     let chunks = chunks_for(options.seconds, options.min_chunks, setup.data_seconds, setup.chunk_multiple)?;
+    log::debug!(
+        "{} {}: {} warm-up chunks, then {chunks} timed",
+        setup.engine,
+        setup.configuration,
+        options.warmup_chunks
+    );
     pump(engine, options.warmup_chunks, |_| {})?;
     let bar = progress_bar(chunks, &format!("{} {}", setup.engine, setup.configuration), options.progress);
     let cpu_before = process_cpu_seconds();

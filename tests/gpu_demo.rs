@@ -17,7 +17,10 @@ fn gpu_chain_matches_the_cpu_chain_and_finds_the_sources() {
         out: out.clone(),
         ..Options::gpu_default()
     };
-    let on_gpu = demo::run(&options, Some(&gpu), &|_| {}).expect("the GPU chain runs");
+    let stages = std::cell::Cell::new(0u64);
+    let on_gpu =
+        demo::run(&options, Some(&gpu), &|_| stages.set(stages.get() + 1)).expect("the GPU chain runs");
+    assert_eq!(stages.get(), demo::stage_count(true), "the GPU chain announces every stage once");
     println!("{}", demo::report(&on_gpu));
     assert!(on_gpu.checks_passed(), "a GPU stage disagrees with its CPU reference");
     assert!(demo::science_ok(&on_gpu));

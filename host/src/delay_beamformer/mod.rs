@@ -42,6 +42,7 @@ use crate::size;
 use bytemuck::Pod;
 use cudarc::driver::CudaFunction;
 use radio_kernels_gpu::delay_beamformer as layout;
+pub(crate) use num_complex::Complex;
 pub use radio_kernels_gpu::delay_beamformer::{Variant, DITHER_THREADS, THREADS, TIME_GRANULE, VARIANTS};
 use radio_kernels_gpu::xorwow::{self, Jump, STATE_WORDS};
 pub use radio_kernels_gpu::xorwow::{dither, Xorwow};

@@ -5,6 +5,7 @@ use super::*;
 
 /// Which kernels a [`Channelizer`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PfbPath {
     /// One kernel (FIR, FFT and post-processing with the spectra on chip): the cluster kernel
     /// (`radio_kernels_gpu::pfb::cluster`: sm_90a, n = 1024, at most 16 taps and 12-bit

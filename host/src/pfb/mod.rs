@@ -65,7 +65,7 @@ pub use radio_kernels_gpu::pfb::{
     BITS, FIR_VARIANTS, MAX_CHANNELS, MAX_TAPS, MIN_CHANNELS, SAMPLE_GRANULE, SPECTRA_PER_POST_THREAD,
     THREADS, UNZIP,
 };
-pub use rustfft::num_complex::Complex;
+pub use num_complex::Complex;
 use rustfft::FftPlanner;
 
 mod streaming;

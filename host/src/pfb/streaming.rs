@@ -51,6 +51,7 @@
 use super::{Channelizer, DelayModel, Launch, OutputChunk, PushPlan};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::DeviceBuffer;
+use num_complex::Complex;
 use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
 
 /// Bytes of one spectrum's schedule per polarisation: offset (u32), fine delay (f32) and
@@ -241,7 +242,7 @@ impl<'g> ChannelizerStream<'g> {
 
     /// Sets the bandpass gains from the next output chunk computed ([`Channelizer::set_gains`];
     /// the copy goes on the compute lane, after the chunks submitted before).
-    pub fn set_gains(&mut self, gains: &[[f32; 2]]) -> Result<()> {
+    pub fn set_gains(&mut self, gains: &[Complex<f32>]) -> Result<()> {
         self.channelizer.set_gains_on(gains, self.lanes.compute())
     }
 

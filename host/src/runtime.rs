@@ -37,7 +37,6 @@ pub struct Cubin {
 
 /// How a module was loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Loaded {
     /// From the cubin assembled for this device: no compilation at load.
     Cubin,

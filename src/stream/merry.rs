@@ -229,6 +229,7 @@ mod tests {
                         fir + fft + post
                     }
                     PfbPath::Fused => channelizer.fused_bytes(),
+                    other => panic!("no byte model for {other:?}"),
                 };
                 assert_eq!(device_bytes(&config, path), expected, "n = {n}, {bits} bits, {path:?}");
             }

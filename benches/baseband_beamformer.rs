@@ -6,8 +6,8 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::{Ci4, Complex, Shift};
 use radio_kernels::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
+use radio_kernels::{Ci4, Complex, Shift};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

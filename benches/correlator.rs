@@ -10,8 +10,8 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::Complex;
 use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format, Order};
+use radio_kernels::Complex;
 use std::time::Instant;
 
 const REPS: usize = 7;

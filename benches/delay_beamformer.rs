@@ -6,8 +6,8 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::Complex;
 use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
+use radio_kernels::Complex;
 
 const REPS: usize = 21;
 

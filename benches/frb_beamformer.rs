@@ -15,7 +15,6 @@ mod common;
 
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
-use radio_kernels::{Ci4, Complex};
 use half::f16;
 use radio_kernels::frb_beamformer::{
     fft_kernel, fft_methods, FftMethod, FrbBeamformer, FrbConfig, ShortFft, FFT_THREADS, FRB_CASES,
@@ -23,6 +22,7 @@ use radio_kernels::frb_beamformer::{
 use radio_kernels::gpu_shared::frb_beamformer::{
     direct_has_k8, direct_k16_tiles, sparse_selector, FFT_SIZES,
 };
+use radio_kernels::{Ci4, Complex};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -10,7 +10,8 @@ use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler}
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
 use crate::{
-    launch_1d, Ci4, Complex, Shift, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg, Result,
+    launch_1d, Ci4, Complex, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg,
+    Result, Shift,
 };
 use half::f16;
 use radio_kernels_gpu::ceilings_hopper::{
@@ -357,7 +358,8 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     let mut rng = StdRng::seed_from_u64(7);
     let weights: Vec<Complex<i8>> =
         (0..config.weights_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
-    let beamformer = BasebandBeamformer::new(gpu, config, &weights, &vec![Shift::new(12)?; config.shifts_len()])?;
+    let beamformer =
+        BasebandBeamformer::new(gpu, config, &weights, &vec![Shift::new(12)?; config.shifts_len()])?;
     let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
     fill_random(gpu, e.borrow_mut(), 7)?;
     let mut j = gpu.alloc::<Ci4>(config.output_len(), 0)?;
@@ -442,12 +444,7 @@ pub fn run(gpu: &Gpu) -> Result<Vec<Row>> {
     let config = FrbConfig { dishes: 512, m: 24, n: 24, freqs: 256, times: 1920, t_ds: 40 };
     let grid: Vec<(u32, u32)> = (0..512).map(|d| (d / 24, d % 24)).collect();
     let w = f16::from_f64(1e-3);
-    let frb = FrbBeamformer::new(
-        gpu,
-        config,
-        &grid,
-        &vec![Complex::new(w, w); config.weights_len()],
-    )?;
+    let frb = FrbBeamformer::new(gpu, config, &grid, &vec![Complex::new(w, w); config.weights_len()])?;
     let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
     fill_random(gpu, e.borrow_mut(), 11)?;
     let mut intensity = gpu.alloc::<f16>(config.output_len(), 0)?;

@@ -311,8 +311,10 @@ fn reference_matches_the_formula_through_the_public_helpers() {
                                 for pj in 0..pols {
                                     let mut want = Complex::new(0i64, 0);
                                     for t in 0..c.times {
-                                        let Complex { re: a1, im: b1 } = c.sample(&input, t, channel, i, pi).unwrap();
-                                        let Complex { re: a2, im: b2 } = c.sample(&input, t, channel, j, pj).unwrap();
+                                        let Complex { re: a1, im: b1 } =
+                                            c.sample(&input, t, channel, i, pi).unwrap();
+                                        let Complex { re: a2, im: b2 } =
+                                            c.sample(&input, t, channel, j, pj).unwrap();
                                         want.re += a1 * a2 + b1 * b2;
                                         want.im += b1 * a2 - a1 * b2;
                                     }

@@ -337,7 +337,10 @@ fn steering_case() -> impl Strategy<Value = SteeringCase> {
             let n = c.steering_len();
             (
                 Just(c),
-                proptest::collection::vec([parameter(), parameter()].prop_map(|[re, im]| Complex::new(re, im)), n),
+                proptest::collection::vec(
+                    [parameter(), parameter()].prop_map(|[re, im]| Complex::new(re, im)),
+                    n,
+                ),
                 proptest::collection::vec(prop_oneof![4 => 0.01f64..10.0, 1 => parameter()], beams),
                 proptest::collection::vec(prop_oneof![4 => -1e-6f64..1e-6, 1 => parameter()], n),
                 proptest::collection::vec(parameter(), n),
@@ -393,8 +396,14 @@ fn reference_case() -> impl Strategy<Value = ReferenceCase> {
             let (n, len) = (c.steering_len(), c.input_len());
             (
                 Just(c),
-                proptest::collection::vec([sample(), sample()].prop_map(|[re, im]| Complex::new(re, im)), len),
-                proptest::collection::vec([extreme_f32(), extreme_f32()].prop_map(|[re, im]| Complex::new(re, im)), n),
+                proptest::collection::vec(
+                    [sample(), sample()].prop_map(|[re, im]| Complex::new(re, im)),
+                    len,
+                ),
+                proptest::collection::vec(
+                    [extreme_f32(), extreme_f32()].prop_map(|[re, im]| Complex::new(re, im)),
+                    n,
+                ),
                 proptest::collection::vec(
                     prop_oneof![4 => -3.0f32..3.0, 1 => extreme_f32(), 1 => Just(1e31f32)],
                     n,
@@ -443,7 +452,12 @@ fn steering_reports_the_argument_and_index_of_a_non_finite_value() {
         (
             steering(
                 &c,
-                &[Complex::new(1.0, 0.0), Complex::new(1.0, f64::NAN), Complex::new(1.0, 0.0), Complex::new(1.0, 0.0)],
+                &[
+                    Complex::new(1.0, 0.0),
+                    Complex::new(1.0, f64::NAN),
+                    Complex::new(1.0, 0.0),
+                    Complex::new(1.0, 0.0),
+                ],
                 &[1.0; 2],
                 &ok(0.0),
                 &ok(0.0),
@@ -487,8 +501,17 @@ fn steering_reports_the_argument_and_index_of_a_non_finite_value() {
     let r = steering(&far, &[Complex::new(1.0, 0.0)], &[1.0], &[1e32 / 2.0], &[0.0], 1.0);
     assert!(matches!(r, Err(Error::NonFinite { index: 0, .. })), "{r:?}");
     // At channel 0 (only channel) any finite d has a finite phase.
-    assert!(steering(&small(1, 1, 1, 0, 8, 1), &[Complex::new(1.0, 0.0)], &[1.0], &[1e32 / 2.0], &[0.0], 1.0).is_ok());
-    assert!(coefficient_reference(Complex::new(f32::NAN, 0.0), 1.0, 3).re.is_nan()); // no panic
+    assert!(steering(
+        &small(1, 1, 1, 0, 8, 1),
+        &[Complex::new(1.0, 0.0)],
+        &[1.0],
+        &[1e32 / 2.0],
+        &[0.0],
+        1.0
+    )
+    .is_ok());
+    assert!(coefficient_reference(Complex::new(f32::NAN, 0.0), 1.0, 3).re.is_nan());
+    // no panic
 }
 
 #[test]

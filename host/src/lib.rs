@@ -41,12 +41,12 @@ pub use runtime::{
 pub use shift::Shift;
 pub use streaming::{InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
 
+/// IEEE binary16, the element of the FRB beamformer's intensities and resampling weights.
+pub use half::f16;
 /// Complex values of every host API: `Complex<i8>` weights, `Complex<f32>` gains and
 /// coefficients, `Complex<i32>`/`Complex<i64>` visibilities, `Complex<f16>` beams. `Pod` for a
 /// `Pod` part type, so complex arrays fill device buffers as they are.
 pub use num_complex::Complex;
-/// IEEE binary16, the element of the FRB beamformer's intensities and resampling weights.
-pub use half::f16;
 /// The packed sample formats and their converters (ci4 and ci8 layouts, offset-binary and
 /// nibble-order conversions, the kernels' rounding rules).
 pub use radio_kernels_gpu::packing;

@@ -86,7 +86,15 @@ pub(super) fn beamform(chain: &Chain, e: &Int4Voltages) -> Result<(Vec<f64>, Sta
         Some(gpu) => beamform_gpu(chain, gpu, e, &weights, &shifts, shape)?,
         None => {
             let stage = cpu_stage("baseband beamformer", shape);
-            (bb::beamform_reference(&config, Ci4::from_bytes(&e.e), bytemuck::cast_slice(&weights), &shifts)?, stage)
+            (
+                bb::beamform_reference(
+                    &config,
+                    Ci4::from_bytes(&e.e),
+                    bytemuck::cast_slice(&weights),
+                    &shifts,
+                )?,
+                stage,
+            )
         }
     };
     let power: Vec<f64> = (0..BEAMS)
@@ -133,13 +141,12 @@ fn beamform_gpu(
         })
         .collect();
     let sub_shifts = vec![Shift::new(12)?; sub.shifts_len()];
-    let reference =
-        bb::beamform_reference(
-            &sub,
-            Ci4::from_bytes(&e.channels(check_first, CHECK_CHANNELS)),
-            bytemuck::cast_slice(&sub_weights),
-            &sub_shifts,
-        )?;
+    let reference = bb::beamform_reference(
+        &sub,
+        Ci4::from_bytes(&e.channels(check_first, CHECK_CHANNELS)),
+        bytemuck::cast_slice(&sub_weights),
+        &sub_shifts,
+    )?;
     let mut mismatches = 0;
     for beam in 0..BEAMS {
         for c in 0..CHECK_CHANNELS {

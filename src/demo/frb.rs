@@ -48,10 +48,11 @@ pub(super) fn intensity(chain: &Chain, e: &Int4Voltages) -> Result<(Intensity, S
         }
         _ => {
             let stage = cpu_stage("FRB beamformer 1", shape);
-            intensity.data = frb_intensity_reference(&config, Ci4::from_bytes(&e.e), &intensity.grid, &intensity.weights)?
-                .iter()
-                .map(|&v| f16::from_f64(v))
-                .collect();
+            intensity.data =
+                frb_intensity_reference(&config, Ci4::from_bytes(&e.e), &intensity.grid, &intensity.weights)?
+                    .iter()
+                    .map(|&v| f16::from_f64(v))
+                    .collect();
             stage
         }
     };
@@ -74,12 +75,15 @@ fn intensity_gpu(
     let sub = FrbConfig { freqs: CHECK_CHANNELS, ..*config };
     // Every weight is the same 1 / D.
     let sub_weights = &intensity.weights[..sub.weights_len()];
-    let reference =
-        frb_intensity_reference(&sub, Ci4::from_bytes(&e.channels(check_first, CHECK_CHANNELS)), grid, sub_weights)?;
+    let reference = frb_intensity_reference(
+        &sub,
+        Ci4::from_bytes(&e.channels(check_first, CHECK_CHANNELS)),
+        grid,
+        sub_weights,
+    )?;
     // I is channel-major, so the checked channels are one contiguous run.
     let first = config.output_index(check_first, 0, 0, 0);
-    let rel =
-        relative_l2(reference.iter().enumerate().map(|(i, &r)| (got[first + i].to_f64(), r)));
+    let rel = relative_l2(reference.iter().enumerate().map(|(i, &r)| (got[first + i].to_f64(), r)));
     let stage = Stage {
         name: "FRB beamformer 1",
         shape,
@@ -123,8 +127,7 @@ pub(super) fn map(chain: &Chain, intensity: &Intensity) -> FrbMap {
         for p in 0..k2 {
             for q in 0..q2 {
                 frb_map[(p * q2 + q) as usize] +=
-                    intensity.data[intensity.config.output_index(chain.k_ref, tb, p, q)]
-                        .to_f64();
+                    intensity.data[intensity.config.output_index(chain.k_ref, tb, p, q)].to_f64();
             }
         }
     }

@@ -83,7 +83,8 @@ pub fn correlator(gpu: &Gpu, stations: u32, depth: usize, visit: &mut Visit<'_>)
             config.stations, config.channels, config.times
         ),
         input_bytes: config.input_bytes() as f64,
-        output_bytes: (config.output_len() * std::mem::size_of::<Complex<i64>>()) as f64 / per_integration as f64,
+        output_bytes: (config.output_len() * std::mem::size_of::<Complex<i64>>()) as f64
+            / per_integration as f64,
         data_seconds: config.times as f64 * CHORD_SAMPLE_TIME_S,
         work: config.useful_ops(),
         rate_unit: "TOPS",
@@ -173,7 +174,8 @@ pub fn baseband(gpu: &Gpu, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
     let mut rng = StdRng::seed_from_u64(7);
     let weights: Vec<Complex<i8>> =
         (0..config.weights_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
-    let beamformer = BasebandBeamformer::new(gpu, config, &weights, &vec![Shift::new(12)?; config.shifts_len()])?;
+    let beamformer =
+        BasebandBeamformer::new(gpu, config, &weights, &vec![Shift::new(12)?; config.shifts_len()])?;
     let kernel_ms = {
         let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
         fill_random(gpu, e.borrow_mut(), 7)?;

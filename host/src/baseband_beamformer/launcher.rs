@@ -5,9 +5,9 @@ use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKer
 use crate::Shift;
 use cudarc::driver::CudaFunction;
 use num_complex::Complex;
-use radio_kernels_gpu::packing::Ci4;
 use radio_kernels_gpu::baseband_beamformer::{self as layout, Instance};
 use radio_kernels_gpu::modules::KernelSpec;
+use radio_kernels_gpu::packing::Ci4;
 
 /// A baseband beamformer for one configuration on one GPU, holding its beam weights and
 /// shifts on the device.

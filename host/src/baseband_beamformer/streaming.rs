@@ -23,10 +23,10 @@ use super::{BasebandBeamformer, BeamformerConfig};
 use crate::error::Result;
 use crate::runtime::copy_on;
 use crate::runtime::DeviceBuffer;
+use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
 use crate::Shift;
 use num_complex::Complex;
 use radio_kernels_gpu::packing::Ci4;
-use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
 
 impl<'g> BasebandBeamformer<'g> {
     /// The streaming engine: E chunks (`e_len()` [`Ci4`] values each) in, J (`output_len()`) out,

@@ -1,9 +1,9 @@
 //! CPU tests of the configuration and the reference.
 use super::*;
 use crate::error::Error;
-use radio_kernels_gpu::baseband_beamformer::{INSTANCES, KERNELS};
 use crate::Shift;
 use num_complex::Complex;
+use radio_kernels_gpu::baseband_beamformer::{INSTANCES, KERNELS};
 use radio_kernels_gpu::packing::Ci4;
 
 fn shifts(values: &[i32]) -> Vec<Shift> {

@@ -3,8 +3,8 @@
 use super::{Format, Order, TIME_TILE};
 use crate::error::{Error, Result};
 use crate::size;
-use radio_kernels_gpu::correlator::{self as layout, Kernel};
 use num_complex::Complex;
+use radio_kernels_gpu::correlator::{self as layout, Kernel};
 use radio_kernels_gpu::packing::unpack_ci4;
 
 /// What one launch correlates.

@@ -82,10 +82,12 @@ pub fn beamform_reference(
                         for a in 0..a_n {
                             for (b, beam) in config.beams.iter().enumerate() {
                                 let k = a * b_n + b;
-                                let Complex { re: wr, im: wi } = coefficient_reference(weights[k], delays[k], channel);
+                                let Complex { re: wr, im: wi } =
+                                    coefficient_reference(weights[k], delays[k], channel);
                                 let scale = (wr * wr + wi * wi).sqrt();
                                 for t in 0..t_n {
-                                    let Complex { re: xr, im: xi } = input[config.input_index(a as u32, c, t as u32, beam.pol)];
+                                    let Complex { re: xr, im: xi } =
+                                        input[config.input_index(a as u32, c, t as u32, beam.pol)];
                                     let (xr, xi) = (xr as f64, xi as f64);
                                     let o = b * t_n + t;
                                     v[o].re += wr * xr - wi * xi;

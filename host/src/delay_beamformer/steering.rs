@@ -6,7 +6,11 @@ use super::*;
 /// (flat) index whose w or d is NaN or infinite, whose `|Re w| + |Im w|` overflows f32 (the
 /// kernel's beam scale), or whose phase `c d` overflows f32 at the last channel `c` (the
 /// kernel's `half_turns`; `|d|` below about `2 * 10^31` always passes).
-pub fn check_steering(config: &DelayBeamformerConfig, weights: &[Complex<f32>], delays: &[f32]) -> Result<()> {
+pub fn check_steering(
+    config: &DelayBeamformerConfig,
+    weights: &[Complex<f32>],
+    delays: &[f32],
+) -> Result<()> {
     config.validate()?;
     let n = config.steering_len();
     for (what, len) in

@@ -147,7 +147,11 @@ impl DelayStream<'_, '_> {
     /// `offset` (registered host memory, e.g. a receive buffer: no host copy).
     /// `InvalidConfig` (nothing changed) when `input_len()` values from `offset` run past it,
     /// `WrongDevice` when it was registered with another GPU.
-    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, Complex<i8>>, offset: usize) -> Result<()> {
+    pub fn submit_registered(
+        &mut self,
+        source: &RegisteredHost<'_, Complex<i8>>,
+        offset: usize,
+    ) -> Result<()> {
         self.check_free()?;
         self.input.upload_registered(&self.lanes, source, offset)?;
         self.beamform_uploaded()

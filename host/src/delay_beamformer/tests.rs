@@ -178,7 +178,8 @@ fn curand_known_answers() {
 #[test]
 fn steering_undoes_a_delay_and_adds_the_fringe_phase() {
     let c = config(2, 1, 1, 8, &[0, 0]);
-    let weight = [Complex::new(1.0, 0.0), Complex::new(0.5, 0.5), Complex::new(2.0, 0.0), Complex::new(0.0, -1.0)];
+    let weight =
+        [Complex::new(1.0, 0.0), Complex::new(0.5, 0.5), Complex::new(2.0, 0.0), Complex::new(0.0, -1.0)];
     let (w, d) =
         steering(&c, &weight, &[2.0, 0.25], &[1e-9, 0.0, -2e-9, 3e-9], &[0.0, 0.3, 1.0, 0.0], 208e3).unwrap();
     // Antenna 0 beam 0: no phase; d = 2 * 208e3 * 1e-9.
@@ -206,8 +207,9 @@ fn reference_passes_a_unit_beam_through_and_saturates_the_negated_minimum() {
     let mut c = config(1, 2, 2, 16, &[1, 0]);
     c.first_channel = 1;
     let plan = Plan::new(&c, 10).unwrap();
-    let input: Vec<Complex<i8>> =
-        (0..c.input_len()).map(|i| Complex::new((i as i32 * 37 - 128) as i8, (i as i32 * 11 - 100) as i8)).collect();
+    let input: Vec<Complex<i8>> = (0..c.input_len())
+        .map(|i| Complex::new((i as i32 * 37 - 128) as i8, (i as i32 * 11 - 100) as i8))
+        .collect();
     let w = vec![Complex::new(1.0f32, 0.0); 2];
     let r = beamform_reference(&c, &plan, &input, &w, &[0.0, 1.0], None).unwrap();
     let clamp = |x: Complex<i8>, sign: i32| {

@@ -152,9 +152,8 @@ pub fn factorized_reference(
         for t in 0..t_len {
             let i = &intensity[(f * t_len + t) * 4 * m * n..][..4 * m * n];
             for (gamma, u) in um.iter().enumerate() {
-                let v: Vec<f64> = (0..2 * n)
-                    .map(|q| (0..2 * m).map(|p| u[p] * i[p * 2 * n + q].to_f64()).sum())
-                    .collect();
+                let v: Vec<f64> =
+                    (0..2 * n).map(|q| (0..2 * m).map(|p| u[p] * i[p * 2 * n + q].to_f64()).sum()).collect();
                 for (gamma_prime, u_prime) in un.iter().enumerate() {
                     out[((f * t_len + t) * g + gamma) * gp + gamma_prime] =
                         v.iter().zip(u_prime).map(|(v, u)| v * u).sum();

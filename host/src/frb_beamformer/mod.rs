@@ -26,6 +26,7 @@ use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKer
 use crate::size;
 use cudarc::driver::CudaFunction;
 use half::f16;
+use num_complex::Complex;
 use radio_kernels_gpu::frb_beamformer::*;
 pub use radio_kernels_gpu::frb_beamformer::{FrbCase, FRB_CASES};
 use radio_kernels_gpu::layout::{
@@ -34,7 +35,6 @@ use radio_kernels_gpu::layout::{
 };
 use radio_kernels_gpu::modules::KernelSpec;
 use radio_kernels_gpu::packing::{pack_f16x2, Ci4};
-use num_complex::Complex;
 use std::f64::consts::PI;
 
 mod gammas;

@@ -120,8 +120,7 @@ pub fn quantize_reference(
         for beta in 0..b_len {
             let at = f * b_len + beta;
             for t in 0..t_len {
-                let x =
-                    j[(f * t_len + t) * b_len + beta].to_f32().mul_add(scale[at], offset[at]);
+                let x = j[(f * t_len + t) * b_len + beta].to_f32().mul_add(scale[at], offset[at]);
                 let r = x.round_ties_even();
                 let (code, clipped) = if x.is_nan() || r < 0.0 {
                     (0.0, true)
@@ -265,8 +264,7 @@ mod tests {
     fn reference_packs_nibbles_and_counts_clips() {
         let config = QuantizeConfig { channels: 1, times: 3, beams: 2, format: Format::U4 };
         // J[t][beta]: beam 0 gets 1, 2.5, 40 (clips); beam 1 gets 0.5, -1 (clips), NaN (clips).
-        let j: Vec<f16> =
-            [1.0, 0.5, 2.5, -1.0, 40.0, f32::NAN].iter().map(|&x| f16::from_f32(x)).collect();
+        let j: Vec<f16> = [1.0, 0.5, 2.5, -1.0, 40.0, f32::NAN].iter().map(|&x| f16::from_f32(x)).collect();
         let q = quantize_reference(&config, &j, &[1.0, 1.0], &[0.0, 0.0]).unwrap();
         assert_eq!(q.output.len(), 32);
         assert_eq!(q.output[0], 0x21);
@@ -302,9 +300,8 @@ mod tests {
         ];
         for format in [Format::U8, Format::U4] {
             let config = QuantizeConfig { channels: 1, times: 7, beams: 8, format };
-            let j: Vec<f16> = (0..7)
-                .flat_map(|t| (0..8).map(move |b| f16::from_f32(values[(t + b) % 7])))
-                .collect();
+            let j: Vec<f16> =
+                (0..7).flat_map(|t| (0..8).map(move |b| f16::from_f32(values[(t + b) % 7]))).collect();
             let (scale, offset): (Vec<f32>, Vec<f32>) = params.iter().copied().unzip();
             let q = quantize_reference(&config, &j, &scale, &offset).unwrap();
             let row = config.row_bytes() as usize;

@@ -85,7 +85,8 @@ pub(super) fn accumulate_sample(
         for pol in 0..FRB_POLS {
             field.iter_mut().for_each(|x| *x = (0.0, 0.0));
             for (d, &(m, n)) in grid.iter().enumerate() {
-                let (re, im) = radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)].into());
+                let (re, im) =
+                    radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)].into());
                 field[m as usize * n_len + n as usize] =
                     cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
             }

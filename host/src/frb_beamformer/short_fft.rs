@@ -115,7 +115,12 @@ impl<'g> ShortFft<'g> {
     }
 
     /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
-    pub fn run(&self, x: &DeviceBuffer<Complex<f16>>, y: &mut DeviceBuffer<Complex<f16>>, batch: usize) -> Result<()> {
+    pub fn run(
+        &self,
+        x: &DeviceBuffer<Complex<f16>>,
+        y: &mut DeviceBuffer<Complex<f16>>,
+        batch: usize,
+    ) -> Result<()> {
         check_fft_buffers(self.kernels.n, batch, x.len(), y.len())?;
         self.gpu.check_owner(x, "short FFT input")?;
         self.gpu.check_owner(y, "short FFT output")?;

@@ -37,9 +37,9 @@ use crate::frb_beamformer::quantize::{QuantizeConfig, Quantizer};
 use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler, TensorMaps};
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::runtime::{DeviceBuffer, Gpu};
+use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
 use half::f16;
 use radio_kernels_gpu::packing::Ci4;
-use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
 
 /// The name of the engine in errors.
 const ENGINE: &str = "FRB beamformer stream";

@@ -51,8 +51,8 @@
 use super::{Channelizer, DelayModel, Launch, OutputChunk, PushPlan};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::DeviceBuffer;
-use num_complex::Complex;
 use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
+use num_complex::Complex;
 
 /// Bytes of one spectrum's schedule per polarisation: offset (u32), fine delay (f32) and
 /// rotation (4 f32).

@@ -7,6 +7,7 @@ mod common;
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
 use radio_kernels::baseband_beamformer::{BasebandBeamformer, BeamformerConfig};
+use radio_kernels::{Ci4, Complex, Shift};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -31,8 +32,9 @@ fn main() {
     ];
     let mut rng = StdRng::seed_from_u64(7);
     for (label, config) in cases {
-        let weights: Vec<[i8; 2]> = (0..config.weights_len()).map(|_| [rng.random(), rng.random()]).collect();
-        let shifts = vec![12i32; config.shifts_len()];
+        let weights: Vec<Complex<i8>> =
+            (0..config.weights_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
+        let shifts = vec![Shift::new(12).expect("shift"); config.shifts_len()];
         let beamformer = match BasebandBeamformer::new(&gpu, config, &weights, &shifts) {
             Ok(beamformer) => beamformer,
             Err(error) => {
@@ -40,9 +42,9 @@ fn main() {
                 continue;
             }
         };
-        let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
+        let mut e = gpu.alloc::<Ci4>(config.e_len(), 0).expect("E");
         fill_random(&gpu, e.borrow_mut(), 17);
-        let mut j = gpu.alloc::<u8>(config.output_len(), 0).expect("J");
+        let mut j = gpu.alloc::<Ci4>(config.output_len(), 0).expect("J");
         if let Err(error) = beamformer.beamform(&e, &mut j).and_then(|_| gpu.synchronize()) {
             println!("{label}: skipped, {error}");
             continue;

@@ -11,6 +11,7 @@ mod common;
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
 use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format, Order};
+use radio_kernels::Complex;
 use std::time::Instant;
 
 const REPS: usize = 7;
@@ -89,7 +90,7 @@ fn main() {
         };
         let mut input = gpu.alloc::<u8>(config.input_bytes(), 0).expect("input");
         fill_random(&gpu, input.borrow_mut(), 17);
-        let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0).expect("output");
+        let mut output = gpu.alloc::<Complex<i32>>(config.output_len(), 0).expect("output");
         let ms = median_ms(&gpu, REPS, || correlator.correlate(&input, &mut output).expect("launch"));
         let tops = config.useful_ops() / ms / 1e9;
         rows.push((label.clone(), ms, tops));
@@ -138,7 +139,7 @@ fn main() {
         walls.sort_by(f64::total_cmp);
         let wall = walls[1];
         let mut device = gpu.alloc::<u8>(chunk.input_bytes(), 0).expect("alloc");
-        let mut accumulator = gpu.alloc::<[i64; 2]>(chunk.output_len(), 0).expect("alloc");
+        let mut accumulator = gpu.alloc::<Complex<i64>>(chunk.output_len(), 0).expect("alloc");
         let kernel = median_ms(&gpu, 5, || correlator.accumulate(&device, &mut accumulator).expect("launch"));
         let copy = {
             let mut times: Vec<f64> = (0..5)

@@ -7,6 +7,7 @@ mod common;
 use common::{fill_random, median_ms, read_ceiling};
 use criterion::Throughput;
 use radio_kernels::delay_beamformer::{Beam, DelayBeamformer, DelayBeamformerConfig};
+use radio_kernels::Complex;
 
 const REPS: usize = 21;
 
@@ -27,7 +28,7 @@ fn main() {
         times: 4096,
         beams: (0..beams).map(|b| Beam { pol: b % 2, dither }).collect(),
     };
-    let mut input = gpu.alloc::<[i8; 2]>(case(8, true).input_len(), 0).expect("input");
+    let mut input = gpu.alloc::<Complex<i8>>(case(8, true).input_len(), 0).expect("input");
     fill_random(&gpu, input.borrow_mut(), 23);
     // (beams, dither).
     let all = [(8, true), (8, false), (16, true), (64, true), (256, true)];
@@ -50,12 +51,12 @@ fn main() {
             state ^= state << 17;
             (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
         };
-        let w: Vec<[f32; 2]> = (0..n).map(|_| [0.02 * next(), 0.02 * next()]).collect();
+        let w: Vec<Complex<f32>> = (0..n).map(|_| Complex::new(0.02 * next(), 0.02 * next())).collect();
         let d: Vec<f32> = (0..n).map(|_| 4.0 * next()).collect();
         // Checked once here, so the timed launches do not wait for a download of w and d.
         let steering = beamformer.upload_steering(&w, &d).expect("finite steering");
         let mut dither_state = beamformer.dither_state(7, 0, 0).expect("dither states");
-        let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), 0).expect("output");
+        let mut output = gpu.alloc::<Complex<i8>>(config.output_len(), 0).expect("output");
         let mut saturated = gpu.alloc::<u32>(beams as usize, 0).expect("counts");
         let mut run = || {
             beamformer

@@ -23,7 +23,7 @@ use radio_kernels::frb_beamformer::{
 use radio_kernels::gpu_shared::frb_beamformer::{
     direct_has_k8, direct_k16_tiles, sparse_selector, FFT_SIZES,
 };
-use radio_kernels::gpu_shared::packing::pack_f16x2;
+use radio_kernels::{Ci4, Complex};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -54,14 +54,14 @@ fn main() {
     for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
         let kernels = fft_kernel(n, method).expect("short FFT kernels");
         let fft = ShortFft::with_kernel(&gpu, n, &kernels.looped).expect("short FFT");
-        let words: Vec<u32> = (0..4 * threads)
+        let words: Vec<Complex<f16>> = (0..4 * threads)
             .map(|_| {
-                let mut half = || f16::from_f32(rng.random_range(-1.0f32..1.0)).to_bits();
-                pack_f16x2(half(), half())
+                let mut half = || f16::from_f32(rng.random_range(-1.0f32..1.0));
+                Complex::new(half(), half())
             })
             .collect();
         let x = gpu.upload(&words).expect("x");
-        let mut y = gpu.alloc::<u32>(threads, 0).expect("y");
+        let mut y = gpu.alloc::<Complex<f16>>(threads, 0).expect("y");
         let run = |y: &mut _| fft.run_loop(&x, y, blocks, ITERATIONS, SALT).expect("launch");
         let ffts = fft.loop_ffts(blocks, ITERATIONS);
         let ms = median_ms(&gpu, REPS, || run(&mut y));
@@ -153,11 +153,11 @@ fn first_kernel(gpu: &radio_kernels::Gpu) {
             points.swap(k, rng.random_range(0..=k));
         }
         points.truncate(case.dishes as usize);
-        let w = f16::from_f64(6.0 / ((t_ds * case.dishes) as f64).sqrt() / 4.0).to_bits();
-        let weights = vec![pack_f16x2(w, w); config.weights_len()];
-        let mut e = gpu.alloc::<u8>(config.e_len(), 0).expect("E");
+        let w = f16::from_f64(6.0 / ((t_ds * case.dishes) as f64).sqrt() / 4.0);
+        let weights = vec![Complex::new(w, w); config.weights_len()];
+        let mut e = gpu.alloc::<Ci4>(config.e_len(), 0).expect("E");
         fill_random(gpu, e.borrow_mut(), 5);
-        let mut i = gpu.alloc::<u16>(config.output_len(), 0).expect("I");
+        let mut i = gpu.alloc::<f16>(config.output_len(), 0).expect("I");
         let beamformer = FrbBeamformer::new(gpu, config, &points, &weights).expect("FRB beamformer");
         let ms = median_ms(gpu, 5, || beamformer.beamform(&e, &mut i).expect("launch"));
         let real_ms = times as f64 * ts_us / 1e3;

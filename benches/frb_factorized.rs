@@ -50,7 +50,7 @@ fn main() {
         resampler.set_grid(&theta, &theta_prime).expect("U");
         gpu.synchronize().expect("sync");
         let grid_ms = start.elapsed().as_secs_f64() * 1e3;
-        let mut j = gpu.alloc::<u16>(config.output_len(), 0).expect("J");
+        let mut j = gpu.alloc::<radio_kernels::f16>(config.output_len(), 0).expect("J");
         let ms = median_ms(&gpu, REPS, || resampler.resample(&i, &mut j).expect("factorized"));
         group.throughput(Throughput::Elements(config.flops() as u64));
         group.sample_size(10);
@@ -66,7 +66,7 @@ fn main() {
         let gemm_ms = Resampler::new(&gpu, general).ok().map(|mut r| {
             let (t, tp) = config.expand(&theta, &theta_prime).expect("expanded beams");
             r.set_beams(&gpu.upload(&t).expect("theta"), &gpu.upload(&tp).expect("theta'")).expect("W");
-            let mut j = gpu.alloc::<u16>(general.output_len(), 0).expect("J");
+            let mut j = gpu.alloc::<radio_kernels::f16>(general.output_len(), 0).expect("J");
             median_ms(&gpu, REPS, || r.resample(&i, &mut j).expect("GEMM"))
         });
         rows.push((label, config, ms, grid_ms, gemm_ms));

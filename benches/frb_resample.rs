@@ -46,12 +46,12 @@ struct Row {
 }
 
 /// Largest |a - b| over max |a|, and the fraction of equal bit patterns, of two f16 arrays.
-fn compare(ours: &[u16], theirs: &[u16]) -> (f64, f64) {
-    let value = |bits: u16| f16::from_bits(bits).to_f64();
+fn compare(ours: &[f16], theirs: &[f16]) -> (f64, f64) {
+    let value = |x: f16| x.to_f64();
     let scale = ours.iter().map(|&a| value(a).abs()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
     let max_difference =
         ours.iter().zip(theirs).map(|(&a, &b)| (value(a) - value(b)).abs()).fold(0.0, f64::max);
-    let same = ours.iter().zip(theirs).filter(|(a, b)| a == b).count();
+    let same = ours.iter().zip(theirs).filter(|(a, b)| a.to_bits() == b.to_bits()).count();
     (max_difference / scale, same as f64 / ours.len().max(1) as f64)
 }
 
@@ -89,7 +89,7 @@ fn main() {
             (0..config.positions_len()).map(|_| rng.random_range(-(n as f32)..n as f32)).collect();
         let (theta, theta_prime) =
             (gpu.upload(&theta).expect("theta"), gpu.upload(&theta_prime).expect("theta'"));
-        let mut j = gpu.alloc::<u16>(config.output_len(), 0).expect("J");
+        let mut j = gpu.alloc::<f16>(config.output_len(), 0).expect("J");
         group.throughput(Throughput::Elements(config.flops() as u64));
         group.sample_size(10);
         // Both GEMM kernels where the GPU has wgmma (true first), else the sm_80 one only;
@@ -113,9 +113,9 @@ fn main() {
             });
             // cuBLAS on the same I and W, once per case (its J checked against the W path's).
             if let (Some(hgemm), None) = (&hgemm, &row.cublas) {
-                let mut theirs = gpu.alloc::<u16>(config.output_len(), 0xff).expect("cuBLAS J");
+                let mut theirs = gpu.alloc::<f16>(config.output_len(), 0xff).expect("cuBLAS J");
                 let w = resampler.weights();
-                let run = |accumulate, out: &mut radio_kernels::DeviceBuffer<u16>| {
+                let run = |accumulate, out: &mut radio_kernels::DeviceBuffer<f16>| {
                     hgemm.resample(&gpu, &config, accumulate, &i, w, out)
                 };
                 let f16_ms = median_ms(&gpu, REPS, || run(Accumulate::F16, &mut theirs));

@@ -48,7 +48,8 @@ fn main() {
         };
         ch.fill_input_with(|buffer| fill_random(&gpu, buffer, 17)).expect("fill");
         // Random words include the 10-bit extremes; a gain of 1/64 keeps the output in range.
-        ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
+        ch.set_gains(&vec![radio_kernels::Complex::new(1.0 / 64.0, 0.0); 2 * channels as usize])
+            .expect("gains");
         ch.run().expect("first run");
         let samples = 2 * channels as u64 * config.spectra_per_chunk(); // per polarisation
         let all = median_ms(&gpu, REPS, || ch.run().expect("run"));
@@ -69,7 +70,8 @@ fn main() {
             let cluster = PfbPath::Fused.kernel(&gpu, &config).expect("the cluster kernel");
             let mut ch = Channelizer::with_kernel(&gpu, config.clone(), None, cluster).expect("fused");
             ch.fill_input_with(|buffer| fill_random(&gpu, buffer, 17)).expect("fill");
-            ch.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize]).expect("gains");
+            ch.set_gains(&vec![radio_kernels::Complex::new(1.0 / 64.0, 0.0); 2 * channels as usize])
+                .expect("gains");
             ch.run().expect("first fused run");
             let out = ch.output().download().expect("fused output");
             let close =

@@ -10,7 +10,8 @@ use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler}
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, ChannelizerConfig, OutputFormat};
 use crate::{
-    launch_1d, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg, Result,
+    launch_1d, Ci4, Complex, CudaFunction, DeviceBuffer, DeviceBufferMut, DriverContext, Gpu, PushKernelArg,
+    Result, Shift,
 };
 use half::f16;
 use radio_kernels_gpu::ceilings_hopper::{
@@ -58,15 +59,15 @@ pub fn median_ms(gpu: &Gpu, reps: usize, mut launch: impl FnMut() -> Result<()>)
     Ok(times[times.len() / 2])
 }
 
-/// `len` FRB intensities in [0, 2) as f16 bits (valid, positive), from a xorshift stream.
-pub fn random_intensities(len: usize, seed: u32) -> Vec<u16> {
+/// `len` FRB intensities in [0, 2) (valid, positive f16), from a xorshift stream.
+pub fn random_intensities(len: usize, seed: u32) -> Vec<f16> {
     let mut state = seed.max(1);
     (0..len)
         .map(|_| {
             state ^= state << 13;
             state ^= state >> 17;
             state ^= state << 5;
-            (state & 0x3fff) as u16
+            f16::from_bits((state & 0x3fff) as u16)
         })
         .collect()
 }
@@ -353,7 +354,7 @@ pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
     let correlator = Correlator::new(gpu, config)?;
     let mut input = gpu.alloc::<u8>(config.input_bytes(), 0)?;
     fill_random(gpu, input.borrow_mut(), 5)?;
-    let mut out = gpu.alloc::<[i32; 2]>(config.output_len(), 0)?;
+    let mut out = gpu.alloc::<Complex<i32>>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || correlator.correlate(&input, &mut out))?;
     let tops = config.useful_ops() / ms / 1e9;
     push(Row {
@@ -369,11 +370,13 @@ pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
     // Baseband beamformer: full CHORD.
     let config = BeamformerConfig::chord(32768);
     let mut rng = StdRng::seed_from_u64(7);
-    let weights: Vec<[i8; 2]> = (0..config.weights_len()).map(|_| [rng.random(), rng.random()]).collect();
-    let beamformer = BasebandBeamformer::new(gpu, config, &weights, &vec![12; config.shifts_len()])?;
-    let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
+    let weights: Vec<Complex<i8>> =
+        (0..config.weights_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
+    let beamformer =
+        BasebandBeamformer::new(gpu, config, &weights, &vec![Shift::new(12)?; config.shifts_len()])?;
+    let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
     fill_random(gpu, e.borrow_mut(), 7)?;
-    let mut j = gpu.alloc::<u8>(config.output_len(), 0)?;
+    let mut j = gpu.alloc::<Ci4>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || beamformer.beamform(&e, &mut j))?;
     let tops = config.useful_ops() / ms / 1e9;
     push(Row {
@@ -397,14 +400,15 @@ pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
         beams: (0..8).map(|b| Beam { pol: b % 2, dither: true }).collect(),
     };
     let beamformer = DelayBeamformer::new(gpu, config.clone())?;
-    let mut input = gpu.alloc::<[i8; 2]>(config.input_len(), 0)?;
+    let mut input = gpu.alloc::<Complex<i8>>(config.input_len(), 0)?;
     fill_random(gpu, input.borrow_mut(), 9)?;
     let n = config.steering_len();
-    let w: Vec<[f32; 2]> = (0..n).map(|i| [0.01 * (i % 7) as f32, -0.004 * (i % 5) as f32]).collect();
+    let w: Vec<Complex<f32>> =
+        (0..n).map(|i| Complex::new(0.01 * (i % 7) as f32, -0.004 * (i % 5) as f32)).collect();
     let d: Vec<f32> = (0..n).map(|i| (i % 11) as f32 * 0.3 - 1.5).collect();
     let steering = beamformer.upload_steering(&w, &d)?; // checked once, as a pipeline does
     let mut state = beamformer.dither_state(7, 0, 0)?;
-    let mut y = gpu.alloc::<[i8; 2]>(config.output_len(), 0)?;
+    let mut y = gpu.alloc::<Complex<i8>>(config.output_len(), 0)?;
     let mut saturated = gpu.alloc::<u32>(8, 0)?;
     let ms = median_ms(gpu, REPS, || {
         beamformer.beamform_steered(&input, &steering, Some(&mut state), &mut y, &mut saturated)
@@ -440,7 +444,7 @@ pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
     if let Some(e) = failure {
         return Err(e);
     }
-    channelizer.set_gains(&vec![[1.0 / 64.0, 0.0]; 2 * channels as usize])?;
+    channelizer.set_gains(&vec![Complex::new(1.0 / 64.0, 0.0); 2 * channels as usize])?;
     let ms = median_ms(gpu, REPS, || channelizer.run())?;
     let samples = 2.0 * 2.0 * channels as f64 * config.spectra_per_chunk() as f64; // both pols
     push(Row {
@@ -453,16 +457,11 @@ pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
     // FRB first kernel: full CHORD (24 x 24 grid, F = 256, T_ds = 40).
     let config = FrbConfig { dishes: 512, m: 24, n: 24, freqs: 256, times: 1920, t_ds: 40 };
     let grid: Vec<(u32, u32)> = (0..512).map(|d| (d / 24, d % 24)).collect();
-    let w = f16::from_f64(1e-3).to_bits();
-    let frb = FrbBeamformer::new(
-        gpu,
-        config,
-        &grid,
-        &vec![radio_kernels_gpu::packing::pack_f16x2(w, w); config.weights_len()],
-    )?;
-    let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
+    let w = f16::from_f64(1e-3);
+    let frb = FrbBeamformer::new(gpu, config, &grid, &vec![Complex::new(w, w); config.weights_len()])?;
+    let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
     fill_random(gpu, e.borrow_mut(), 11)?;
-    let mut intensity = gpu.alloc::<u16>(config.output_len(), 0)?;
+    let mut intensity = gpu.alloc::<f16>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || frb.beamform(&e, &mut intensity))?;
     push(Row {
         name: "FRB beamformer 1, full CHORD (T=1920)".into(),
@@ -481,7 +480,7 @@ pub fn run(gpu: &Gpu, on_row: &mut dyn FnMut(&Row)) -> Result<Vec<Row>> {
     resampler.set_beams(&theta, &theta_prime)?;
     let values = random_intensities(config.intensity_len(), 0x9e37_79b9);
     let intensity = gpu.upload(&values)?;
-    let mut beams = gpu.alloc::<u16>(config.output_len(), 0)?;
+    let mut beams = gpu.alloc::<f16>(config.output_len(), 0)?;
     let ms = median_ms(gpu, REPS, || resampler.resample(&intensity, &mut beams))?;
     let tflops = config.flops() / ms / 1e9;
     push(Row {

@@ -3,13 +3,12 @@
 //! `validate()` either errors or every size helper is exact (checked against u128
 //! arithmetic), and nothing panics; the limits themselves (last value accepted, first
 //! rejected); and the weight, shift and reference checks on short or inconsistent input
-//! (shifts outside 0..=31 included) return typed errors; the time model of the streaming
+//! (shifts outside 0..=31 included, when the `Shift` is made) return typed errors; the time model of the streaming
 //! engine (chunks are consecutive pieces of one long E, interleaved in J, with one weight
 //! set for every chunk length), and that the engine can move to a worker thread.
 use proptest::prelude::*;
 use radio_kernels::baseband_beamformer::{beamform_reference, BasebandStream, BeamformerConfig, CHUNK, POLS};
-use radio_kernels::gpu_shared::packing::{pack_ci4, unpack_ci4};
-use radio_kernels::Error;
+use radio_kernels::{Ci4, Complex, Error, Shift};
 
 /// u32 values a hostile caller would try: 0, 1, the limits and their neighbours, values
 /// whose products pass 2^32 and 2^64, and anything.
@@ -116,19 +115,14 @@ proptest! {
         }
     }
 
-    /// Any shift outside 0..=31 is rejected, naming its position; any inside is accepted.
+    /// Any shift outside 0..=31 is rejected when the `Shift` is made; any inside is accepted.
     #[test]
-    fn shifts_outside_0_to_31_are_rejected(shift in any::<i32>(), at in 0usize..32) {
-        let c = BeamformerConfig { dishes: 64, beams: 16, freqs: 1, times: 128 };
-        let weights = vec![[0i8; 2]; c.weights_len()];
-        let mut shifts = vec![0i32; c.shifts_len()];
-        shifts[at] = shift;
-        match c.check_weights(&weights, &shifts) {
-            Ok(()) => prop_assert!((0..=31).contains(&shift)),
+    fn shifts_outside_0_to_31_are_rejected(shift in any::<i32>()) {
+        match Shift::new(shift) {
+            Ok(s) => prop_assert!((0..=31).contains(&shift) && s.get() == shift as u32),
             Err(Error::InvalidConfig(m)) => {
                 prop_assert!(!(0..=31).contains(&shift));
-                let expected = format!("s[f=0][p={}][beta={}] = {shift}", at / 16, at % 16);
-                prop_assert!(m.contains(&expected), "{}", m);
+                prop_assert!(m.contains(&format!("{shift}")), "{}", m);
             }
             Err(other) => prop_assert!(false, "unexpected error {other:?}"),
         }
@@ -198,27 +192,22 @@ fn sizes_of_invalid_configurations_saturate() {
 #[test]
 fn reference_rejects_short_long_and_inconsistent_input() {
     let c = config(64, 8, 2, 128);
-    let e = vec![pack_ci4(-8, -8); c.e_len()];
-    let w = vec![[-128i8, -128]; c.weights_len()];
-    let s = vec![3i32; c.shifts_len()];
+    let e = vec![Ci4::new(-8, -8); c.e_len()];
+    let w = vec![Complex::new(-128i8, -128); c.weights_len()];
+    let s = vec![Shift::new(3).unwrap(); c.shifts_len()];
     let j = beamform_reference(&c, &e, &w, &s).unwrap();
     assert_eq!(j.len(), c.output_len());
     // 64 dishes of (-128 - 128i)(-8 - 8i) = 2048i: 131072 i / 8 saturates to 7i.
-    assert!(j.iter().all(|&b| unpack_ci4(b) == (0, 7)));
+    assert!(j.iter().all(|&b| (b.re(), b.im()) == (0, 7)));
     let mut long_e = e.clone();
-    long_e.push(0);
+    long_e.push(Ci4::default());
     for bad_e in [&e[..0], &e[..e.len() - 1], &long_e[..]] {
         assert!(matches!(beamform_reference(&c, bad_e, &w, &s), Err(Error::ShapeMismatch { .. })));
     }
     assert!(matches!(beamform_reference(&c, &e, &w[1..], &s), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(beamform_reference(&c, &e, &w, &s[1..]), Err(Error::ShapeMismatch { .. })));
     for shift in [-1, 32, i32::MIN, i32::MAX] {
-        let mut bad = s.clone();
-        bad[c.shift_index(1, 1, 7)] = shift;
-        match beamform_reference(&c, &e, &w, &bad) {
-            Err(Error::InvalidConfig(m)) => assert!(m.contains("s[f=1][p=1][beta=7]"), "{m}"),
-            other => panic!("shift {shift}: {other:?}"),
-        }
+        assert!(matches!(Shift::new(shift), Err(Error::InvalidConfig(_))), "shift {shift}");
     }
     let invalid = config(64, 8, 2, 100);
     assert!(matches!(beamform_reference(&invalid, &e, &w, &s), Err(Error::InvalidConfig(_))));

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use radio_kernels::correlator::{
     correlate_reference, time_slices, CorrelatorConfig, Format, Order, TIME_TILE,
 };
-use radio_kernels::Error;
+use radio_kernels::{Complex, Error};
 
 /// u32 values a hostile caller would try: 0, 1, the limits and their neighbours, values
 /// whose products pass 2^32 and 2^64, and anything.
@@ -243,7 +243,7 @@ fn sample_checks_its_input() {
     let at = c.input_offset(0, 2, 4, 1);
     input[at] = 0x80;
     input[at + 1] = 0x7f;
-    assert_eq!(c.sample(&input, 0, 2, 4, 1).unwrap(), (-128, 127));
+    assert_eq!(c.sample(&input, 0, 2, 4, 1).unwrap(), Complex::new(-128, 127));
     assert!(matches!(c.sample(&input[..input.len() - 1], 0, 2, 4, 1), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(c.sample(&[], 0, 0, 0, 0), Err(Error::ShapeMismatch { .. })));
     let mut long = input.clone();
@@ -263,7 +263,7 @@ fn sample_checks_its_input() {
     let c4 = CorrelatorConfig { format: Format::Ci4, order: Order::PolStation, ..c };
     let mut input = vec![0u8; c4.input_bytes()];
     input[c4.input_offset(63, 1, 3, 0)] = 0x8f; // re = -1, im = -8
-    assert_eq!(c4.sample(&input, 63, 1, 3, 0).unwrap(), (-1, -8));
+    assert_eq!(c4.sample(&input, 63, 1, 3, 0).unwrap(), Complex::new(-1, -8));
 }
 
 #[test]
@@ -309,12 +309,14 @@ fn reference_matches_the_formula_through_the_public_helpers() {
                         for j in 0..=i {
                             for pi in 0..pols {
                                 for pj in 0..pols {
-                                    let mut want = [0i64; 2];
+                                    let mut want = Complex::new(0i64, 0);
                                     for t in 0..c.times {
-                                        let (a1, b1) = c.sample(&input, t, channel, i, pi).unwrap();
-                                        let (a2, b2) = c.sample(&input, t, channel, j, pj).unwrap();
-                                        want[0] += a1 * a2 + b1 * b2;
-                                        want[1] += b1 * a2 - a1 * b2;
+                                        let Complex { re: a1, im: b1 } =
+                                            c.sample(&input, t, channel, i, pi).unwrap();
+                                        let Complex { re: a2, im: b2 } =
+                                            c.sample(&input, t, channel, j, pj).unwrap();
+                                        want.re += a1 * a2 + b1 * b2;
+                                        want.im += b1 * a2 - a1 * b2;
                                     }
                                     assert_eq!(v[c.output_index(channel, i, j, pi, pj)], want, "{c:?}");
                                     seen += 1;

@@ -13,7 +13,7 @@ use radio_kernels::delay_beamformer::{
     beamform_reference, check_steering, coefficient_reference, reference_states, steering, Beam,
     DelayBeamformerConfig, DelayOutput, DelayStream, Plan, MAX_GROUPS, THREADS,
 };
-use radio_kernels::Error;
+use radio_kernels::{Complex, Error};
 
 /// A u32 field: small values, the limits and around them, and anything.
 fn field() -> impl Strategy<Value = u32> {
@@ -328,7 +328,7 @@ fn parameter() -> impl Strategy<Value = f64> {
 }
 
 /// (configuration, weight, gain, delay, phase, channel width) of one `steering` call.
-type SteeringCase = (DelayBeamformerConfig, Vec<[f64; 2]>, Vec<f64>, Vec<f64>, Vec<f64>, f64);
+type SteeringCase = (DelayBeamformerConfig, Vec<Complex<f64>>, Vec<f64>, Vec<f64>, Vec<f64>, f64);
 
 fn steering_case() -> impl Strategy<Value = SteeringCase> {
     (1u32..4, 1u32..3, 1u32..4, prop_oneof![Just(0u32), Just((1 << 24) - 8), 0u32..100000], 1usize..4)
@@ -337,7 +337,10 @@ fn steering_case() -> impl Strategy<Value = SteeringCase> {
             let n = c.steering_len();
             (
                 Just(c),
-                proptest::collection::vec([parameter(), parameter()], n),
+                proptest::collection::vec(
+                    [parameter(), parameter()].prop_map(|[re, im]| Complex::new(re, im)),
+                    n,
+                ),
                 proptest::collection::vec(prop_oneof![4 => 0.01f64..10.0, 1 => parameter()], beams),
                 proptest::collection::vec(prop_oneof![4 => -1e-6f64..1e-6, 1 => parameter()], n),
                 proptest::collection::vec(parameter(), n),
@@ -355,9 +358,9 @@ proptest! {
     ) {
         match steering(&c, &weight, &gain, &delay, &phase, width) {
             Ok((w, d)) => {
-                prop_assert!(w.iter().flatten().chain(&d).all(|v| v.is_finite()));
+                prop_assert!(w.iter().flat_map(|w| [&w.re, &w.im]).chain(&d).all(|v| v.is_finite()));
                 prop_assert!(check_steering(&c, &w, &d).is_ok());
-                let inputs_finite = weight.iter().flatten().chain(&gain).chain(&delay).chain(&phase).all(|v| v.is_finite());
+                let inputs_finite = weight.iter().flat_map(|w| [&w.re, &w.im]).chain(&gain).chain(&delay).chain(&phase).all(|v| v.is_finite());
                 prop_assert!(inputs_finite && width.is_finite());
             }
             Err(e) => prop_assert!(matches!(e, Error::NonFinite { .. }), "{e}"),
@@ -384,7 +387,7 @@ fn sample() -> impl Strategy<Value = i8> {
 }
 
 /// (configuration, input, weights, delays) of one reference call.
-type ReferenceCase = (DelayBeamformerConfig, Vec<[i8; 2]>, Vec<[f32; 2]>, Vec<f32>);
+type ReferenceCase = (DelayBeamformerConfig, Vec<Complex<i8>>, Vec<Complex<f32>>, Vec<f32>);
 
 fn reference_case() -> impl Strategy<Value = ReferenceCase> {
     (1u32..4, 1u32..3, 1u32..3, prop_oneof![Just(0u32), Just((1 << 24) - 4), 0u32..1000], 1usize..4)
@@ -393,8 +396,14 @@ fn reference_case() -> impl Strategy<Value = ReferenceCase> {
             let (n, len) = (c.steering_len(), c.input_len());
             (
                 Just(c),
-                proptest::collection::vec([sample(), sample()], len),
-                proptest::collection::vec([extreme_f32(), extreme_f32()], n),
+                proptest::collection::vec(
+                    [sample(), sample()].prop_map(|[re, im]| Complex::new(re, im)),
+                    len,
+                ),
+                proptest::collection::vec(
+                    [extreme_f32(), extreme_f32()].prop_map(|[re, im]| Complex::new(re, im)),
+                    n,
+                ),
                 proptest::collection::vec(
                     prop_oneof![4 => -3.0f32..3.0, 1 => extreme_f32(), 1 => Just(1e31f32)],
                     n,
@@ -415,12 +424,13 @@ proptest! {
         match beamform_reference(&c, &plan, &input, &w, &d, None) {
             Ok(r) => {
                 prop_assert!(checked.is_ok());
-                prop_assert!(r.values.iter().flatten().all(|v| v.is_finite()));
+                prop_assert!(r.values.iter().all(|v| v.re.is_finite() && v.im.is_finite()));
                 let per_beam = (c.channels * c.times) as usize;
                 let mut counts = vec![0u32; c.beams.len()];
                 for (o, (v, q)) in r.values.iter().zip(&r.output).enumerate() {
-                    let rounded = v.map(f64::round_ties_even);
-                    prop_assert_eq!(*q, rounded.map(|x| x.clamp(-127.0, 127.0) as i8));
+                    let rounded = [v.re.round_ties_even(), v.im.round_ties_even()];
+                    let [re, im] = rounded.map(|x| x.clamp(-127.0, 127.0) as i8);
+                    prop_assert_eq!(*q, Complex::new(re, im));
                     counts[o / per_beam] += rounded.iter().any(|x| x.abs() > 127.0) as u32;
                 }
                 prop_assert_eq!(counts, r.saturated);
@@ -437,12 +447,17 @@ proptest! {
 fn steering_reports_the_argument_and_index_of_a_non_finite_value() {
     let c = small(2, 1, 1, 0, 8, 2);
     let ok = |v: f64| vec![v; 4];
-    let weight = vec![[1.0, 0.0]; 4];
+    let weight = vec![Complex::new(1.0, 0.0); 4];
     let cases: Vec<(Result<_, Error>, &str, usize)> = vec![
         (
             steering(
                 &c,
-                &[[1.0, 0.0], [1.0, f64::NAN], [1.0, 0.0], [1.0, 0.0]],
+                &[
+                    Complex::new(1.0, 0.0),
+                    Complex::new(1.0, f64::NAN),
+                    Complex::new(1.0, 0.0),
+                    Complex::new(1.0, 0.0),
+                ],
                 &[1.0; 2],
                 &ok(0.0),
                 &ok(0.0),
@@ -474,7 +489,7 @@ fn steering_reports_the_argument_and_index_of_a_non_finite_value() {
     // |Re w| + |Im w| past f32::MAX although each part is finite.
     let r = steering(
         &c,
-        &[[3e38, 0.0], [1.0, 0.0], [2e38, 2e38], [1.0, 0.0]],
+        &[Complex::new(3e38, 0.0), Complex::new(1.0, 0.0), Complex::new(2e38, 2e38), Complex::new(1.0, 0.0)],
         &[1.0; 2],
         &ok(0.0),
         &ok(0.0),
@@ -483,11 +498,20 @@ fn steering_reports_the_argument_and_index_of_a_non_finite_value() {
     assert!(matches!(r, Err(Error::NonFinite { index: 2, .. })), "{r:?}");
     // A delay whose phase at the last channel overflows f32 (d = 1e32, channel 2^24 - 1).
     let far = small(1, 1, 1, (1 << 24) - 1, 8, 1);
-    let r = steering(&far, &[[1.0, 0.0]], &[1.0], &[1e32 / 2.0], &[0.0], 1.0);
+    let r = steering(&far, &[Complex::new(1.0, 0.0)], &[1.0], &[1e32 / 2.0], &[0.0], 1.0);
     assert!(matches!(r, Err(Error::NonFinite { index: 0, .. })), "{r:?}");
     // At channel 0 (only channel) any finite d has a finite phase.
-    assert!(steering(&small(1, 1, 1, 0, 8, 1), &[[1.0, 0.0]], &[1.0], &[1e32 / 2.0], &[0.0], 1.0).is_ok());
-    assert!(coefficient_reference([f32::NAN, 0.0], 1.0, 3)[0].is_nan()); // no panic
+    assert!(steering(
+        &small(1, 1, 1, 0, 8, 1),
+        &[Complex::new(1.0, 0.0)],
+        &[1.0],
+        &[1e32 / 2.0],
+        &[0.0],
+        1.0
+    )
+    .is_ok());
+    assert!(coefficient_reference(Complex::new(f32::NAN, 0.0), 1.0, 3).re.is_nan());
+    // no panic
 }
 
 #[test]
@@ -497,8 +521,8 @@ fn the_reference_refuses_short_and_inconsistent_arguments() {
         ..small(3, 2, 2, 5, 16, 2)
     };
     let plan = Plan::new(&c, 10).unwrap();
-    let input = vec![[1i8, -1]; c.input_len()];
-    let w = vec![[0.5f32, 0.0]; c.steering_len()];
+    let input = vec![Complex::new(1i8, -1); c.input_len()];
+    let w = vec![Complex::new(0.5f32, 0.0); c.steering_len()];
     let d = vec![0.1f32; c.steering_len()];
     let mut states = reference_states(3, 0, 0, plan.state_count() as usize).unwrap();
     assert!(beamform_reference(&c, &plan, &input, &w, &d, Some(&mut states)).is_ok());
@@ -509,7 +533,7 @@ fn the_reference_refuses_short_and_inconsistent_arguments() {
     assert!(shape(beamform_reference(&c, &plan, &input, &w, &d, Some(&mut states[1..]))));
     assert!(matches!(beamform_reference(&c, &plan, &input, &w, &d, None), Err(Error::InvalidConfig(_))));
     let mut bad_w = w.clone();
-    bad_w[4] = [0.0, f32::NAN];
+    bad_w[4] = Complex::new(0.0, f32::NAN);
     assert!(matches!(
         beamform_reference(&c, &plan, &input, &bad_w, &d, Some(&mut states)),
         Err(Error::NonFinite { what: "delay beamformer weights", index: 4 })

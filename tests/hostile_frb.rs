@@ -18,7 +18,12 @@ use radio_kernels::frb_beamformer::{
     gamma_image, gamma_image_f64, three_factor_fft, FftMethod, FrbConfig, C64, FRB_CASES, FRB_MAX_ROWS,
     FRB_MAX_TIMES, FRB_POLS,
 };
-use radio_kernels::Error;
+use radio_kernels::{f16, Ci4, Complex, Error};
+
+/// A complex f16 from its packed word (real part in bits 0..16).
+fn c16(word: u32) -> Complex<f16> {
+    Complex::new(f16::from_bits(word as u16), f16::from_bits((word >> 16) as u16))
+}
 
 /// u32 values a hostile caller would try: 0, 1, the limits and their neighbours, values
 /// whose products pass 2^32 and 2^64, and anything.
@@ -335,22 +340,22 @@ fn frb_limits_accept_the_last_value_inside_and_reject_the_first_outside() {
 fn non_finite_floats_are_rejected_with_their_index() {
     let config = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 1, times: 48, t_ds: 1 };
     let grid: Vec<(u32, u32)> = (0..64).map(|d| (d / 12, d % 12)).collect();
-    let e = vec![0x11u8; config.e_len()];
+    let e = vec![Ci4(0x11); config.e_len()];
     for bad in [0x7c00u32, 0xfc00, 0x7e00, 0x7c00 << 16, 0x7fff << 16] {
-        let mut weights = vec![0x3c00u32; config.weights_len()];
-        weights[37] = bad;
-        weights[90] = bad;
+        let mut weights = vec![c16(0x3c00); config.weights_len()];
+        weights[37] = c16(bad);
+        weights[90] = c16(bad);
         let r = frb_intensity_reference(&config, &e, &grid, &weights);
         assert!(matches!(r, Err(Error::NonFinite { what: "FRB weights", index: 37 })), "{bad:#x}: {r:?}");
         let r = frb_intensity_reference_sample(&config, &e, &grid, &weights, 0, 0);
         assert!(matches!(r, Err(Error::NonFinite { what: "FRB weights", index: 37 })), "{bad:#x}");
     }
     // The largest finite halves pass.
-    let weights = vec![0x7bff_fbffu32; config.weights_len()];
+    let weights = vec![c16(0x7bff_fbff); config.weights_len()];
     let i = frb_intensity_reference(&config, &e, &grid, &weights).unwrap();
     assert!(i.iter().all(|v| v.is_finite()));
     let rs = ResampleConfig { channels: 2, times: 1, m: 8, n: 12, beams: 3 };
-    let intensity = vec![0u16; rs.intensity_len()];
+    let intensity = vec![f16::ZERO; rs.intensity_len()];
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut theta = vec![0.5f32; rs.positions_len()];
         theta[4] = bad;
@@ -364,7 +369,7 @@ fn non_finite_floats_are_rejected_with_their_index() {
     far[1] = 4096.5;
     assert!(matches!(resample_reference(&rs, &intensity, &far, &far), Err(Error::InvalidConfig(_))));
     let fc = FactorizedConfig { channels: 1, times: 1, m: 8, n: 8, g: 2, g_prime: 3 };
-    let fi = vec![0u16; fc.intensity_len()];
+    let fi = vec![f16::ZERO; fc.intensity_len()];
     let r = factorized_reference(&fc, &fi, &[0.0, f32::INFINITY], &[0.0; 3]);
     assert!(matches!(r, Err(Error::NonFinite { what: "theta", index: 1 })), "{r:?}");
 }
@@ -404,8 +409,8 @@ fn short_fft_helpers_reject_short_input() {
 fn references_reject_short_arrays() {
     let config = FrbConfig { dishes: 64, m: 8, n: 8, freqs: 2, times: 64, t_ds: 4 };
     let grid: Vec<(u32, u32)> = (0..64).map(|d| (d / 8, d % 8)).collect();
-    let e = vec![0u8; config.e_len()];
-    let w = vec![0x3c00u32; config.weights_len()];
+    let e = vec![Ci4::default(); config.e_len()];
+    let w = vec![c16(0x3c00); config.weights_len()];
     assert!(frb_intensity_reference_sample(&config, &e, &grid, &w, 1, 15).is_ok());
     assert!(matches!(
         frb_intensity_reference_sample(&config, &e, &grid, &w, 2, 0),
@@ -420,7 +425,7 @@ fn references_reject_short_arrays() {
     assert!(matches!(frb_intensity_reference(&config, &e, &grid, &w[1..]), Err(Error::ShapeMismatch { .. })));
     let q = QuantizeConfig { channels: 1, times: 3, beams: 2, format: Format::U8 };
     assert!(matches!(
-        quantize_reference(&q, &[0; 6], &[1.0; 2], &[0.0; 1]),
+        quantize_reference(&q, &[f16::ZERO; 6], &[1.0; 2], &[0.0; 1]),
         Err(Error::ShapeMismatch { .. })
     ));
     let fc = FactorizedConfig { channels: 1, times: 1, m: 8, n: 8, g: 2, g_prime: 3 };

@@ -14,7 +14,7 @@ use radio_kernels::pfb::{
     reference_chunk, unpack_sample, ChannelizerConfig, DelayModel, OutputFormat, Schedule,
     DELAY_MODEL_FIELDS, MAX_CAPACITY_SAMPLES, MAX_COEFFICIENT, MAX_OUTPUT_VALUES, MAX_WINDOW,
 };
-use radio_kernels::Error;
+use radio_kernels::{Complex, Error};
 
 /// u32 values a hostile caller would try: 0, 1, the limits and their neighbours, powers of two,
 /// values whose products pass 2^32 and 2^64, and anything.
@@ -105,6 +105,7 @@ fn bytes_per_value(c: &ChannelizerConfig) -> u128 {
     match c.output {
         OutputFormat::Ci8 => 2,
         OutputFormat::Ci4 => 1,
+        other => panic!("no size for {other:?}"),
     }
 }
 fn exact_capacity(c: &ChannelizerConfig) -> u128 {
@@ -367,11 +368,11 @@ fn small_config() -> ChannelizerConfig {
 fn reference_chunk_rejects_short_and_non_finite_input() {
     let c = small_config();
     let weights = hann_sinc_weights(c.channels, c.taps);
-    let gains = vec![[0.5f32, 0.25]; 2 * c.channels as usize];
+    let gains = vec![Complex::new(0.5f32, 0.25); 2 * c.channels as usize];
     let models = [DelayModel::default(); 2];
     let samples = vec![3i32; 4096];
     let present = vec![true; 16];
-    let run = |w: &[f32], g: &[[f32; 2]], m: &[DelayModel; 2], s: &[i32], first: i64| {
+    let run = |w: &[f32], g: &[Complex<f32>], m: &[DelayModel; 2], s: &[i32], first: i64| {
         reference_chunk(&c, w, g, m, [s, &samples], [&present, &present], first)
     };
     let r = run(&weights, &gains, &models, &samples, 0).unwrap();
@@ -394,7 +395,7 @@ fn reference_chunk_rejects_short_and_non_finite_input() {
     bad[77] = 2.0 * MAX_COEFFICIENT;
     assert!(matches!(run(&bad, &gains, &models, &samples, 0), Err(Error::InvalidConfig(_))));
     let mut g = gains.clone();
-    g[70] = [0.0, f32::INFINITY];
+    g[70] = Complex::new(0.0, f32::INFINITY);
     assert!(matches!(run(&weights, &g, &models, &samples, 0), Err(Error::NonFinite { index: 141, .. })));
     let m = [DelayModel::default(), DelayModel { phase_rate: f64::NAN, ..Default::default() }];
     assert!(matches!(

@@ -48,9 +48,9 @@ impl Hgemm {
         gpu: &Gpu,
         config: &ResampleConfig,
         accumulate: Accumulate,
-        intensity: &DeviceBuffer<u16>,
-        weights: &DeviceBuffer<u16>,
-        out: &mut DeviceBuffer<u16>,
+        intensity: &DeviceBuffer<half::f16>,
+        weights: &DeviceBuffer<half::f16>,
+        out: &mut DeviceBuffer<half::f16>,
     ) {
         assert_eq!(intensity.len(), config.intensity_len(), "I");
         assert_eq!(weights.len(), config.weights_len(), "W");

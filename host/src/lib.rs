@@ -29,6 +29,7 @@ pub mod frb_beamformer;
 pub mod pfb;
 pub mod runtime;
 pub mod selftest;
+mod shift;
 mod size;
 pub mod streaming;
 
@@ -37,4 +38,19 @@ pub use runtime::{
     launch_1d, Arch, Cubin, CudaFunction, DeviceBuffer, DeviceBufferMut, Family, Gpu, KernelSpec,
     LaunchConfig, Loaded, ModuleSource, PushKernelArg, Stream, Timer,
 };
+pub use shift::Shift;
 pub use streaming::{InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
+
+/// IEEE binary16, the element of the FRB beamformer's intensities and resampling weights.
+pub use half::f16;
+/// Complex values of every host API: `Complex<i8>` weights, `Complex<f32>` gains and
+/// coefficients, `Complex<i32>`/`Complex<i64>` visibilities, `Complex<f16>` beams. `Pod` for a
+/// `Pod` part type, so complex arrays fill device buffers as they are.
+pub use num_complex::Complex;
+/// The packed sample formats and their converters (ci4 and ci8 layouts, offset-binary and
+/// nibble-order conversions, the kernels' rounding rules).
+pub use radio_kernels_gpu::packing;
+pub use radio_kernels_gpu::packing::{
+    ci4_from_offset_binary, ci4_from_real_high, ci4_to_offset_binary, ci4_to_real_high, pack_ci4, pack_ci8,
+    unpack_ci4, unpack_ci8, Ci4,
+};

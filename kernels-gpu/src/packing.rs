@@ -36,6 +36,89 @@ pub const fn unpack_ci4(byte: u8) -> (i8, i8) {
     (((byte << 4) as i8) >> 4, (byte as i8) >> 4)
 }
 
+/// One ci4 sample (complex int4+4) as a typed byte: the real part in the low nibble, the
+/// imaginary part in the high nibble, each 4-bit two's complement in `[-8, 7]`.
+///
+/// `#[repr(transparent)]` over `u8`, so a slice of raw capture bytes in this layout is a
+/// slice of `Ci4` (`From<u8>`, `bytemuck::cast_slice` with the host's `bytemuck` feature) and
+/// a `Ci4` buffer is exactly the bytes the kernels read. Every byte is a valid sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Ci4(pub u8);
+
+impl Ci4 {
+    /// The sample `re + i im`, packed as [`pack_ci4`] packs it: only the low 4 bits of each
+    /// part are kept, so values outside `[-8, 7]` wrap modulo 16. Use [`Ci4::checked`] to
+    /// reject them instead.
+    #[inline]
+    pub const fn new(re: i8, im: i8) -> Ci4 {
+        Ci4(pack_ci4(re, im))
+    }
+    /// The sample `re + i im`, or `None` when either part is outside `[-8, 7]`.
+    #[inline]
+    pub const fn checked(re: i8, im: i8) -> Option<Ci4> {
+        if re < -8 || re > 7 || im < -8 || im > 7 {
+            None
+        } else {
+            Some(Ci4::new(re, im))
+        }
+    }
+    /// The real part, sign-extended, in `[-8, 7]`.
+    #[inline]
+    pub const fn re(self) -> i8 {
+        unpack_ci4(self.0).0
+    }
+    /// The imaginary part, sign-extended, in `[-8, 7]`.
+    #[inline]
+    pub const fn im(self) -> i8 {
+        unpack_ci4(self.0).1
+    }
+    /// The packed byte.
+    #[inline]
+    pub const fn to_bits(self) -> u8 {
+        self.0
+    }
+    /// Reinterprets raw ci4 bytes as samples (no copy).
+    #[inline]
+    pub fn from_bytes(bytes: &[u8]) -> &[Ci4] {
+        // SAFETY: Ci4 is repr(transparent) over u8, so size, alignment and validity agree.
+        unsafe { core::slice::from_raw_parts(bytes.as_ptr().cast(), bytes.len()) }
+    }
+    /// Reinterprets mutable raw ci4 bytes as samples (no copy).
+    #[inline]
+    pub fn from_bytes_mut(bytes: &mut [u8]) -> &mut [Ci4] {
+        // SAFETY: Ci4 is repr(transparent) over u8, so size, alignment and validity agree.
+        unsafe { core::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast(), bytes.len()) }
+    }
+    /// Reinterprets samples as their raw bytes (no copy).
+    #[inline]
+    pub fn as_bytes(samples: &[Ci4]) -> &[u8] {
+        // SAFETY: Ci4 is repr(transparent) over u8.
+        unsafe { core::slice::from_raw_parts(samples.as_ptr().cast(), samples.len()) }
+    }
+}
+
+impl From<u8> for Ci4 {
+    #[inline]
+    fn from(byte: u8) -> Ci4 {
+        Ci4(byte)
+    }
+}
+
+impl From<Ci4> for u8 {
+    #[inline]
+    fn from(sample: Ci4) -> u8 {
+        sample.0
+    }
+}
+
+// SAFETY: repr(transparent) over u8: no padding, every bit pattern valid, zero is a sample.
+#[cfg(feature = "bytemuck")]
+unsafe impl bytemuck::Zeroable for Ci4 {}
+// SAFETY: as above; Ci4 is Copy and 'static.
+#[cfg(feature = "bytemuck")]
+unsafe impl bytemuck::Pod for Ci4 {}
+
 /// Converts a sample stored with the real part in the HIGH nibble (imaginary low, both two's
 /// complement) to ci4. This is a nibble swap.
 #[inline]

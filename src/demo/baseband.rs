@@ -8,14 +8,14 @@ use super::{Stage, BEAMS, CHECK_CHANNELS, DEPTH};
 use radio_kernels_gpu::packing::{pack_ci4, unpack_ci4};
 use radio_kernels_host::baseband_beamformer::{self as bb, BasebandBeamformer, BeamformerConfig};
 use radio_kernels_host::pfb;
-use radio_kernels_host::{DeviceBuffer, Error, Gpu, Result};
+use radio_kernels_host::{Ci4, DeviceBuffer, Error, Gpu, Result, Shift};
 
 /// `E[tau][f][p][d]` complex int4: the int8 channels / 8, round half to even, +-7.
 pub(super) struct Int4Voltages {
     pub config: BeamformerConfig,
     pub e: Vec<u8>,
     /// `e` on the GPU, uploaded once for the FRB beamformer's kernel-by-kernel stages.
-    pub device: Option<DeviceBuffer<u8>>,
+    pub device: Option<DeviceBuffer<Ci4>>,
 }
 
 impl Int4Voltages {
@@ -35,7 +35,7 @@ impl Int4Voltages {
                 }
             }
         }
-        let device = chain.gpu.map(|gpu| gpu.upload(&e)).transpose()?;
+        let device = chain.gpu.map(|gpu| gpu.upload(Ci4::from_bytes(&e))).transpose()?;
         Ok(Int4Voltages { config, e, device })
     }
 
@@ -80,13 +80,21 @@ pub(super) fn beamform(chain: &Chain, e: &Int4Voltages) -> Result<(Vec<f64>, Sta
     let (d_n, n, t_n) = (chain.d_n, chain.n, chain.t_n);
     let config = e.config;
     let weights = weights(chain, &config);
-    let shifts = vec![12i32; config.shifts_len()];
+    let shifts = vec![Shift::new(12)?; config.shifts_len()];
     let shape = format!("D={d_n} B={BEAMS} F={n} T={t_n} int4 -> int4");
     let (baseband, stage) = match chain.gpu {
         Some(gpu) => beamform_gpu(chain, gpu, e, &weights, &shifts, shape)?,
         None => {
             let stage = cpu_stage("baseband beamformer", shape);
-            (bb::beamform_reference(&config, &e.e, &weights, &shifts)?, stage)
+            (
+                bb::beamform_reference(
+                    &config,
+                    Ci4::from_bytes(&e.e),
+                    bytemuck::cast_slice(&weights),
+                    &shifts,
+                )?,
+                stage,
+            )
         }
     };
     let power: Vec<f64> = (0..BEAMS)
@@ -95,7 +103,7 @@ pub(super) fn beamform(chain: &Chain, e: &Int4Voltages) -> Result<(Vec<f64>, Sta
             for f in n / 4..n {
                 for p in 0..2 {
                     for tau in 0..t_n {
-                        let (re, im) = unpack_ci4(baseband[config.output_index(beam, f, p, tau)]);
+                        let (re, im) = unpack_ci4(baseband[config.output_index(beam, f, p, tau)].into());
                         sum += (re as f64).powi(2) + (im as f64).powi(2);
                     }
                 }
@@ -111,15 +119,15 @@ fn beamform_gpu(
     gpu: &Gpu,
     e: &Int4Voltages,
     weights: &[[i8; 2]],
-    shifts: &[i32],
+    shifts: &[Shift],
     shape: String,
-) -> Result<(Vec<u8>, Stage)> {
+) -> Result<(Vec<Ci4>, Stage)> {
     let (d_n, t_n, check_first) = (chain.d_n, chain.t_n, chain.check_first);
     let config = e.config;
-    let beamformer = BasebandBeamformer::new(gpu, config, weights, shifts)?;
+    let beamformer = BasebandBeamformer::new(gpu, config, bytemuck::cast_slice(weights), shifts)?;
     let mut engine = beamformer.streaming(DEPTH)?;
     for _ in 0..DEPTH {
-        engine.input()?.copy_from_slice(&e.e);
+        engine.input()?.copy_from_slice(Ci4::from_bytes(&e.e));
         engine.submit()?;
     }
     let got = engine.output()?.ok_or_else(|| Error::InvalidConfig("no J".into()))?.to_vec();
@@ -132,9 +140,13 @@ fn beamform_gpu(
             weights[at..at + (2 * BEAMS * d_n) as usize].to_vec()
         })
         .collect();
-    let sub_shifts = vec![12i32; sub.shifts_len()];
-    let reference =
-        bb::beamform_reference(&sub, &e.channels(check_first, CHECK_CHANNELS), &sub_weights, &sub_shifts)?;
+    let sub_shifts = vec![Shift::new(12)?; sub.shifts_len()];
+    let reference = bb::beamform_reference(
+        &sub,
+        Ci4::from_bytes(&e.channels(check_first, CHECK_CHANNELS)),
+        bytemuck::cast_slice(&sub_weights),
+        &sub_shifts,
+    )?;
     let mut mismatches = 0;
     for beam in 0..BEAMS {
         for c in 0..CHECK_CHANNELS {

@@ -6,10 +6,10 @@ use super::fengine::Channelized;
 use super::sky::SAMPLE_RATE;
 use super::{Stage, BEAMS, CHECK_CHANNELS, DEPTH};
 use radio_kernels_host::delay_beamformer::{self as db, Beam, DelayBeamformer, DelayBeamformerConfig, Plan};
-use radio_kernels_host::{Error, Gpu, Result};
+use radio_kernels_host::{Complex, Error, Gpu, Result};
 
 /// The delay beamformer's input `x[a][c][t][p]` for channels `first .. first + count`.
-fn input(chain: &Chain, x: &Channelized, first: u32, count: u32) -> Vec<[i8; 2]> {
+fn input(chain: &Chain, x: &Channelized, first: u32, count: u32) -> Vec<Complex<i8>> {
     let (d_n, t_n) = (chain.d_n, chain.t_n);
     let mut out = Vec::with_capacity(d_n as usize * count as usize * t_n as usize * 2);
     for a in 0..d_n {
@@ -17,7 +17,7 @@ fn input(chain: &Chain, x: &Channelized, first: u32, count: u32) -> Vec<[i8; 2]>
             for t in 0..t_n {
                 for p in 0..2 {
                     let (re, im) = x.value(a, c, t, p);
-                    out.push([re as i8, im as i8]);
+                    out.push(Complex::new(re as i8, im as i8));
                 }
             }
         }
@@ -27,7 +27,7 @@ fn input(chain: &Chain, x: &Channelized, first: u32, count: u32) -> Vec<[i8; 2]>
 
 /// Steering of `config`'s channels: unit gains, beam gains of 1/16, each beam's geometric
 /// delay per antenna and no phase offset.
-fn steer(chain: &Chain, config: &DelayBeamformerConfig) -> Result<(Vec<[f32; 2]>, Vec<f32>)> {
+fn steer(chain: &Chain, config: &DelayBeamformerConfig) -> Result<(Vec<Complex<f32>>, Vec<f32>)> {
     let count = config.steering_len();
     let delay: Vec<f64> = (0..count)
         .map(|i| {
@@ -40,7 +40,7 @@ fn steer(chain: &Chain, config: &DelayBeamformerConfig) -> Result<(Vec<[f32; 2]>
         .collect();
     db::steering(
         config,
-        &vec![[1.0, 0.0]; count],
+        &vec![Complex::new(1.0, 0.0); count],
         &vec![1.0 / 16.0; BEAMS as usize],
         &delay,
         &vec![0.0; count],
@@ -73,7 +73,7 @@ pub(super) fn beamform(chain: &Chain, x: &Channelized) -> Result<(Vec<f64>, Stag
             for c in n / 4..n {
                 for t in 0..t_n {
                     let y = out[config.output_index(beam, c, t)];
-                    sum += (y[0] as f64).powi(2) + (y[1] as f64).powi(2);
+                    sum += (y.re as f64).powi(2) + (y.im as f64).powi(2);
                 }
             }
             sum / (3 * n / 4 * t_n) as f64
@@ -87,10 +87,10 @@ fn beamform_gpu(
     gpu: &Gpu,
     x: &Channelized,
     config: &DelayBeamformerConfig,
-    (w, dl): (&[[f32; 2]], &[f32]),
-    full: &[[i8; 2]],
+    (w, dl): (&[Complex<f32>], &[f32]),
+    full: &[Complex<i8>],
     shape: String,
-) -> Result<(Vec<[i8; 2]>, Stage)> {
+) -> Result<(Vec<Complex<i8>>, Stage)> {
     let (t_n, check_first) = (chain.t_n, chain.check_first);
     let beamformer = DelayBeamformer::new(gpu, config.clone())?;
     let steering = beamformer.upload_steering(w, dl)?;
@@ -116,8 +116,8 @@ fn beamform_gpu(
                     got[config.output_index(beam, check_first + c, t)],
                     reference.output[sub.output_index(beam, c, t)],
                 );
-                for k in 0..2 {
-                    match (g[k] as i32 - r[k] as i32).abs() {
+                for (g, r) in [(g.re, r.re), (g.im, r.im)] {
+                    match (g as i32 - r as i32).abs() {
                         0 => {}
                         1 => off_by_one += 1,
                         _ => worse += 1,

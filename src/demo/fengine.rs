@@ -62,7 +62,7 @@ impl Channelized {
 /// prototype filter.
 struct Setup {
     config: ChannelizerConfig,
-    gains: Vec<[f32; 2]>,
+    gains: Vec<radio_kernels_host::Complex<f32>>,
     present: Vec<bool>,
     weights: Vec<f32>,
 }
@@ -102,7 +102,7 @@ pub(super) fn channelize(chain: &Chain, sky: &Sky) -> Result<(Channelized, Stage
             output: OutputFormat::Ci8,
         },
         // Channel rms equals the input rms (unit-norm weights); 0.5 puts it near 20 in int8.
-        gains: vec![[0.5f32, 0.0]; 2 * n as usize],
+        gains: vec![radio_kernels_host::Complex::new(0.5f32, 0.0); 2 * n as usize],
         present: vec![true; samples / (2 * n) as usize],
         weights: pfb::hann_sinc_weights(n, TAPS),
     };

@@ -46,7 +46,7 @@ pub(super) fn write(
             let predicted = (std::f64::consts::TAU * f_ref * (lead0(i) - lead0(j)) + std::f64::consts::PI)
                 .rem_euclid(std::f64::consts::TAU)
                 - std::f64::consts::PI;
-            (length, (v[0] as f64).hypot(v[1] as f64), (v[1] as f64).atan2(v[0] as f64), predicted)
+            (length, (v.re as f64).hypot(v.im as f64), (v.im as f64).atan2(v.re as f64), predicted)
         })
         .collect();
     figure(plot::visibilities(

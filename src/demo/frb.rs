@@ -8,7 +8,6 @@ use super::chain::{cpu_stage, percent, real_time, relative_l2, sustained_ms, tim
 use super::sky::{self, LIGHT};
 use super::{Stage, BEAMS, CHECK_CHANNELS, DEPTH, T_DS};
 use half::f16;
-use radio_kernels_gpu::packing::pack_f16x2;
 use radio_kernels_host::frb_beamformer::quantize::{
     quantize_reference, Format as CodeFormat, QuantizeConfig, Quantizer,
 };
@@ -18,15 +17,15 @@ use radio_kernels_host::frb_beamformer::resample::{
 use radio_kernels_host::frb_beamformer::{
     frb_intensity_reference, FrbBeamformer, FrbConfig, FrbResampling, FRB_REL_L2_BOUND,
 };
-use radio_kernels_host::{DeviceBuffer, Error, Gpu, Result};
+use radio_kernels_host::{Ci4, Complex, DeviceBuffer, Error, Gpu, Result};
 
 /// The first kernel's output `I[f][tbar][p][q]` (f16 bits) and what made it: the dishes'
 /// grid cells and the weights (all `1 / D`).
 pub(super) struct Intensity {
     pub config: FrbConfig,
     pub grid: Vec<(u32, u32)>,
-    pub weights: Vec<u32>,
-    pub data: Vec<u16>,
+    pub weights: Vec<Complex<f16>>,
+    pub data: Vec<f16>,
 }
 
 /// The first kernel on every channel, `T_ds` = [`T_DS`]. On the GPU, one timed launch on
@@ -36,7 +35,7 @@ pub(super) fn intensity(chain: &Chain, e: &Int4Voltages) -> Result<(Intensity, S
     let side = chain.array.side();
     let config = FrbConfig { dishes: d_n, m: side, n: side, freqs: n, times: t_n, t_ds: T_DS };
     let grid: Vec<(u32, u32)> = (0..d_n).map(|d| chain.array.cell(d)).collect();
-    let w_frb = pack_f16x2(f16::from_f64(1.0 / d_n as f64).to_bits(), 0);
+    let w_frb = Complex::new(f16::from_f64(1.0 / d_n as f64), f16::ZERO);
     let weights = vec![w_frb; config.weights_len()];
     let (k2, q2) = (2 * side, 2 * side);
     let shape = format!("D={d_n} grid {side}x{side} F={n} T={t_n} T_ds={T_DS} -> I {k2}x{q2}");
@@ -49,10 +48,11 @@ pub(super) fn intensity(chain: &Chain, e: &Int4Voltages) -> Result<(Intensity, S
         }
         _ => {
             let stage = cpu_stage("FRB beamformer 1", shape);
-            intensity.data = frb_intensity_reference(&config, &e.e, &intensity.grid, &intensity.weights)?
-                .iter()
-                .map(|&v| f16::from_f64(v).to_bits())
-                .collect();
+            intensity.data =
+                frb_intensity_reference(&config, Ci4::from_bytes(&e.e), &intensity.grid, &intensity.weights)?
+                    .iter()
+                    .map(|&v| f16::from_f64(v))
+                    .collect();
             stage
         }
     };
@@ -63,24 +63,27 @@ fn intensity_gpu(
     chain: &Chain,
     gpu: &Gpu,
     e: &Int4Voltages,
-    e_dev: &DeviceBuffer<u8>,
+    e_dev: &DeviceBuffer<Ci4>,
     intensity: &Intensity,
     shape: String,
-) -> Result<(Vec<u16>, Stage)> {
+) -> Result<(Vec<f16>, Stage)> {
     let (check_first, config, grid) = (chain.check_first, &intensity.config, &intensity.grid);
     let frb = FrbBeamformer::new(gpu, *config, grid, &intensity.weights)?;
-    let mut out = gpu.alloc::<u16>(config.output_len(), 0x7e)?;
+    let mut out = gpu.alloc::<f16>(config.output_len(), 0x7e)?;
     let ((), ms) = timed(gpu, || frb.beamform(e_dev, &mut out))?;
     let got = out.download()?;
     let sub = FrbConfig { freqs: CHECK_CHANNELS, ..*config };
     // Every weight is the same 1 / D.
     let sub_weights = &intensity.weights[..sub.weights_len()];
-    let reference =
-        frb_intensity_reference(&sub, &e.channels(check_first, CHECK_CHANNELS), grid, sub_weights)?;
+    let reference = frb_intensity_reference(
+        &sub,
+        Ci4::from_bytes(&e.channels(check_first, CHECK_CHANNELS)),
+        grid,
+        sub_weights,
+    )?;
     // I is channel-major, so the checked channels are one contiguous run.
     let first = config.output_index(check_first, 0, 0, 0);
-    let rel =
-        relative_l2(reference.iter().enumerate().map(|(i, &r)| (f16::from_bits(got[first + i]).to_f64(), r)));
+    let rel = relative_l2(reference.iter().enumerate().map(|(i, &r)| (got[first + i].to_f64(), r)));
     let stage = Stage {
         name: "FRB beamformer 1",
         shape,
@@ -124,8 +127,7 @@ pub(super) fn map(chain: &Chain, intensity: &Intensity) -> FrbMap {
         for p in 0..k2 {
             for q in 0..q2 {
                 frb_map[(p * q2 + q) as usize] +=
-                    f16::from_bits(intensity.data[intensity.config.output_index(chain.k_ref, tb, p, q)])
-                        .to_f64();
+                    intensity.data[intensity.config.output_index(chain.k_ref, tb, p, q)].to_f64();
             }
         }
     }
@@ -196,7 +198,7 @@ fn resample_gpu(
     let tbar = config.times;
     let (theta_dev, theta_prime_dev) = (gpu.upload(theta)?, gpu.upload(theta_prime)?);
     let i_dev = gpu.upload(&intensity.data)?;
-    let mut out = gpu.alloc::<u16>(config.output_len(), 0x7e)?;
+    let mut out = gpu.alloc::<f16>(config.output_len(), 0x7e)?;
     // The faster path of each GPU family (host module docs): on Hopper the fused one,
     // which also needs no W memory; elsewhere the W path.
     let ((), ms) = if gpu.wgmma_enabled() {
@@ -208,7 +210,7 @@ fn resample_gpu(
         resampler.set_beams(&theta_dev, &theta_prime_dev)?;
         timed(gpu, || resampler.resample(&i_dev, &mut out))?
     };
-    let got: Vec<f64> = out.download()?.iter().map(|&b| f16::from_bits(b).to_f64()).collect();
+    let got: Vec<f64> = out.download()?.iter().map(|&b| b.to_f64()).collect();
     let sub = ResampleConfig { channels: CHECK_CHANNELS, ..config };
     let k = config.k() as usize;
     let rows = (tbar as usize) * k;
@@ -267,14 +269,14 @@ pub(super) fn stream(
     };
     let mut engine = first.streaming(resampling, &quantizer, &scale, &offset, DEPTH)?;
     for _ in 0..DEPTH {
-        engine.input()?.copy_from_slice(&e.e);
+        engine.input()?.copy_from_slice(Ci4::from_bytes(&e.e));
         engine.submit()?;
     }
     let got = engine.output()?.ok_or_else(|| Error::InvalidConfig("no FRB codes".into()))?.beams.to_vec();
     while engine.output()?.is_some() {}
     let ms = sustained_ms(&mut engine)?;
     // The stage above's beams (f16, exact in f64) quantised on the CPU.
-    let j: Vec<u16> = beams.data.iter().map(|&v| f16::from_f64(v).to_bits()).collect();
+    let j: Vec<f16> = beams.data.iter().map(|&v| f16::from_f64(v)).collect();
     let want = quantize_reference(&codes, &j, &scale, &offset)?.output;
     let differ = got.iter().zip(&want).filter(|(a, b)| a != b).count() + got.len().abs_diff(want.len());
     Ok(Stage {

@@ -6,7 +6,7 @@ use super::fengine::Channelized;
 use super::sky::{self, Source};
 use super::{Stage, CHECK_CHANNELS, DEPTH};
 use radio_kernels_host::correlator::{self as xc, Correlator, CorrelatorConfig, Format, Order};
-use radio_kernels_host::{Error, Gpu, Result};
+use radio_kernels_host::{Complex, Error, Gpu, Result};
 
 /// Grid steps per axis of the correlator's dirty-image search.
 pub(super) const IMAGE_STEPS: u32 = 60;
@@ -19,7 +19,7 @@ pub(super) fn image_span(sources: &[Source]) -> f64 {
 /// The correlator's output: `V[c][b(i,j)][pi][pj]` of every channel.
 pub(super) struct Visibilities {
     pub config: CorrelatorConfig,
-    pub data: Vec<[i64; 2]>,
+    pub data: Vec<Complex<i64>>,
 }
 
 /// The correlator's input for `channels` of the F-engine's output: its configuration (of
@@ -75,7 +75,7 @@ fn correlate_gpu(
     x: &Channelized,
     full_input: &[u8],
     shape: String,
-) -> Result<(Vec<[i64; 2]>, Stage)> {
+) -> Result<(Vec<Complex<i64>>, Stage)> {
     let (d_n, check_first) = (chain.d_n, chain.check_first);
     let correlator = Correlator::new(gpu, *config)?;
     // Integrations of one chunk (the observation), the chunk in every slot.
@@ -136,7 +136,7 @@ pub(super) fn dirty_image(chain: &Chain, visibilities: &Visibilities) -> (f64, f
                 .map(|(i, j)| {
                     let (x, y) =
                         (v[config.output_index(c, i, j, 0, 0)], v[config.output_index(c, i, j, 1, 1)]);
-                    ((x[0] + y[0]) as f64, (x[1] + y[1]) as f64)
+                    ((x.re + y.re) as f64, (x.im + y.im) as f64)
                 })
                 .collect()
         })

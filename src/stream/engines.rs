@@ -25,9 +25,8 @@ use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig};
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::pfb::{Channelizer, PfbPath};
 use crate::summary::{fill_random, median_ms};
-use crate::{Gpu, Result};
+use crate::{Ci4, Complex, Gpu, Result, Shift};
 use half::f16;
-use radio_kernels_gpu::packing::pack_f16x2;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -65,7 +64,7 @@ pub fn correlator(gpu: &Gpu, stations: u32, depth: usize, visit: &mut Visit<'_>)
     let kernel_ms = {
         let mut input = gpu.alloc::<u8>(config.input_bytes(), 0)?;
         fill_random(gpu, input.borrow_mut(), 5)?;
-        let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0)?;
+        let mut accumulator = gpu.alloc::<Complex<i64>>(config.output_len(), 0)?;
         let ms = median_ms(gpu, KERNEL_REPS, || correlator.accumulate(&input, &mut accumulator))?;
         gpu.synchronize()?;
         ms
@@ -84,7 +83,8 @@ pub fn correlator(gpu: &Gpu, stations: u32, depth: usize, visit: &mut Visit<'_>)
             config.stations, config.channels, config.times
         ),
         input_bytes: config.input_bytes() as f64,
-        output_bytes: (config.output_len() * std::mem::size_of::<[i64; 2]>()) as f64 / per_integration as f64,
+        output_bytes: (config.output_len() * std::mem::size_of::<Complex<i64>>()) as f64
+            / per_integration as f64,
         data_seconds: config.times as f64 * CHORD_SAMPLE_TIME_S,
         work: config.useful_ops(),
         rate_unit: "TOPS",
@@ -106,7 +106,7 @@ pub fn pfb(gpu: &Gpu, options: &Options, visit: &mut Visit<'_>) -> Result<()> {
     for channels in options.pfb_channels() {
         let config = pfb_config(channels, bits)?;
         // Random words include the input's extremes; a gain of 1/64 keeps the output in range.
-        let gains = vec![[1.0f32 / 64.0, 0.0]; 2 * channels as usize];
+        let gains = vec![Complex::new(1.0f32 / 64.0, 0.0); 2 * channels as usize];
         let kernel_ms = {
             let mut channelizer = Channelizer::new(gpu, config.clone(), None)?;
             let mut failure = None;
@@ -128,6 +128,7 @@ pub fn pfb(gpu: &Gpu, options: &Options, visit: &mut Visit<'_>) -> Result<()> {
         let path = match channelizer.path() {
             PfbPath::Fused => "cluster",
             PfbPath::ThreeKernel => "three-kernel",
+            _ => "other",
         };
         let mut engine = channelizer.streaming(options.depth)?;
         prime(&mut engine, options.depth, |engine, slot| {
@@ -171,19 +172,21 @@ pub fn pfb(gpu: &Gpu, options: &Options, visit: &mut Visit<'_>) -> Result<()> {
 pub fn baseband(gpu: &Gpu, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
     let config = BeamformerConfig::chord(BASEBAND_TIMES);
     let mut rng = StdRng::seed_from_u64(7);
-    let weights: Vec<[i8; 2]> = (0..config.weights_len()).map(|_| [rng.random(), rng.random()]).collect();
-    let beamformer = BasebandBeamformer::new(gpu, config, &weights, &vec![12; config.shifts_len()])?;
+    let weights: Vec<Complex<i8>> =
+        (0..config.weights_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
+    let beamformer =
+        BasebandBeamformer::new(gpu, config, &weights, &vec![Shift::new(12)?; config.shifts_len()])?;
     let kernel_ms = {
-        let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
+        let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
         fill_random(gpu, e.borrow_mut(), 7)?;
-        let mut j = gpu.alloc::<u8>(config.output_len(), 0)?;
+        let mut j = gpu.alloc::<Ci4>(config.output_len(), 0)?;
         let ms = median_ms(gpu, KERNEL_REPS, || beamformer.beamform(&e, &mut j))?;
         gpu.synchronize()?;
         ms
     };
     let mut engine = beamformer.streaming(depth)?;
     prime(&mut engine, depth, |engine, slot| {
-        fill_host_random(engine.input()?, 0xba + slot as u64);
+        fill_host_random(bytemuck::cast_slice_mut(engine.input()?), 0xba + slot as u64);
         Ok(())
     })?;
     let setup = Setup {
@@ -227,17 +230,17 @@ pub fn delay(gpu: &Gpu, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
     let beamformer = DelayBeamformer::new(gpu, config.clone())?;
     let n = config.steering_len();
     let mut rng = StdRng::seed_from_u64(9);
-    let w: Vec<[f32; 2]> = (0..n)
-        .map(|_| [0.01 * rng.random_range(-1.0f32..1.0), 0.01 * rng.random_range(-1.0f32..1.0)])
+    let w: Vec<Complex<f32>> = (0..n)
+        .map(|_| Complex::new(0.01 * rng.random_range(-1.0f32..1.0), 0.01 * rng.random_range(-1.0f32..1.0)))
         .collect();
     let d: Vec<f32> = (0..n).map(|_| rng.random_range(-2.0f32..2.0)).collect();
     let steering = beamformer.upload_steering(&w, &d)?;
     let beams = config.beams.len();
     let kernel_ms = {
-        let mut input = gpu.alloc::<[i8; 2]>(config.input_len(), 0)?;
+        let mut input = gpu.alloc::<Complex<i8>>(config.input_len(), 0)?;
         fill_random(gpu, input.borrow_mut(), 9)?;
         let mut state = beamformer.dither_state(7, 0, 0)?;
-        let mut y = gpu.alloc::<[i8; 2]>(config.output_len(), 0)?;
+        let mut y = gpu.alloc::<Complex<i8>>(config.output_len(), 0)?;
         let mut saturated = gpu.alloc::<u32>(beams, 0)?;
         let ms = median_ms(gpu, KERNEL_REPS, || {
             beamformer.beamform_steered(&input, &steering, Some(&mut state), &mut y, &mut saturated)
@@ -282,8 +285,8 @@ pub fn frb_config() -> FrbConfig {
 pub fn frb(gpu: &Gpu, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
     let config = frb_config();
     let grid: Vec<(u32, u32)> = (0..config.dishes).map(|d| (d / config.n, d % config.n)).collect();
-    let w = f16::from_f64(6.0 / ((config.t_ds * config.dishes) as f64).sqrt() / 4.0).to_bits();
-    let first = FrbBeamformer::new(gpu, config, &grid, &vec![pack_f16x2(w, w); config.weights_len()])?;
+    let w = f16::from_f64(6.0 / ((config.t_ds * config.dishes) as f64).sqrt() / 4.0);
+    let first = FrbBeamformer::new(gpu, config, &grid, &vec![Complex::new(w, w); config.weights_len()])?;
     let slow = config.out_times();
     let resample =
         ResampleConfig { channels: config.freqs, times: slow, m: config.m, n: config.n, beams: FRB_BEAMS };
@@ -298,10 +301,10 @@ pub fn frb(gpu: &Gpu, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
     let quantizer = Quantizer::new(gpu, quantize)?;
     let (scale, offset) = (vec![1.0f32; quantize.params_len()], vec![0.0f32; quantize.params_len()]);
     let kernel_ms = {
-        let mut e = gpu.alloc::<u8>(config.e_len(), 0)?;
+        let mut e = gpu.alloc::<Ci4>(config.e_len(), 0)?;
         fill_random(gpu, e.borrow_mut(), 11)?;
-        let mut intensity = gpu.alloc::<u16>(config.output_len(), 0)?;
-        let mut beams = gpu.alloc::<u16>(resample.output_len(), 0)?;
+        let mut intensity = gpu.alloc::<f16>(config.output_len(), 0)?;
+        let mut beams = gpu.alloc::<f16>(resample.output_len(), 0)?;
         let (scale, offset) = (gpu.upload(&scale)?, gpu.upload(&offset)?);
         let mut codes = gpu.alloc::<u8>(quantize.output_len(), 0)?;
         let mut saturated = gpu.alloc::<u32>(quantize.params_len(), 0)?;
@@ -315,7 +318,7 @@ pub fn frb(gpu: &Gpu, depth: usize, visit: &mut Visit<'_>) -> Result<()> {
     };
     let mut engine = first.streaming(&resampler, &quantizer, &scale, &offset, depth)?;
     prime(&mut engine, depth, |engine, slot| {
-        fill_host_random(engine.input()?, 0xfb + slot as u64);
+        fill_host_random(bytemuck::cast_slice_mut(engine.input()?), 0xfb + slot as u64);
         Ok(())
     })?;
     let setup = Setup {

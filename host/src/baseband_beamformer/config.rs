@@ -2,6 +2,8 @@
 use super::{CHUNK, POLS};
 use crate::error::{Error, Result};
 use crate::size;
+use crate::Shift;
+use num_complex::Complex;
 use radio_kernels_gpu::baseband_beamformer as layout;
 
 /// CHORD's sampling time, 4096 / 2.4 GHz (about 1.7 us).
@@ -80,21 +82,22 @@ impl BeamformerConfig {
     pub fn items(&self) -> u64 {
         self.freqs as u64 * POLS as u64 * (self.times / CHUNK) as u64
     }
-    /// E size in bytes (ci4 `[tau][f][p][d]`). This and the other size helpers are exact
+    /// E size: number of [`Ci4`](crate::Ci4) values (one byte each), `[tau][f][p][d]`. This
+    /// and the other size helpers are exact
     /// whenever the size fits in `usize` (every configuration `validate()` accepts) and
     /// saturate at `usize::MAX` otherwise.
     pub fn e_len(&self) -> usize {
         size::product(&[self.times, self.freqs, POLS, self.dishes])
     }
-    /// A size in complex values (ci8 `[f][p][beta][d]`).
+    /// A size: number of `Complex<i8>` values, `[f][p][beta][d]`.
     pub fn weights_len(&self) -> usize {
         size::product(&[self.freqs, POLS, self.beams, self.dishes])
     }
-    /// Number of shifts (`[f][p][beta]`).
+    /// Number of [`Shift`] values, `[f][p][beta]`.
     pub fn shifts_len(&self) -> usize {
         size::product(&[self.freqs, POLS, self.beams])
     }
-    /// J size in bytes (ci4 `[beta][f][p][tau]`).
+    /// J size: number of [`Ci4`](crate::Ci4) values (one byte each), `[beta][f][p][tau]`.
     pub fn output_len(&self) -> usize {
         size::product(&[self.beams, self.freqs, POLS, self.times])
     }
@@ -133,21 +136,11 @@ impl BeamformerConfig {
         }
     }
 
-    /// Checks the configuration, then the weight and shift arrays: lengths, and every shift in
-    /// 0..=31.
-    pub fn check_weights(&self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
+    /// Checks the configuration, then the lengths of the weight and shift arrays (every
+    /// [`Shift`] is in 0..=31 by construction).
+    pub fn check_weights(&self, weights: &[Complex<i8>], shifts: &[Shift]) -> Result<()> {
         self.validate()?;
         self.check_len("beamformer weights (complex values)", self.weights_len(), weights.len())?;
-        self.check_len("beamformer shifts", self.shifts_len(), shifts.len())?;
-        if let Some((at, s)) = shifts.iter().enumerate().find(|(_, s)| !(0..=31).contains(*s)) {
-            let fp = at / self.beams as usize;
-            return Err(Error::InvalidConfig(format!(
-                "shift s[f={}][p={}][beta={}] = {s} is outside 0..=31",
-                fp / POLS as usize,
-                fp % POLS as usize,
-                at % self.beams as usize
-            )));
-        }
-        Ok(())
+        self.check_len("beamformer shifts", self.shifts_len(), shifts.len())
     }
 }

@@ -2,9 +2,12 @@
 use super::{BeamformerConfig, CHUNK, POLS};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
+use crate::Shift;
 use cudarc::driver::CudaFunction;
+use num_complex::Complex;
 use radio_kernels_gpu::baseband_beamformer::{self as layout, Instance};
 use radio_kernels_gpu::modules::KernelSpec;
+use radio_kernels_gpu::packing::Ci4;
 
 /// A baseband beamformer for one configuration on one GPU, holding its beam weights and
 /// shifts on the device.
@@ -13,7 +16,7 @@ pub struct BasebandBeamformer<'g> {
     pub(super) config: BeamformerConfig,
     /// One kernel launch per beam range (one, except where no instance takes all the beams).
     launches: Vec<Launch>,
-    pub(super) weights: DeviceBuffer<[i8; 2]>,
+    pub(super) weights: DeviceBuffer<Complex<i8>>,
     pub(super) shifts: DeviceBuffer<i32>,
     /// The stream `beamform` and `set_weights` work on.
     pub(super) stream: Stream,
@@ -124,18 +127,18 @@ fn plan_launches(gpu: &Gpu, config: &BeamformerConfig, forced: Option<&KernelSpe
 
 impl<'g> BasebandBeamformer<'g> {
     /// Validates `config` and the weights (A, ci8 `[f][p][beta][d]`) and shifts (`[f][p][beta]`,
-    /// each 0..=31), uploads them, and sizes the launch for this GPU.
+    /// [`Shift`]s), uploads them, and sizes the launch for this GPU.
     pub fn new(
         gpu: &'g Gpu,
         config: BeamformerConfig,
-        weights: &[[i8; 2]],
-        shifts: &[i32],
+        weights: &[Complex<i8>],
+        shifts: &[Shift],
     ) -> Result<BasebandBeamformer<'g>> {
         config.validate()?;
         config.check_weights(weights, shifts)?;
         let launches = plan_launches(gpu, &config, None)?;
         let weights = gpu.upload(weights)?;
-        let shifts = gpu.upload(shifts)?;
+        let shifts = gpu.upload(&kernel_shifts(shifts))?;
         let stream = gpu.stream().clone();
         Ok(BasebandBeamformer { gpu, config, launches, weights, shifts, stream })
     }
@@ -156,6 +159,7 @@ impl<'g> BasebandBeamformer<'g> {
         self.launches.iter().map(|l| &l.instance.spec).collect()
     }
 
+    /// The configuration this launcher beamforms.
     pub fn config(&self) -> &BeamformerConfig {
         &self.config
     }
@@ -177,15 +181,15 @@ impl<'g> BasebandBeamformer<'g> {
     /// copied on the launcher's [`stream`](Self::stream) after its earlier launches (which
     /// use the old ones) and before its later ones. A [`BasebandStream`](super::BasebandStream) has its own copy
     /// ([`BasebandStream::set_weights`](super::BasebandStream::set_weights)).
-    pub fn set_weights(&mut self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
+    pub fn set_weights(&mut self, weights: &[Complex<i8>], shifts: &[Shift]) -> Result<()> {
         self.config.check_weights(weights, shifts)?;
         self.weights.upload_on(&self.stream, weights, "upload source")?;
-        self.shifts.upload_on(&self.stream, shifts, "upload source")
+        self.shifts.upload_on(&self.stream, &kernel_shifts(shifts), "upload source")
     }
 
-    /// One launch on the launcher's [`stream`](Self::stream): J (`output_len()` bytes) from E
-    /// (`e_len()` bytes).
-    pub fn beamform(&self, e: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u8>) -> Result<()> {
+    /// One launch on the launcher's [`stream`](Self::stream): J (`output_len()` values) from E
+    /// (`e_len()` values).
+    pub fn beamform(&self, e: &DeviceBuffer<Ci4>, output: &mut DeviceBuffer<Ci4>) -> Result<()> {
         self.launch(e, &self.weights, &self.shifts, output, &self.stream)
     }
 
@@ -193,17 +197,17 @@ impl<'g> BasebandBeamformer<'g> {
     /// configuration (the launcher's, or a streaming engine's copy).
     pub(super) fn launch(
         &self,
-        e: &DeviceBuffer<u8>,
-        weights: &DeviceBuffer<[i8; 2]>,
+        e: &DeviceBuffer<Ci4>,
+        weights: &DeviceBuffer<Complex<i8>>,
         shifts: &DeviceBuffer<i32>,
-        output: &mut DeviceBuffer<u8>,
+        output: &mut DeviceBuffer<Ci4>,
         stream: &Stream,
     ) -> Result<()> {
         self.gpu.check_owner(e, "beamformer E")?;
         self.gpu.check_owner(output, "beamformer output J")?;
         let c = &self.config;
-        c.check_len("beamformer E (bytes)", c.e_len(), e.len())?;
-        c.check_len("beamformer output J (bytes)", c.output_len(), output.len())?;
+        c.check_len("beamformer E (values)", c.e_len(), e.len())?;
+        c.check_len("beamformer output J (values)", c.output_len(), output.len())?;
         c.check_len("beamformer weights (complex values)", c.weights_len(), weights.len())?;
         c.check_len("beamformer shifts", c.shifts_len(), shifts.len())?;
         let fps = c.freqs * POLS;
@@ -241,4 +245,9 @@ impl<'g> BasebandBeamformer<'g> {
         }
         Ok(())
     }
+}
+
+/// The shifts as the `i32` the kernels read.
+pub(super) fn kernel_shifts(shifts: &[Shift]) -> Vec<i32> {
+    shifts.iter().map(|s| s.as_i32()).collect()
 }

@@ -4,8 +4,8 @@
 //!
 //! `J[beta][f][p][tau] = Q4(round(sum_d A[f][p][beta][d] E[tau][f][p][d] / 2^s[f][p][beta]))`,
 //! bit-exact for every input (E = -8 and A = -128 included). Formats: E and J complex int4+4
-//! (one byte, re in the low nibble, `packing::pack_ci4`), A complex int8+8 (`[i8; 2]` = [re,
-//! im]), s `i32` in 0..=31.
+//! (one byte, re in the low nibble, `packing::pack_ci4`), A complex int8+8 (`Complex<i8>`), s a
+//! [`Shift`](crate::Shift) (0..=31). E and J are [`Ci4`](crate::Ci4) values, one byte each.
 //!
 //! Sizes: E and J pass 2^32 bytes within the valid range (e.g. F = 65535, T = 2^22), so the
 //! kernels index them with 64-bit offsets; the work-item index is 32-bit, which `validate()`

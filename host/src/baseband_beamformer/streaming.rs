@@ -6,9 +6,9 @@
 //! `k T .. (k + 1) T` of the stream, and its J equals [`BasebandBeamformer::beamform`] on that
 //! chunk bit for bit; chunks need no overlap and carry no state.
 //!
-//! Layouts per chunk: E ci4 `[tau][f][p][d]` (`e_len()` bytes: time is the slowest axis, so the
+//! Layouts per chunk: E ci4 `[tau][f][p][d]` (`e_len()` [`Ci4`] values: time is the slowest axis, so the
 //! chunks of a stream are consecutive pieces of one long E), J ci4 `[beta][f][p][tau]`
-//! (`output_len()` bytes: time is the fastest axis, so one long J would interleave them).
+//! (`output_len()` values: time is the fastest axis, so one long J would interleave them).
 //!
 //! Per chunk: one H2D copy of E (upload lane), the kernel launch(es) (compute lane), one D2H
 //! copy of J (download lane). At full CHORD (D = 512, B = 96, F = 16, T = 32768) that is 536 MB
@@ -24,9 +24,12 @@ use crate::error::Result;
 use crate::runtime::copy_on;
 use crate::runtime::DeviceBuffer;
 use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
+use crate::Shift;
+use num_complex::Complex;
+use radio_kernels_gpu::packing::Ci4;
 
 impl<'g> BasebandBeamformer<'g> {
-    /// The streaming engine: E chunks (`e_len()` bytes each) in, J (`output_len()` bytes) out,
+    /// The streaming engine: E chunks (`e_len()` [`Ci4`] values each) in, J (`output_len()`) out,
     /// with `depth` input slots and as many output slots ([`crate::streaming`]; 3 overlap the
     /// upload, the kernel and the download). It starts with a copy of this launcher's weights
     /// and shifts, made on the launcher's stream.
@@ -68,18 +71,19 @@ impl<'g> BasebandBeamformer<'g> {
 pub struct BasebandStream<'b, 'g> {
     beamformer: &'b BasebandBeamformer<'g>,
     lanes: Lanes,
-    input: InputRing<u8>,
-    output: OutputRing<u8>,
+    input: InputRing<Ci4>,
+    output: OutputRing<Ci4>,
     /// The engine's weights and shifts, and the pinned memory new ones are copied from.
-    weights: DeviceBuffer<[i8; 2]>,
+    weights: DeviceBuffer<Complex<i8>>,
     shifts: DeviceBuffer<i32>,
-    staged_weights: PinnedBuffer<[i8; 2]>,
+    staged_weights: PinnedBuffer<Complex<i8>>,
     staged_shifts: PinnedBuffer<i32>,
     /// Byte each output slot is filled with before its kernels write it (tests).
     poison: Option<u8>,
 }
 
 impl BasebandStream<'_, '_> {
+    /// The configuration of each chunk.
     pub fn config(&self) -> &BeamformerConfig {
         &self.beamformer.config
     }
@@ -94,10 +98,10 @@ impl BasebandStream<'_, '_> {
         self.input.uploaded()
     }
 
-    /// The pinned memory of the next chunk's E (`e_len()` bytes, ci4 `[tau][f][p][d]`): zeros
+    /// The pinned memory of the next chunk's E (`e_len()` values, `[tau][f][p][d]`): zeros
     /// at first, then the chunk last submitted from this slot. Waits only for that slot's
     /// previous upload.
-    pub fn input(&mut self) -> Result<&mut [u8]> {
+    pub fn input(&mut self) -> Result<&mut [Ci4]> {
         self.input.host_mut()
     }
 
@@ -110,10 +114,11 @@ impl BasebandStream<'_, '_> {
     }
 
     /// As [`submit`](Self::submit), the chunk's E copied straight from `source` at byte
-    /// `offset` (registered host memory, e.g. a receive buffer: no host copy).
-    /// `InvalidConfig` (nothing changed) when `e_len()` bytes from `offset` run past it,
+    /// `offset` (registered host memory, e.g. a receive buffer: no host copy; raw bytes
+    /// become samples with [`Ci4::from_bytes_mut`]). `InvalidConfig` (nothing changed) when
+    /// `e_len()` values from `offset` run past it,
     /// `WrongDevice` when it was registered with another GPU.
-    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, u8>, offset: usize) -> Result<()> {
+    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, Ci4>, offset: usize) -> Result<()> {
         self.output.check_free(1)?;
         self.input.upload_registered(&self.lanes, source, offset)?;
         self.beamform_uploaded()
@@ -132,9 +137,9 @@ impl BasebandStream<'_, '_> {
         self.output.download(&self.lanes)
     }
 
-    /// The oldest J not yet taken (`output_len()` bytes, ci4 `[beta][f][p][tau]`), once
+    /// The oldest J not yet taken (`output_len()` values, `[beta][f][p][tau]`), once
     /// downloaded; `None` when none is pending. Its slot is reused once the borrow ends.
-    pub fn output(&mut self) -> Result<Option<&[u8]>> {
+    pub fn output(&mut self) -> Result<Option<&[Ci4]>> {
         self.output.take()
     }
 
@@ -147,10 +152,12 @@ impl BasebandStream<'_, '_> {
     /// before anything changes): chunks submitted before use the old ones, chunks submitted
     /// after the new ones. The values go through pinned memory and are copied on the compute
     /// lane; the host waits only for the previous `set_weights` copy.
-    pub fn set_weights(&mut self, weights: &[[i8; 2]], shifts: &[i32]) -> Result<()> {
+    pub fn set_weights(&mut self, weights: &[Complex<i8>], shifts: &[Shift]) -> Result<()> {
         self.beamformer.config.check_weights(weights, shifts)?;
         self.staged_weights.as_mut_slice()?.copy_from_slice(weights);
-        self.staged_shifts.as_mut_slice()?.copy_from_slice(shifts);
+        for (staged, s) in self.staged_shifts.as_mut_slice()?.iter_mut().zip(shifts) {
+            *staged = s.as_i32();
+        }
         let compute = self.lanes.compute();
         self.staged_weights.copy_to(compute, &mut self.weights)?;
         self.staged_shifts.copy_to(compute, &mut self.shifts)

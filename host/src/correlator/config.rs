@@ -3,6 +3,7 @@
 use super::{Format, Order, TIME_TILE};
 use crate::error::{Error, Result};
 use crate::size;
+use num_complex::Complex;
 use radio_kernels_gpu::correlator::{self as layout, Kernel};
 use radio_kernels_gpu::packing::unpack_ci4;
 
@@ -18,7 +19,9 @@ pub struct CorrelatorConfig {
     /// Time samples per launch: a multiple of [`TIME_TILE`] (64), at most
     /// `Format::max_times_per_launch()` (65535 for int8, so 65472) so int32 sums are exact.
     pub times: u32,
+    /// Sample format of the input: complex int8+8 or int4+4.
     pub format: Format,
+    /// Memory order of a time sample's stations and polarisations.
     pub order: Order,
 }
 
@@ -86,7 +89,8 @@ impl CorrelatorConfig {
     pub fn input_bytes(&self) -> usize {
         self.checked_input_bytes().unwrap_or(usize::MAX)
     }
-    /// Output size in complex values: `channels * baselines * pols^2`, exact whenever it fits
+    /// Output size: number of complex values (`Complex<i32>` per launch, `Complex<i64>`
+    /// accumulated), `channels * baselines * pols^2`, exact whenever it fits
     /// in `usize` (every configuration `validate()` accepts); saturates at `usize::MAX`
     /// otherwise.
     pub fn output_len(&self) -> usize {
@@ -162,10 +166,10 @@ impl CorrelatorConfig {
             .and_then(|x| usize::try_from(x).ok())
             .unwrap_or(usize::MAX)
     }
-    /// Decodes input element (t, channel, station, pol) as (re, im). `input` must hold
+    /// Decodes input element (t, channel, station, pol). `input` must hold
     /// `input_bytes()` bytes of a valid configuration and each index must be in range;
     /// otherwise `ShapeMismatch` or `InvalidConfig` names what is wrong.
-    pub fn sample(&self, input: &[u8], t: u32, channel: u32, station: u32, pol: u32) -> Result<(i64, i64)> {
+    pub fn sample(&self, input: &[u8], t: u32, channel: u32, station: u32, pol: u32) -> Result<Complex<i64>> {
         self.validate()?;
         self.check_input_len(input.len())?;
         for (what, value, limit) in [
@@ -180,7 +184,8 @@ impl CorrelatorConfig {
                 )));
             }
         }
-        Ok(self.decode(input, t, channel, station, pol))
+        let (re, im) = self.decode(input, t, channel, station, pol);
+        Ok(Complex::new(re, im))
     }
     /// [`CorrelatorConfig::sample`] for a validated configuration, an input of
     /// `input_bytes()` bytes and in-range indices.

@@ -2,6 +2,7 @@
 use super::Correlator;
 use crate::error::Result;
 use crate::streaming::{InputRing, Lanes, OutputRing, RegisteredHost};
+use num_complex::Complex;
 
 /// The streaming X-engine (Clark, La Plante & Greenhill, sec. 5, Algorithm 1), on the ring of
 /// [`crate::streaming`]: the upload of chunk p + 1 (upload lane) overlaps the correlation of
@@ -12,7 +13,7 @@ pub struct Integration<'c, 'g> {
     correlator: &'c Correlator<'g>,
     lanes: Lanes,
     input: InputRing<u8>,
-    output: OutputRing<[i64; 2]>,
+    output: OutputRing<Complex<i64>>,
     /// Chunks per integration (0: until `finish`) and chunks in the current one.
     chunks_per_integration: usize,
     in_integration: usize,
@@ -100,7 +101,7 @@ impl<'c, 'g> Integration<'c, 'g> {
 
     /// The oldest complete integration not yet taken (complex int64, `output_len()` values),
     /// once downloaded; `None` when none is pending.
-    pub fn output(&mut self) -> Result<Option<&[[i64; 2]]>> {
+    pub fn output(&mut self) -> Result<Option<&[Complex<i64>]>> {
         self.output.take()
     }
 
@@ -116,7 +117,7 @@ impl<'c, 'g> Integration<'c, 'g> {
 
     /// Ends the current integration and returns it, and any earlier one not yet taken is
     /// dropped first; an integration of no chunks is all zeros.
-    pub fn finish(&mut self) -> Result<Vec<[i64; 2]>> {
+    pub fn finish(&mut self) -> Result<Vec<Complex<i64>>> {
         if self.in_integration == 0 {
             while self.output.free() == 0 {
                 self.output.take()?;

@@ -3,6 +3,7 @@ use super::{CorrelatorConfig, Integration, TIME_TILE};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKernelArg, Stream};
 use cudarc::driver::CudaFunction;
+use num_complex::Complex;
 use radio_kernels_gpu::correlator::hopper::Kind;
 use radio_kernels_gpu::correlator::{station_tiles, Kernel, Output, Schedule, INSTANCES};
 use radio_kernels_gpu::modules::KernelSpec;
@@ -140,6 +141,7 @@ impl<'g> Correlator<'g> {
         self.gpu
     }
 
+    /// The configuration this correlator runs.
     pub fn config(&self) -> &CorrelatorConfig {
         &self.config
     }
@@ -211,7 +213,7 @@ impl<'g> Correlator<'g> {
     }
 
     /// One launch: writes `output` (complex int32, every value) from `input`.
-    pub fn correlate(&self, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<[i32; 2]>) -> Result<()> {
+    pub fn correlate(&self, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<Complex<i32>>) -> Result<()> {
         self.launch(input, output, false, &self.stream)
     }
 
@@ -219,14 +221,14 @@ impl<'g> Correlator<'g> {
     pub fn accumulate(
         &self,
         input: &DeviceBuffer<u8>,
-        accumulator: &mut DeviceBuffer<[i64; 2]>,
+        accumulator: &mut DeviceBuffer<Complex<i64>>,
     ) -> Result<()> {
         self.launch(input, accumulator, true, &self.stream)
     }
 
     /// Correlates the host chunks (each `input_bytes()` long, consecutive in time) into one
     /// int64 integration through an [`Integration`].
-    pub fn integrate(&self, chunks: &[&[u8]]) -> Result<Vec<[i64; 2]>> {
+    pub fn integrate(&self, chunks: &[&[u8]]) -> Result<Vec<Complex<i64>>> {
         for chunk in chunks {
             self.config.check_input_len(chunk.len())?;
         }

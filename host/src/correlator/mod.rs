@@ -4,8 +4,9 @@
 //! `radio_kernels_gpu::correlator`.
 //!
 //! Output layout: complex `[channel][b(i,j)][pi][pj]` with `b(i,j) = i(i+1)/2 + j`, i >= j,
-//! each value `sum_t x_i,pi conj(x_j,pj)` as (re, im): `[i32; 2]` per launch, `[i64; 2]` when
-//! accumulated.
+//! each value `sum_t x_i,pi conj(x_j,pj)`: `Complex<i32>` per launch, `Complex<i64>` when
+//! accumulated. The input is raw bytes (`input_bytes()`), one [`Ci4`](crate::Ci4) or two
+//! `i8` per sample as [`Format`] says.
 //!
 //! Kernels: on Hopper (`Gpu::wgmma_enabled()`), int8 with 16-byte aligned rows (stations x
 //! pols, or stations for `[t][c][p][s]`, a multiple of 8) runs an sm_90a `wgmma` kernel (block

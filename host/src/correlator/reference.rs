@@ -1,13 +1,14 @@
 //! The exact CPU reference of the correlator.
 use super::CorrelatorConfig;
 use crate::error::Result;
+use num_complex::Complex;
 
 /// The exact CPU reference: `V[c][b(i,j)][pi][pj] = sum_t x_i,pi conj(x_j,pj)` in i64.
-pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Vec<[i64; 2]>> {
+pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Vec<Complex<i64>>> {
     config.validate()?;
     config.check_input_len(input.len())?;
     let (n, p) = (config.stations, config.pols);
-    let mut out = vec![[0i64; 2]; config.output_len()];
+    let mut out = vec![Complex::new(0i64, 0); config.output_len()];
     let mut x = vec![(0i64, 0i64); (n * p) as usize];
     for c in 0..config.channels {
         for t in 0..config.times {
@@ -27,8 +28,8 @@ pub fn correlate_reference(config: &CorrelatorConfig, input: &[u8]) -> Result<Ve
                             let (a2, b2) = x[(j * p + pj) as usize];
                             let v = &mut out[at];
                             at += 1;
-                            v[0] += a1 * a2 + b1 * b2;
-                            v[1] += b1 * a2 - a1 * b2;
+                            v.re += a1 * a2 + b1 * b2;
+                            v.im += b1 * a2 - a1 * b2;
                         }
                     }
                 }
@@ -96,10 +97,10 @@ mod tests {
             for i in 0..c.stations {
                 for p in 0..2 {
                     let auto = v[c.output_index(ch, i, i, p, p)];
-                    assert!(auto[0] >= 0 && auto[1] == 0);
+                    assert!(auto.re >= 0 && auto.im == 0);
                 }
                 let (x01, x10) = (v[c.output_index(ch, i, i, 0, 1)], v[c.output_index(ch, i, i, 1, 0)]);
-                assert_eq!(x01, [x10[0], -x10[1]]);
+                assert_eq!(x01, x10.conj());
             }
         }
     }

@@ -78,6 +78,7 @@ impl DelayBeamformerConfig {
         Ok(())
     }
 
+    /// Whether any beam is dithered (the launch then needs a [`DitherState`]).
     pub fn dithered(&self) -> bool {
         self.beams.iter().any(|b| b.dither)
     }
@@ -87,7 +88,7 @@ impl DelayBeamformerConfig {
     pub(super) fn output_len_exact(&self) -> u128 {
         self.beams.len() as u128 * self.channels as u128 * self.times as u128
     }
-    /// Input length in complex samples: `antennas * channels * times * pols`. Exact for a
+    /// Input length: number of `Complex<i8>` samples, `antennas * channels * times * pols`. Exact for a
     /// configuration `validate()` accepts; saturates at `usize::MAX` for others.
     pub fn input_len(&self) -> usize {
         size::saturate(self.input_len_exact())
@@ -98,12 +99,13 @@ impl DelayBeamformerConfig {
         let (c, t, p) = (self.channels as u128, self.times as u128, self.pols as u128);
         size::saturate(((antenna as u128 * c + channel as u128) * t + time as u128) * p + pol as u128)
     }
-    /// Weights and delays: `antennas * beams` values, `[antenna][beam]` (exact for a valid
+    /// Weights and delays: `antennas * beams` values each (`Complex<f32>` weights, `f32`
+    /// delays), `[antenna][beam]` (exact for a valid
     /// configuration; saturates at `usize::MAX`).
     pub fn steering_len(&self) -> usize {
         size::saturate(self.antennas as u128 * self.beams.len() as u128)
     }
-    /// Output length in complex samples: `beams * channels * times` (exact for a valid
+    /// Output length: number of `Complex<i8>` samples, `beams * channels * times` (exact for a valid
     /// configuration; saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
         size::saturate(self.output_len_exact())

@@ -141,7 +141,7 @@ impl DitherState {
 /// ([`check_steering`]), for repeated launches with [`DelayBeamformer::beamform_steered`]
 /// (which then need no download to check them).
 pub struct DeviceSteering {
-    pub(super) weights: DeviceBuffer<[f32; 2]>,
+    pub(super) weights: DeviceBuffer<Complex<f32>>,
     pub(super) delays: DeviceBuffer<f32>,
     pub(super) antennas: u32,
     pub(super) beams: usize,
@@ -151,7 +151,7 @@ pub struct DeviceSteering {
 
 impl DeviceSteering {
     /// The weights w, `[antenna][beam]`.
-    pub fn weights(&self) -> &DeviceBuffer<[f32; 2]> {
+    pub fn weights(&self) -> &DeviceBuffer<Complex<f32>> {
         &self.weights
     }
     /// The delays d, `[antenna][beam]`.

@@ -94,7 +94,7 @@ impl<'g> DelayBeamformer<'g> {
     /// Checks `weights` and `delays` ([`check_steering`]) and uploads them (on the launcher's
     /// stream) for [`beamform_steered`](Self::beamform_steered) and
     /// [`streaming`](Self::streaming).
-    pub fn upload_steering(&self, weights: &[[f32; 2]], delays: &[f32]) -> Result<DeviceSteering> {
+    pub fn upload_steering(&self, weights: &[Complex<f32>], delays: &[f32]) -> Result<DeviceSteering> {
         check_steering(&self.config, weights, delays)?;
         Ok(DeviceSteering {
             weights: upload_on(self.gpu, &self.stream, weights)?,
@@ -117,11 +117,11 @@ impl<'g> DelayBeamformer<'g> {
     /// once and [`beamform_steered`](Self::beamform_steered) launches without waiting.
     pub fn beamform(
         &self,
-        input: &DeviceBuffer<[i8; 2]>,
-        weights: &DeviceBuffer<[f32; 2]>,
+        input: &DeviceBuffer<Complex<i8>>,
+        weights: &DeviceBuffer<Complex<f32>>,
         delays: &DeviceBuffer<f32>,
         dither: Option<&mut DitherState>,
-        output: &mut DeviceBuffer<[i8; 2]>,
+        output: &mut DeviceBuffer<Complex<i8>>,
         saturated: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         self.check_arguments(input, weights, delays, dither.as_deref(), output, saturated)?;
@@ -136,10 +136,10 @@ impl<'g> DelayBeamformer<'g> {
     /// launcher's stream without a host wait.
     pub fn beamform_steered(
         &self,
-        input: &DeviceBuffer<[i8; 2]>,
+        input: &DeviceBuffer<Complex<i8>>,
         steering: &DeviceSteering,
         dither: Option<&mut DitherState>,
-        output: &mut DeviceBuffer<[i8; 2]>,
+        output: &mut DeviceBuffer<Complex<i8>>,
         saturated: &mut DeviceBuffer<u32>,
     ) -> Result<()> {
         self.check_steered(steering)?;
@@ -180,11 +180,11 @@ impl<'g> DelayBeamformer<'g> {
     /// (`WrongDevice`, or `InvalidConfig` when missing or made for another plan).
     pub(super) fn check_arguments(
         &self,
-        input: &DeviceBuffer<[i8; 2]>,
-        weights: &DeviceBuffer<[f32; 2]>,
+        input: &DeviceBuffer<Complex<i8>>,
+        weights: &DeviceBuffer<Complex<f32>>,
         delays: &DeviceBuffer<f32>,
         dither: Option<&DitherState>,
-        output: &DeviceBuffer<[i8; 2]>,
+        output: &DeviceBuffer<Complex<i8>>,
         saturated: &DeviceBuffer<u32>,
     ) -> Result<()> {
         let c = &self.config;
@@ -230,11 +230,11 @@ impl<'g> DelayBeamformer<'g> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn launch(
         &self,
-        input: &DeviceBuffer<[i8; 2]>,
-        weights: &DeviceBuffer<[f32; 2]>,
+        input: &DeviceBuffer<Complex<i8>>,
+        weights: &DeviceBuffer<Complex<f32>>,
         delays: &DeviceBuffer<f32>,
         dither: Option<&mut DitherState>,
-        output: &mut DeviceBuffer<[i8; 2]>,
+        output: &mut DeviceBuffer<Complex<i8>>,
         saturated: &mut DeviceBuffer<u32>,
         stream: &Stream,
     ) -> Result<()> {

@@ -41,6 +41,7 @@ use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKer
 use crate::size;
 use bytemuck::Pod;
 use cudarc::driver::CudaFunction;
+pub(crate) use num_complex::Complex;
 use radio_kernels_gpu::delay_beamformer as layout;
 pub use radio_kernels_gpu::delay_beamformer::{Variant, DITHER_THREADS, THREADS, TIME_GRANULE, VARIANTS};
 use radio_kernels_gpu::xorwow::{self, Jump, STATE_WORDS};

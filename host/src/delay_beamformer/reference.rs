@@ -6,11 +6,11 @@ use super::*;
 pub struct Reference {
     /// The value before quantisation, `[beam][channel][time]`: the f64 beam sum plus the
     /// dither (exactly the kernel's f32 dither values). Finite: the steering is checked.
-    pub values: Vec<[f64; 2]>,
+    pub values: Vec<Complex<f64>>,
     /// `sum_a |W| (|Re x| + |Im x|)` per output: the scale of f32 rounding errors.
     pub magnitude: Vec<f64>,
     /// Round half to even, saturate to [-127, 127] (non-finite values count as clipped).
-    pub output: Vec<[i8; 2]>,
+    pub output: Vec<Complex<i8>>,
     /// Samples with either component saturated, per beam.
     pub saturated: Vec<u32>,
 }
@@ -27,8 +27,8 @@ pub struct Reference {
 pub fn beamform_reference(
     config: &DelayBeamformerConfig,
     plan: &Plan,
-    input: &[[i8; 2]],
-    weights: &[[f32; 2]],
+    input: &[Complex<i8>],
+    weights: &[Complex<f32>],
     delays: &[f32],
     states: Option<&mut [Xorwow]>,
 ) -> Result<Reference> {
@@ -58,14 +58,14 @@ pub fn beamform_reference(
         _ => None,
     };
     let (a_n, b_n, t_n) = (config.antennas as usize, config.beams.len(), config.times as usize);
-    let mut values = vec![[0.0f64; 2]; config.output_len()];
+    let mut values = vec![Complex::new(0.0f64, 0.0); config.output_len()];
     let mut magnitude = vec![0.0f64; config.output_len()];
 
     // Beam sums, one channel at a time on each worker.
     let next = std::sync::atomic::AtomicU32::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(config.channels as usize);
     // (channel, [beam][time] sums, [beam][time] magnitudes) per finished channel.
-    type ChannelSums = (u32, Vec<[f64; 2]>, Vec<f64>);
+    type ChannelSums = (u32, Vec<Complex<f64>>, Vec<f64>);
     let sums: Vec<Vec<ChannelSums>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -77,19 +77,21 @@ pub fn beamform_reference(
                             return done;
                         }
                         let channel = config.first_channel + c;
-                        let mut v = vec![[0.0f64; 2]; b_n * t_n];
+                        let mut v = vec![Complex::new(0.0f64, 0.0); b_n * t_n];
                         let mut m = vec![0.0f64; b_n * t_n];
                         for a in 0..a_n {
                             for (b, beam) in config.beams.iter().enumerate() {
                                 let k = a * b_n + b;
-                                let [wr, wi] = coefficient_reference(weights[k], delays[k], channel);
+                                let Complex { re: wr, im: wi } =
+                                    coefficient_reference(weights[k], delays[k], channel);
                                 let scale = (wr * wr + wi * wi).sqrt();
                                 for t in 0..t_n {
-                                    let [xr, xi] = input[config.input_index(a as u32, c, t as u32, beam.pol)];
+                                    let Complex { re: xr, im: xi } =
+                                        input[config.input_index(a as u32, c, t as u32, beam.pol)];
                                     let (xr, xi) = (xr as f64, xi as f64);
                                     let o = b * t_n + t;
-                                    v[o][0] += wr * xr - wi * xi;
-                                    v[o][1] += wr * xi + wi * xr;
+                                    v[o].re += wr * xr - wi * xi;
+                                    v[o].im += wr * xi + wi * xr;
                                     m[o] += scale * (xr.abs() + xi.abs());
                                 }
                             }
@@ -135,8 +137,8 @@ pub fn beamform_reference(
                                 let beam = entry & layout::BEAM_MASK;
                                 for j in 0..v.times_per_thread() {
                                     let o = config.output_index(beam, c, t0 + j);
-                                    values[o][0] += dither(rng.next_u32()) as f64;
-                                    values[o][1] += dither(rng.next_u32()) as f64;
+                                    values[o].re += dither(rng.next_u32()) as f64;
+                                    values[o].im += dither(rng.next_u32()) as f64;
                                 }
                             }
                         }
@@ -149,12 +151,13 @@ pub fn beamform_reference(
     let mut saturated = vec![0u32; b_n];
     let mut output = Vec::with_capacity(values.len());
     for (o, value) in values.iter().enumerate() {
-        let q = value.map(f64::round_ties_even);
+        let q = [value.re.round_ties_even(), value.im.round_ties_even()];
         if q.iter().any(|r| r.abs() > 127.0 || r.is_nan()) {
             saturated[o / (config.channels as usize * t_n)] += 1;
         }
         // `as` saturates and maps NaN to 0, as the kernel's conversion does.
-        output.push(q.map(|r| r.clamp(-127.0, 127.0) as i8));
+        let [re, im] = q.map(|r| r.clamp(-127.0, 127.0) as i8);
+        output.push(Complex::new(re, im));
     }
     Ok(Reference { values, magnitude, output, saturated })
 }

@@ -6,7 +6,11 @@ use super::*;
 /// (flat) index whose w or d is NaN or infinite, whose `|Re w| + |Im w|` overflows f32 (the
 /// kernel's beam scale), or whose phase `c d` overflows f32 at the last channel `c` (the
 /// kernel's `half_turns`; `|d|` below about `2 * 10^31` always passes).
-pub fn check_steering(config: &DelayBeamformerConfig, weights: &[[f32; 2]], delays: &[f32]) -> Result<()> {
+pub fn check_steering(
+    config: &DelayBeamformerConfig,
+    weights: &[Complex<f32>],
+    delays: &[f32],
+) -> Result<()> {
     config.validate()?;
     let n = config.steering_len();
     for (what, len) in
@@ -20,10 +24,10 @@ pub fn check_steering(config: &DelayBeamformerConfig, weights: &[[f32; 2]], dela
         Some(index) => Err(Error::NonFinite { what, index }),
         None => Ok(()),
     };
-    first("delay beamformer weights", weights.iter().position(|w| !w[0].is_finite() || !w[1].is_finite()))?;
+    first("delay beamformer weights", weights.iter().position(|w| !w.re.is_finite() || !w.im.is_finite()))?;
     first(
         "|Re w| + |Im w| (the kernel's beam scale, f32) of delay beamformer weights",
-        weights.iter().position(|w| !(w[0].abs() + w[1].abs()).is_finite()),
+        weights.iter().position(|w| !(w.re.abs() + w.im.abs()).is_finite()),
     )?;
     first("delay beamformer delays", delays.iter().position(|d| !d.is_finite()))?;
     // Exact: the last channel is below 2^24. f32 products are monotonic in |c|, so the last
@@ -50,12 +54,12 @@ pub fn check_steering(config: &DelayBeamformerConfig, weights: &[[f32; 2]], dela
 /// is finite and launches as it is.
 pub fn steering(
     config: &DelayBeamformerConfig,
-    weight: &[[f64; 2]],
+    weight: &[Complex<f64>],
     gain: &[f64],
     delay: &[f64],
     phase: &[f64],
     channel_width: f64,
-) -> Result<(Vec<[f32; 2]>, Vec<f32>)> {
+) -> Result<(Vec<Complex<f32>>, Vec<f32>)> {
     config.validate()?;
     let n = config.steering_len();
     for (what, len) in [
@@ -78,7 +82,7 @@ pub fn steering(
         Some(index) => Err(Error::NonFinite { what, index }),
         None => Ok(()),
     };
-    first("steering weights", weight.iter().position(|w| !w[0].is_finite() || !w[1].is_finite()))?;
+    first("steering weights", weight.iter().position(|w| !w.re.is_finite() || !w.im.is_finite()))?;
     first("beam gains", gain.iter().position(|g| !g.is_finite()))?;
     first("steering delays", delay.iter().position(|d| !d.is_finite()))?;
     first("steering phases", phase.iter().position(|p| !p.is_finite()))?;
@@ -89,13 +93,13 @@ pub fn steering(
     for i in 0..n {
         let g = gain[i % beams];
         let (s, c) = phase[i].sin_cos();
-        let [re, im] = weight[i];
-        w.push([(g * (re * c - im * s)) as f32, (g * (re * s + im * c)) as f32]);
+        let Complex { re, im } = weight[i];
+        w.push(Complex::new((g * (re * c - im * s)) as f32, (g * (re * s + im * c)) as f32));
         d.push((2.0 * channel_width * delay[i]) as f32);
     }
     first(
         "steering result w = weight x gain x exp(j phase) (f32)",
-        w.iter().position(|w: &[f32; 2]| !w[0].is_finite() || !w[1].is_finite()),
+        w.iter().position(|w: &Complex<f32>| !w.re.is_finite() || !w.im.is_finite()),
     )?;
     first(
         "steering result d = 2 x channel width x delay (f32)",
@@ -108,9 +112,9 @@ pub fn steering(
 /// The coefficient the kernel approximates, in f64: `w exp(j pi channel d)`, the product
 /// `channel * d` taken exactly (40 bits) and reduced modulo 2 before the sine. Never panics;
 /// non-finite `w` or `d` (which [`check_steering`] rejects) give NaN.
-pub fn coefficient_reference(w: [f32; 2], d: f32, channel: u32) -> [f64; 2] {
+pub fn coefficient_reference(w: Complex<f32>, d: f32, channel: u32) -> Complex<f64> {
     let r = (channel as f64 * d as f64).rem_euclid(2.0);
     let (s, c) = (std::f64::consts::PI * r).sin_cos();
-    let (wr, wi) = (w[0] as f64, w[1] as f64);
-    [wr * c - wi * s, wr * s + wi * c]
+    let (wr, wi) = (w.re as f64, w.im as f64);
+    Complex::new(wr * c - wi * s, wr * s + wi * c)
 }

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::runtime::copy_on;
 use crate::runtime::DeviceBuffer;
 use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
+use num_complex::Complex;
 
 impl<'g> DelayBeamformer<'g> {
     /// The streaming engine: x chunks (`input_len()` values each) in, beams (`output_len()`
@@ -80,7 +81,7 @@ impl<'g> DelayBeamformer<'g> {
 #[derive(Clone, Copy, Debug)]
 pub struct DelayOutput<'a> {
     /// Complex int8 `[beam][channel][time]` (`output_len()` values).
-    pub beams: &'a [[i8; 2]],
+    pub beams: &'a [Complex<i8>],
     /// Saturated samples of this chunk, per beam.
     pub saturated: &'a [u32],
 }
@@ -97,14 +98,14 @@ pub struct DelayOutput<'a> {
 pub struct DelayStream<'s, 'g> {
     beamformer: &'s DelayBeamformer<'g>,
     lanes: Lanes,
-    input: InputRing<[i8; 2]>,
+    input: InputRing<Complex<i8>>,
     /// Written, downloaded and taken in step: output k is slot k of both.
-    beams: OutputRing<[i8; 2]>,
+    beams: OutputRing<Complex<i8>>,
     saturated: OutputRing<u32>,
     /// The engine's steering, and the pinned memory new steering is copied from.
-    weights: DeviceBuffer<[f32; 2]>,
+    weights: DeviceBuffer<Complex<f32>>,
     delays: DeviceBuffer<f32>,
-    staged_weights: PinnedBuffer<[f32; 2]>,
+    staged_weights: PinnedBuffer<Complex<f32>>,
     staged_delays: PinnedBuffer<f32>,
     dither: Option<&'s mut DitherState>,
     /// Byte each beam output slot is filled with before the kernel writes it (tests).
@@ -129,7 +130,7 @@ impl DelayStream<'_, '_> {
     /// The pinned memory of the next chunk's x (`input_len()` values, `[antenna][channel]
     /// [time][pol]`): zeros at first, then the chunk last submitted from this slot. Waits
     /// only for that slot's previous upload.
-    pub fn input(&mut self) -> Result<&mut [[i8; 2]]> {
+    pub fn input(&mut self) -> Result<&mut [Complex<i8>]> {
         self.input.host_mut()
     }
 
@@ -146,7 +147,11 @@ impl DelayStream<'_, '_> {
     /// `offset` (registered host memory, e.g. a receive buffer: no host copy).
     /// `InvalidConfig` (nothing changed) when `input_len()` values from `offset` run past it,
     /// `WrongDevice` when it was registered with another GPU.
-    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, [i8; 2]>, offset: usize) -> Result<()> {
+    pub fn submit_registered(
+        &mut self,
+        source: &RegisteredHost<'_, Complex<i8>>,
+        offset: usize,
+    ) -> Result<()> {
         self.check_free()?;
         self.input.upload_registered(&self.lanes, source, offset)?;
         self.beamform_uploaded()
@@ -199,7 +204,7 @@ impl DelayStream<'_, '_> {
     /// by [`check_steering`] before anything changes): chunks submitted before use the old
     /// steering, chunks submitted after the new. The values go through pinned memory and are
     /// copied on the compute lane; the host waits only for the previous `set_steering` copy.
-    pub fn set_steering(&mut self, weights: &[[f32; 2]], delays: &[f32]) -> Result<()> {
+    pub fn set_steering(&mut self, weights: &[Complex<f32>], delays: &[f32]) -> Result<()> {
         check_steering(&self.beamformer.config, weights, delays)?;
         self.staged_weights.as_mut_slice()?.copy_from_slice(weights);
         self.staged_delays.as_mut_slice()?.copy_from_slice(delays);

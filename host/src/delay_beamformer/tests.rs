@@ -38,15 +38,15 @@ fn validation_rejects_bad_configurations() {
         assert!(matches!(Plan::new(&config, 100), Err(Error::InvalidConfig(_))));
     }
     assert!(DelayBeamformerConfig { first_channel: (1 << 24) - 3, ..good.clone() }.validate().is_ok());
-    let input = vec![[0i8; 2]; good.input_len() - 1];
+    let input = vec![Complex::new(0i8, 0); good.input_len() - 1];
     let plan = Plan::new(&good, 100).unwrap();
-    let w = vec![[0.0f32; 2]; good.steering_len()];
+    let w = vec![Complex::new(0.0f32, 0.0); good.steering_len()];
     let d = vec![0.0f32; good.steering_len()];
     let r = beamform_reference(&good, &plan, &input, &w, &d, None);
     assert!(matches!(r, Err(Error::ShapeMismatch { .. })));
     let dithered = DelayBeamformerConfig { beams: beams(&[0, 1], true), ..good.clone() };
     let plan = Plan::new(&dithered, 100).unwrap();
-    let input = vec![[0i8; 2]; dithered.input_len()];
+    let input = vec![Complex::new(0i8, 0); dithered.input_len()];
     let (w, d) = (&w[..dithered.steering_len()], &d[..dithered.steering_len()]);
     assert!(matches!(beamform_reference(&dithered, &plan, &input, w, d, None), Err(Error::InvalidConfig(_))));
     let mut few = vec![Xorwow::seeded(1); 3];
@@ -178,14 +178,15 @@ fn curand_known_answers() {
 #[test]
 fn steering_undoes_a_delay_and_adds_the_fringe_phase() {
     let c = config(2, 1, 1, 8, &[0, 0]);
-    let weight = [[1.0, 0.0], [0.5, 0.5], [2.0, 0.0], [0.0, -1.0]];
+    let weight =
+        [Complex::new(1.0, 0.0), Complex::new(0.5, 0.5), Complex::new(2.0, 0.0), Complex::new(0.0, -1.0)];
     let (w, d) =
         steering(&c, &weight, &[2.0, 0.25], &[1e-9, 0.0, -2e-9, 3e-9], &[0.0, 0.3, 1.0, 0.0], 208e3).unwrap();
     // Antenna 0 beam 0: no phase; d = 2 * 208e3 * 1e-9.
-    assert_eq!(w[0], [2.0, 0.0]);
+    assert_eq!(w[0], Complex::new(2.0, 0.0));
     assert_eq!(d[0], (2.0 * 208e3 * 1e-9) as f32);
     // The applied phase at channel c is phase + 2 pi c df tau: W(c) = w exp(j pi c d).
-    let [re, im] = coefficient_reference(w[2], d[2], 1000);
+    let Complex { re, im } = coefficient_reference(w[2], d[2], 1000);
     let angle = 1.0 - 2.0 * std::f64::consts::PI * 1000.0 * 208e3 * 2e-9;
     let expected = (4.0 * angle.cos(), 4.0 * angle.sin());
     assert!((re - expected.0).abs() < 1e-5 && (im - expected.1).abs() < 1e-5, "{re} {im} {expected:?}");
@@ -206,11 +207,15 @@ fn reference_passes_a_unit_beam_through_and_saturates_the_negated_minimum() {
     let mut c = config(1, 2, 2, 16, &[1, 0]);
     c.first_channel = 1;
     let plan = Plan::new(&c, 10).unwrap();
-    let input: Vec<[i8; 2]> =
-        (0..c.input_len()).map(|i| [(i as i32 * 37 - 128) as i8, (i as i32 * 11 - 100) as i8]).collect();
-    let w = vec![[1.0f32, 0.0]; 2];
+    let input: Vec<Complex<i8>> = (0..c.input_len())
+        .map(|i| Complex::new((i as i32 * 37 - 128) as i8, (i as i32 * 11 - 100) as i8))
+        .collect();
+    let w = vec![Complex::new(1.0f32, 0.0); 2];
     let r = beamform_reference(&c, &plan, &input, &w, &[0.0, 1.0], None).unwrap();
-    let clamp = |x: [i8; 2], sign: i32| x.map(|v| (sign * v as i32).clamp(-127, 127) as i8);
+    let clamp = |x: Complex<i8>, sign: i32| {
+        let f = |v: i8| (sign * v as i32).clamp(-127, 127) as i8;
+        Complex::new(f(x.re), f(x.im))
+    };
     let mut minima = [0u32; 2];
     for t in 0..16 {
         for ch in 0..2 {
@@ -221,8 +226,8 @@ fn reference_passes_a_unit_beam_through_and_saturates_the_negated_minimum() {
             let sign = if ch == 0 { -1 } else { 1 };
             assert_eq!(r.output[c.output_index(1, ch, t)], clamp(x0, sign));
             // -128 saturates either way: negated it is 128, kept it is below -127.
-            minima[0] += x1.contains(&-128) as u32;
-            minima[1] += x0.contains(&-128) as u32;
+            minima[0] += (x1.re == -128 || x1.im == -128) as u32;
+            minima[1] += (x0.re == -128 || x0.im == -128) as u32;
         }
     }
     assert!(minima[1] > 0);
@@ -235,8 +240,8 @@ fn reference_dither_consumes_two_draws_per_dithered_sample() {
     c.beams[1].dither = true;
     c.beams[2].dither = true;
     let plan = Plan::new(&c, 7).unwrap();
-    let input = vec![[1i8, -1]; c.input_len()];
-    let w = vec![[0.25f32, 0.0]; c.steering_len()];
+    let input = vec![Complex::new(1i8, -1); c.input_len()];
+    let w = vec![Complex::new(0.25f32, 0.0); c.steering_len()];
     let d = vec![0.0f32; c.steering_len()];
     let start = reference_states(11, 0, 0, plan.state_count() as usize).unwrap();
     let mut states = start.clone();
@@ -256,8 +261,8 @@ fn reference_dither_consumes_two_draws_per_dithered_sample() {
     assert_eq!(draws, 2 * 2 * 200 * 2);
     // Beam 0 is not dithered: 3 * 0.25 * (1, -1) rounds to (1, -1) exactly.
     for t in 0..200 {
-        assert_eq!(r.values[c.output_index(0, 1, t)], [0.75, -0.75]);
+        assert_eq!(r.values[c.output_index(0, 1, t)], Complex::new(0.75, -0.75));
         let v = r.values[c.output_index(1, 1, t)];
-        assert!((v[0] - 0.75).abs() < 0.5 && (v[1] + 0.75).abs() < 0.5 && v != [0.75, -0.75]);
+        assert!((v.re - 0.75).abs() < 0.5 && (v.im + 0.75).abs() < 0.5 && v != Complex::new(0.75, -0.75));
     }
 }

@@ -19,9 +19,9 @@ pub const FRB_MAX_ROWS: u64 = u32::MAX as u64;
 /// Largest number of blocks of one first-kernel launch (the grid's x dimension, `2^31 - 1`).
 pub const FRB_MAX_BLOCKS: u64 = (1 << 31) - 1;
 
-/// The first f16 word whose real or imaginary half is not finite (all exponent bits set).
-pub(super) fn first_non_finite_c16(words: &[u32]) -> Option<usize> {
-    words.iter().position(|&w| w & 0x7c00 == 0x7c00 || (w >> 16) & 0x7c00 == 0x7c00)
+/// The first complex f16 value whose real or imaginary part is not finite.
+pub(super) fn first_non_finite_c16(values: &[Complex<f16>]) -> Option<usize> {
+    values.iter().position(|w| !w.re.is_finite() || !w.im.is_finite())
 }
 
 /// One launch of the first FRB kernel.
@@ -128,19 +128,20 @@ impl FrbConfig {
     pub fn out_times(&self) -> u32 {
         self.times.checked_div(self.t_ds).unwrap_or(0)
     }
-    /// E size in bytes (ci4 `[tau][f][pol][d]`; saturates at `usize::MAX`).
+    /// E size: number of [`Ci4`] values (one byte each), `[tau][f][pol][d]` (saturates at
+    /// `usize::MAX`).
     pub fn e_len(&self) -> usize {
         size::saturate(self.e_len_exact())
     }
-    /// W size in complex values (`[f][pol][m][n]`; saturates at `usize::MAX`).
+    /// W size: number of `Complex<f16>` values, `[f][pol][m][n]` (saturates at `usize::MAX`).
     pub fn weights_len(&self) -> usize {
         size::saturate(self.freqs as u128 * FRB_POLS as u128 * self.m as u128 * self.n as u128)
     }
-    /// I size (`[f][tbar][p][q]`; saturates at `usize::MAX`).
+    /// I size: number of `f16` values, `[f][tbar][p][q]` (saturates at `usize::MAX`).
     pub fn output_len(&self) -> usize {
         size::saturate(self.output_len_exact())
     }
-    /// Byte of E holding `(tau, f, pol, d)` (saturates at `usize::MAX`).
+    /// Position in E of `(tau, f, pol, d)` (saturates at `usize::MAX`).
     pub fn e_index(&self, tau: u32, f: u32, pol: u32, d: u32) -> usize {
         size::row_major(&[(tau, 1), (f, self.freqs), (pol, FRB_POLS), (d, self.dishes)])
     }
@@ -195,8 +196,8 @@ pub(super) fn frb_blocks(config: &FrbConfig, tbar_per_block: u32) -> u64 {
     config.freqs as u64 * config.out_times().div_ceil(tbar_per_block.max(1)) as u64
 }
 
-/// Checks the FRB weights: one complex f16 word per `(f, pol, m, n)`, each half finite.
-pub(super) fn check_weights(config: &FrbConfig, weights: &[u32]) -> Result<()> {
+/// Checks the FRB weights: one `Complex<f16>` per `(f, pol, m, n)`, both parts finite.
+pub(super) fn check_weights(config: &FrbConfig, weights: &[Complex<f16>]) -> Result<()> {
     if weights.len() != config.weights_len() {
         return Err(Error::ShapeMismatch {
             what: "FRB weights",

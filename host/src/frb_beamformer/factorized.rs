@@ -125,7 +125,7 @@ impl FactorizedConfig {
 /// `[f][tbar][p][q]`) and the grid positions, with U in f64 of the f32 positions.
 pub fn factorized_reference(
     config: &FactorizedConfig,
-    intensity: &[u16],
+    intensity: &[f16],
     theta: &[f32],
     theta_prime: &[f32],
 ) -> Result<Vec<f64>> {
@@ -153,9 +153,8 @@ pub fn factorized_reference(
         for t in 0..t_len {
             let i = &intensity[(f * t_len + t) * 4 * m * n..][..4 * m * n];
             for (gamma, u) in um.iter().enumerate() {
-                let v: Vec<f64> = (0..2 * n)
-                    .map(|q| (0..2 * m).map(|p| u[p] * f16::from_bits(i[p * 2 * n + q]).to_f64()).sum())
-                    .collect();
+                let v: Vec<f64> =
+                    (0..2 * n).map(|q| (0..2 * m).map(|p| u[p] * i[p * 2 * n + q].to_f64()).sum()).collect();
                 for (gamma_prime, u_prime) in un.iter().enumerate() {
                     out[((f * t_len + t) * g + gamma) * gp + gamma_prime] =
                         v.iter().zip(u_prime).map(|(v, u)| v * u).sum();
@@ -172,8 +171,8 @@ pub struct FactorizedResampler<'g> {
     gpu: &'g Gpu,
     config: FactorizedConfig,
     kernel: CudaFunction,
-    um: DeviceBuffer<u16>,
-    un: DeviceBuffer<u16>,
+    um: DeviceBuffer<f16>,
+    un: DeviceBuffer<f16>,
     grid_set: bool,
     /// The stream `set_grid` and `resample` work on.
     stream: Stream,
@@ -197,8 +196,8 @@ impl<'g> FactorizedResampler<'g> {
             "raising the factorized resampler's shared-memory limit",
         )?;
         let layout = config.layout();
-        let um = gpu.alloc::<u16>(config.channels as usize * layout.um_len() as usize, 0)?;
-        let un = gpu.alloc::<u16>(config.channels as usize * layout.un_len() as usize, 0)?;
+        let um = gpu.alloc::<f16>(config.channels as usize * layout.um_len() as usize, 0)?;
+        let un = gpu.alloc::<f16>(config.channels as usize * layout.un_len() as usize, 0)?;
         let stream = gpu.stream().clone();
         Ok(FactorizedResampler { gpu, config, kernel, um, un, grid_set: false, stream })
     }
@@ -239,21 +238,21 @@ impl<'g> FactorizedResampler<'g> {
         c.check_positions(theta, theta_prime)?;
         let layout = c.layout();
         let (m, n, kn) = (c.m, c.n, layout.kn());
-        let mut um = vec![0u16; self.um.len()];
-        let mut un = vec![0u16; self.un.len()];
+        let mut um = vec![f16::ZERO; self.um.len()];
+        let mut un = vec![f16::ZERO; self.un.len()];
         for f in 0..c.channels as usize {
             let rows = &mut um[f * layout.um_len() as usize..][..layout.um_len() as usize];
             for gamma in 0..c.g as usize {
                 let t = theta[f * c.g as usize + gamma] as f64;
                 for p in 0..2 * m {
-                    rows[gamma * 2 * m as usize + p as usize] = f16::from_f64(u_function(m, p, t)).to_bits();
+                    rows[gamma * 2 * m as usize + p as usize] = f16::from_f64(u_function(m, p, t));
                 }
             }
             let rows = &mut un[f * layout.un_len() as usize..][..layout.un_len() as usize];
             for gamma in 0..c.g_prime as usize {
                 let t = theta_prime[f * c.g_prime as usize + gamma] as f64;
                 for q in 0..2 * n {
-                    rows[gamma * kn as usize + q as usize] = f16::from_f64(u_function(n, q, t)).to_bits();
+                    rows[gamma * kn as usize + q as usize] = f16::from_f64(u_function(n, q, t));
                 }
             }
         }
@@ -264,15 +263,15 @@ impl<'g> FactorizedResampler<'g> {
     }
 
     /// `J[f][tbar][beta]` (f16) from I (f16 `[f][tbar][p][q]`).
-    pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+    pub fn resample(&self, intensity: &DeviceBuffer<f16>, out: &mut DeviceBuffer<f16>) -> Result<()> {
         self.launch(intensity, out, &self.stream)
     }
 
     /// [`resample`](Self::resample) on `stream`.
     pub(crate) fn launch(
         &self,
-        intensity: &DeviceBuffer<u16>,
-        out: &mut DeviceBuffer<u16>,
+        intensity: &DeviceBuffer<f16>,
+        out: &mut DeviceBuffer<f16>,
         stream: &Stream,
     ) -> Result<()> {
         let c = self.config;
@@ -324,8 +323,8 @@ mod tests {
         for case in FRB_CASES {
             for (g, g_prime) in [(4 * case.m, 4 * case.n), (3, 5), (1, 1)] {
                 let config = FactorizedConfig { channels: 2, times: 3, m: case.m, n: case.n, g, g_prime };
-                let i: Vec<u16> = (0..config.intensity_len())
-                    .map(|_| f16::from_f64(rng.random_range(0.0..100.0)).to_bits())
+                let i: Vec<f16> = (0..config.intensity_len())
+                    .map(|_| f16::from_f64(rng.random_range(0.0..100.0)))
                     .collect();
                 let theta: Vec<f32> =
                     (0..config.theta_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -359,7 +358,7 @@ mod tests {
         ] {
             assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
         }
-        let i = vec![0u16; good.intensity_len()];
+        let i = vec![f16::ZERO; good.intensity_len()];
         let t = vec![0f32; good.theta_len()];
         let tp = vec![0f32; good.theta_prime_len()];
         assert!(factorized_reference(&good, &i, &t, &tp).is_ok());

@@ -60,7 +60,7 @@ pub struct FrbBeamformer<'g> {
     pub(super) config: FrbConfig,
     pub(super) kernel: CudaFunction,
     pub(super) grid: DeviceBuffer<u32>,
-    pub(super) weights: DeviceBuffer<u32>,
+    pub(super) weights: DeviceBuffer<Complex<f16>>,
     pub(super) gammas_m: DeviceBuffer<u32>,
     pub(super) gammas_n: DeviceBuffer<u32>,
     /// Output samples per block (the blocks are `F` channels times time chunks of that
@@ -73,15 +73,14 @@ pub struct FrbBeamformer<'g> {
 }
 
 impl<'g> FrbBeamformer<'g> {
-    /// Validates `config`, the dish map (`grid[d] = (m, n)`) and the weights (complex f16
-    /// `[f][pol][m][n]`, re in bits 0..16; a NaN or infinite half is `NonFinite` with the
-    /// word's index), uploads them, and runs [`warm_up`](Self::warm_up) so that the kernel's
+    /// Validates `config`, the dish map (`grid[d] = (m, n)`) and the weights (`Complex<f16>`
+    /// `[f][pol][m][n]`; a NaN or infinite part is `NonFinite` with the value's index), uploads them, and runs [`warm_up`](Self::warm_up) so that the kernel's
     /// one-time costs are paid here and not by the first [`beamform`](Self::beamform).
     pub fn new(
         gpu: &'g Gpu,
         config: FrbConfig,
         grid: &[(u32, u32)],
-        weights: &[u32],
+        weights: &[Complex<f16>],
     ) -> Result<FrbBeamformer<'g>> {
         let beamformer = FrbBeamformer::without_warm_up(gpu, config, grid, weights)?;
         beamformer.warm_up()?;
@@ -95,7 +94,7 @@ impl<'g> FrbBeamformer<'g> {
         gpu: &'g Gpu,
         config: FrbConfig,
         grid: &[(u32, u32)],
-        weights: &[u32],
+        weights: &[Complex<f16>],
     ) -> Result<FrbBeamformer<'g>> {
         config.validate()?;
         config.check_grid(grid)?;
@@ -150,8 +149,8 @@ impl<'g> FrbBeamformer<'g> {
                 "the FRB warm-up launch would run another kernel (internal error)".into(),
             ));
         }
-        let e = self.gpu.alloc::<u8>(small.e_len(), 0)?;
-        let mut i = self.gpu.alloc::<u16>(small.output_len(), 0)?;
+        let e = self.gpu.alloc::<Ci4>(small.e_len(), 0)?;
+        let mut i = self.gpu.alloc::<f16>(small.output_len(), 0)?;
         self.launch_config(&small, 1, &e, &mut i, &self.stream)?;
         self.stream.synchronize().during("waiting for the FRB kernel's warm-up launch")
     }
@@ -202,15 +201,15 @@ impl<'g> FrbBeamformer<'g> {
 
     /// `I[f][tbar][p][q]` (f16 bits) from E (ci4 `[tau][f][pol][d]`). E and I may exceed
     /// 2^32 bytes and values: the kernels address their rows in 64 bits.
-    pub fn beamform(&self, e: &DeviceBuffer<u8>, i: &mut DeviceBuffer<u16>) -> Result<()> {
+    pub fn beamform(&self, e: &DeviceBuffer<Ci4>, i: &mut DeviceBuffer<f16>) -> Result<()> {
         self.launch(e, i, &self.stream)
     }
 
     /// [`beamform`](Self::beamform) on `stream`.
     pub(crate) fn launch(
         &self,
-        e: &DeviceBuffer<u8>,
-        i: &mut DeviceBuffer<u16>,
+        e: &DeviceBuffer<Ci4>,
+        i: &mut DeviceBuffer<f16>,
         stream: &Stream,
     ) -> Result<()> {
         self.launch_config(&self.config, self.tbar_per_block, e, i, stream)
@@ -222,8 +221,8 @@ impl<'g> FrbBeamformer<'g> {
         &self,
         c: &FrbConfig,
         tbar_per_block: u32,
-        e: &DeviceBuffer<u8>,
-        i: &mut DeviceBuffer<u16>,
+        e: &DeviceBuffer<Ci4>,
+        i: &mut DeviceBuffer<f16>,
         stream: &Stream,
     ) -> Result<()> {
         self.gpu.check_owner(e, "FRB E")?;

@@ -567,15 +567,9 @@ pub fn relative_l2(got: &[C64], want: &[C64]) -> f64 {
     (num / den).sqrt()
 }
 
-/// Complex f16 words (re in bits 0..16) as f64 pairs.
-pub fn unpack_c16(words: &[u32]) -> Vec<C64> {
-    words
-        .iter()
-        .map(|&w| {
-            let (re, im) = unpack_f16x2(w);
-            (f16::from_bits(re).to_f64(), f16::from_bits(im).to_f64())
-        })
-        .collect()
+/// Complex f16 values as f64 pairs.
+pub fn unpack_c16(values: &[Complex<f16>]) -> Vec<C64> {
+    values.iter().map(|w| (w.re.to_f64(), w.im.to_f64())).collect()
 }
 
 /// Relative L2 bound of the f16 FFT against the f64 DFT of its (f16) input, `2^-8`. Each

@@ -16,7 +16,9 @@
 //! - [`streaming`]: [`FrbStream`], which chains the first kernel, a resampler and the quantiser
 //!   on the device and streams E chunks through them from host memory.
 //!
-//! Complex f16 data is one `u32` per value, real part in bits 0..16 (`packing::pack_f16x2`).
+//! Complex f16 data is `Complex<f16>` (real part at the lower address: one `u32` per value
+//! on the device, real part in bits 0..16, as `packing::pack_f16x2` packs it); intensities
+//! are `f16`, E is [`Ci4`].
 //! Every launcher runs on one stream, the GPU's default until `set_stream`.
 use crate::error::{DriverContext, Error, Result};
 use crate::fragment::{from_slots, to_slots};
@@ -24,6 +26,7 @@ use crate::runtime::{allow_dynamic_shared, launch_1d, DeviceBuffer, Gpu, PushKer
 use crate::size;
 use cudarc::driver::CudaFunction;
 use half::f16;
+use num_complex::Complex;
 use radio_kernels_gpu::frb_beamformer::*;
 pub use radio_kernels_gpu::frb_beamformer::{FrbCase, FRB_CASES};
 use radio_kernels_gpu::layout::{
@@ -31,7 +34,7 @@ use radio_kernels_gpu::layout::{
     M16N8K16_SPARSE_F16_A, M16N8K8_F16_A, M16N8K8_F16_B, M16N8_F16_C,
 };
 use radio_kernels_gpu::modules::KernelSpec;
-use radio_kernels_gpu::packing::{pack_f16x2, unpack_f16x2};
+use radio_kernels_gpu::packing::{pack_f16x2, Ci4};
 use std::f64::consts::PI;
 
 mod gammas;

@@ -107,7 +107,7 @@ fn check_lengths(config: &QuantizeConfig, j: usize, scale: usize, offset: usize)
 /// the module docs).
 pub fn quantize_reference(
     config: &QuantizeConfig,
-    j: &[u16],
+    j: &[f16],
     scale: &[f32],
     offset: &[f32],
 ) -> Result<Quantized> {
@@ -121,8 +121,7 @@ pub fn quantize_reference(
         for beta in 0..b_len {
             let at = f * b_len + beta;
             for t in 0..t_len {
-                let x =
-                    f16::from_bits(j[(f * t_len + t) * b_len + beta]).to_f32().mul_add(scale[at], offset[at]);
+                let x = j[(f * t_len + t) * b_len + beta].to_f32().mul_add(scale[at], offset[at]);
                 let r = x.round_ties_even();
                 let (code, clipped) = if x.is_nan() || r < 0.0 {
                     (0.0, true)
@@ -190,7 +189,7 @@ impl<'g> Quantizer<'g> {
     /// clip counts of this call.
     pub fn quantize(
         &self,
-        j: &DeviceBuffer<u16>,
+        j: &DeviceBuffer<f16>,
         scale: &DeviceBuffer<f32>,
         offset: &DeviceBuffer<f32>,
         out: &mut DeviceBuffer<u8>,
@@ -202,7 +201,7 @@ impl<'g> Quantizer<'g> {
     /// [`quantize`](Self::quantize) on `stream`.
     pub(crate) fn launch(
         &self,
-        j: &DeviceBuffer<u16>,
+        j: &DeviceBuffer<f16>,
         scale: &DeviceBuffer<f32>,
         offset: &DeviceBuffer<f32>,
         out: &mut DeviceBuffer<u8>,
@@ -266,8 +265,7 @@ mod tests {
     fn reference_packs_nibbles_and_counts_clips() {
         let config = QuantizeConfig { channels: 1, times: 3, beams: 2, format: Format::U4 };
         // J[t][beta]: beam 0 gets 1, 2.5, 40 (clips); beam 1 gets 0.5, -1 (clips), NaN (clips).
-        let j: Vec<u16> =
-            [1.0, 0.5, 2.5, -1.0, 40.0, f32::NAN].iter().map(|&x| f16::from_f32(x).to_bits()).collect();
+        let j: Vec<f16> = [1.0, 0.5, 2.5, -1.0, 40.0, f32::NAN].iter().map(|&x| f16::from_f32(x)).collect();
         let q = quantize_reference(&config, &j, &[1.0, 1.0], &[0.0, 0.0]).unwrap();
         assert_eq!(q.output.len(), 32);
         assert_eq!(q.output[0], 0x21);
@@ -303,16 +301,15 @@ mod tests {
         ];
         for format in [Format::U8, Format::U4] {
             let config = QuantizeConfig { channels: 1, times: 7, beams: 8, format };
-            let j: Vec<u16> = (0..7)
-                .flat_map(|t| (0..8).map(move |b| f16::from_f32(values[(t + b) % 7]).to_bits()))
-                .collect();
+            let j: Vec<f16> =
+                (0..7).flat_map(|t| (0..8).map(move |b| f16::from_f32(values[(t + b) % 7]))).collect();
             let (scale, offset): (Vec<f32>, Vec<f32>) = params.iter().copied().unzip();
             let q = quantize_reference(&config, &j, &scale, &offset).unwrap();
             let row = config.row_bytes() as usize;
             for (b, &(sc, of)) in params.iter().enumerate() {
                 let mut clipped = 0;
                 for t in 0..7 {
-                    let x = f16::from_bits(j[t * 8 + b]).to_f32().mul_add(sc, of);
+                    let x = j[t * 8 + b].to_f32().mul_add(sc, of);
                     let (code, clip) = quantize_scaled(x, format.max());
                     clipped += clip as u32;
                     let got = match format {
@@ -343,7 +340,7 @@ mod tests {
         ] {
             assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
         }
-        let j = vec![0u16; good.input_len() - 1];
+        let j = vec![f16::ZERO; good.input_len() - 1];
         let p = vec![0f32; good.params_len()];
         assert!(matches!(quantize_reference(&good, &j, &p, &p), Err(Error::ShapeMismatch { .. })));
     }

@@ -7,9 +7,9 @@ use super::*;
 /// result is finite.
 pub fn frb_intensity_reference(
     config: &FrbConfig,
-    e: &[u8],
+    e: &[Ci4],
     grid: &[(u32, u32)],
-    weights: &[u32],
+    weights: &[Complex<f16>],
 ) -> Result<Vec<f64>> {
     check_reference_args(config, e, grid, weights)?;
     let c = config;
@@ -29,9 +29,9 @@ pub fn frb_intensity_reference(
 /// the launch are `InvalidConfig`.
 pub fn frb_intensity_reference_sample(
     config: &FrbConfig,
-    e: &[u8],
+    e: &[Ci4],
     grid: &[(u32, u32)],
-    weights: &[u32],
+    weights: &[Complex<f16>],
     f: u32,
     tbar: u32,
 ) -> Result<Vec<f64>> {
@@ -52,9 +52,9 @@ pub fn frb_intensity_reference_sample(
 /// sizes.
 pub(super) fn check_reference_args(
     config: &FrbConfig,
-    e: &[u8],
+    e: &[Ci4],
     grid: &[(u32, u32)],
-    weights: &[u32],
+    weights: &[Complex<f16>],
 ) -> Result<()> {
     config.validate()?;
     config.check_grid(grid)?;
@@ -72,7 +72,7 @@ pub(super) fn check_reference_args(
 /// its T_ds time samples in order, each polarisation's `|Et|^2`.
 pub(super) fn accumulate_sample(
     c: &FrbConfig,
-    e: &[u8],
+    e: &[Ci4],
     grid: &[(u32, u32)],
     w: &[C64],
     f: u32,
@@ -85,7 +85,8 @@ pub(super) fn accumulate_sample(
         for pol in 0..FRB_POLS {
             field.iter_mut().for_each(|x| *x = (0.0, 0.0));
             for (d, &(m, n)) in grid.iter().enumerate() {
-                let (re, im) = radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)]);
+                let (re, im) =
+                    radio_kernels_gpu::packing::unpack_ci4(e[c.e_index(tau, f, pol, d as u32)].into());
                 field[m as usize * n_len + n as usize] =
                     cmul(w[c.weight_index(f, pol, m, n)], (re as f64, im as f64));
             }

@@ -177,7 +177,7 @@ impl ResampleConfig {
 /// as they do on the GPU.
 pub fn resample_reference(
     config: &ResampleConfig,
-    intensity: &[u16],
+    intensity: &[f16],
     theta: &[f32],
     theta_prime: &[f32],
 ) -> Result<Vec<f64>> {
@@ -204,7 +204,7 @@ pub fn resample_reference(
                 (0..k).map(|rho| up[rho / (2 * n) as usize] * uq[rho % (2 * n) as usize]).collect();
             for t in 0..config.times as usize {
                 let row = &intensity[(f * config.times as usize + t) * k..][..k];
-                let j: f64 = row.iter().zip(&w).map(|(&i, &w)| f16::from_bits(i).to_f64() * w).sum();
+                let j: f64 = row.iter().zip(&w).map(|(&i, &w)| i.to_f64() * w).sum();
                 out[(f * config.times as usize + t) * config.beams as usize + beta] = j;
             }
         }
@@ -317,7 +317,7 @@ pub struct Resampler<'g> {
     config: ResampleConfig,
     gemm: GemmLaunch,
     weights_kernel: CudaFunction,
-    weights: DeviceBuffer<u16>,
+    weights: DeviceBuffer<f16>,
     /// The W kernel's rejection word (non-zero: a position failed its check).
     rejected: DeviceBuffer<u32>,
     beams_set: bool,
@@ -349,7 +349,7 @@ impl<'g> Resampler<'g> {
             checked_kernel(gpu, &config, spec, "W-path GEMM", |role| matches!(role, Role::WPath { .. }))?;
         let gemm = GemmLaunch::new(gpu, kernel, &config)?;
         let weights_kernel = gpu.kernel(&WEIGHTS_KERNEL.spec)?;
-        let weights = gpu.alloc::<u16>(config.weights_len(), 0)?;
+        let weights = gpu.alloc::<f16>(config.weights_len(), 0)?;
         let rejected = gpu.alloc::<u32>(1, 0)?;
         let stream = gpu.stream().clone();
         Ok(Resampler { gpu, config, gemm, weights_kernel, weights, rejected, beams_set: false, stream })
@@ -389,7 +389,7 @@ impl<'g> Resampler<'g> {
 
     /// W, `[f][beta][rho]` f16 bits (`rho = p 2N + q`), as the last [`Resampler::set_beams`]
     /// formed it (zeros before the first).
-    pub fn weights(&self) -> &DeviceBuffer<u16> {
+    pub fn weights(&self) -> &DeviceBuffer<f16> {
         &self.weights
     }
 
@@ -429,15 +429,15 @@ impl<'g> Resampler<'g> {
     }
 
     /// `J = I W` per channel: I f16 `[f][tbar][p][q]`, J f16 `[f][tbar][beta]`.
-    pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+    pub fn resample(&self, intensity: &DeviceBuffer<f16>, out: &mut DeviceBuffer<f16>) -> Result<()> {
         self.launch(intensity, out, &self.stream)
     }
 
     /// [`resample`](Self::resample) on `stream`.
     pub(crate) fn launch(
         &self,
-        intensity: &DeviceBuffer<u16>,
-        out: &mut DeviceBuffer<u16>,
+        intensity: &DeviceBuffer<f16>,
+        out: &mut DeviceBuffer<f16>,
         stream: &Stream,
     ) -> Result<()> {
         let c = self.config;
@@ -505,8 +505,8 @@ fn check_io(
     gpu: &Gpu,
     c: &ResampleConfig,
     beams_set: bool,
-    intensity: &DeviceBuffer<u16>,
-    out: &DeviceBuffer<u16>,
+    intensity: &DeviceBuffer<f16>,
+    out: &DeviceBuffer<f16>,
 ) -> Result<()> {
     if !beams_set {
         return Err(Error::InvalidConfig("no beam positions yet: call set_beams first".into()));
@@ -648,8 +648,8 @@ impl<'g> FusedResampler<'g> {
     /// (nor waits).
     pub(crate) fn fixed_maps(
         &self,
-        intensity: &DeviceBuffer<u16>,
-        out: &DeviceBuffer<u16>,
+        intensity: &DeviceBuffer<f16>,
+        out: &DeviceBuffer<f16>,
         stream: &Stream,
     ) -> Result<Option<TensorMaps>> {
         if self.tma.is_none() {
@@ -707,7 +707,7 @@ impl<'g> FusedResampler<'g> {
 
     /// `J = I W` per channel with W formed on the fly: I f16 `[f][tbar][p][q]`, J f16
     /// `[f][tbar][beta]`.
-    pub fn resample(&self, intensity: &DeviceBuffer<u16>, out: &mut DeviceBuffer<u16>) -> Result<()> {
+    pub fn resample(&self, intensity: &DeviceBuffer<f16>, out: &mut DeviceBuffer<f16>) -> Result<()> {
         // (A poisoned lock only means a panic elsewhere: the maps are written before their
         // addresses are recorded, so they stay consistent.)
         let mut maps = self.tma.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()));
@@ -719,8 +719,8 @@ impl<'g> FusedResampler<'g> {
     /// re-encoded, on `stream`, when they describe other buffers).
     pub(crate) fn launch(
         &self,
-        intensity: &DeviceBuffer<u16>,
-        out: &mut DeviceBuffer<u16>,
+        intensity: &DeviceBuffer<f16>,
+        out: &mut DeviceBuffer<f16>,
         stream: &Stream,
         mut maps: Option<&mut TensorMaps>,
     ) -> Result<()> {
@@ -776,8 +776,8 @@ impl TensorMaps {
         &mut self,
         c: &ResampleConfig,
         rows: u32,
-        intensity: &DeviceBuffer<u16>,
-        out: &DeviceBuffer<u16>,
+        intensity: &DeviceBuffer<f16>,
+        out: &DeviceBuffer<f16>,
         stream: &Stream,
     ) -> Result<()> {
         // The addresses as `stream` sees them (`DeviceBuffer::device_address` would order the
@@ -950,7 +950,7 @@ mod tests {
         ] {
             assert!(matches!(bad.validate(), Err(Error::InvalidConfig(_))), "{bad:?}");
         }
-        let i = vec![0u16; good.intensity_len() - 1];
+        let i = vec![f16::ZERO; good.intensity_len() - 1];
         let t = vec![0f32; good.positions_len()];
         assert!(matches!(resample_reference(&good, &i, &t, &t), Err(Error::ShapeMismatch { .. })));
     }

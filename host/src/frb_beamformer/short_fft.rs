@@ -115,7 +115,12 @@ impl<'g> ShortFft<'g> {
     }
 
     /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18 of Smith's FRB note).
-    pub fn run(&self, x: &DeviceBuffer<u32>, y: &mut DeviceBuffer<u32>, batch: usize) -> Result<()> {
+    pub fn run(
+        &self,
+        x: &DeviceBuffer<Complex<f16>>,
+        y: &mut DeviceBuffer<Complex<f16>>,
+        batch: usize,
+    ) -> Result<()> {
         check_fft_buffers(self.kernels.n, batch, x.len(), y.len())?;
         self.gpu.check_owner(x, "short FFT input")?;
         self.gpu.check_owner(y, "short FFT output")?;
@@ -136,8 +141,8 @@ impl<'g> ShortFft<'g> {
     /// FFTs). `x` holds 4 words per thread, `y` one.
     pub fn run_loop(
         &self,
-        x: &DeviceBuffer<u32>,
-        y: &mut DeviceBuffer<u32>,
+        x: &DeviceBuffer<Complex<f16>>,
+        y: &mut DeviceBuffer<Complex<f16>>,
         blocks: u32,
         iterations: u32,
         salt: u32,

@@ -38,6 +38,8 @@ use crate::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler,
 use crate::frb_beamformer::{FrbBeamformer, FrbConfig};
 use crate::runtime::{DeviceBuffer, Gpu};
 use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
+use half::f16;
+use radio_kernels_gpu::packing::Ci4;
 
 /// The name of the engine in errors.
 const ENGINE: &str = "FRB beamformer stream";
@@ -165,9 +167,9 @@ pub struct FrbStream<'r, 'g> {
     resampling: FrbResampling<'r, 'g>,
     quantizer: &'r Quantizer<'g>,
     lanes: Lanes,
-    input: InputRing<u8>,
-    intensity: DeviceBuffer<u16>,
-    beams: DeviceBuffer<u16>,
+    input: InputRing<Ci4>,
+    intensity: DeviceBuffer<f16>,
+    beams: DeviceBuffer<f16>,
     /// The fused resampler's tensor maps of (I, J), where its kernel takes them.
     maps: Option<TensorMaps>,
     scale: DeviceBuffer<f32>,
@@ -227,8 +229,8 @@ impl<'r, 'g> FrbStream<'r, 'g> {
         resampling.gpu().check_stream(lanes.compute(), "FRB resampler")?;
         quantizer.gpu().check_stream(lanes.compute(), "FRB quantiser")?;
         let input = InputRing::new(gpu, depth, c.e_len())?;
-        let intensity = gpu.alloc::<u16>(c.output_len(), 0)?;
-        let beams = gpu.alloc::<u16>(q.input_len(), 0)?;
+        let intensity = gpu.alloc::<f16>(c.output_len(), 0)?;
+        let beams = gpu.alloc::<f16>(q.input_len(), 0)?;
         let maps = match resampling {
             FrbResampling::Fused(r) => r.fixed_maps(&intensity, &beams, lanes.compute())?,
             _ => None,
@@ -286,7 +288,7 @@ impl<'r, 'g> FrbStream<'r, 'g> {
     /// The pinned memory of the next chunk's slot (`config().e_len()` bytes of E, ci4
     /// `[tau][f][pol][d]`): zeros at first, then the chunk last submitted from it. Waits only
     /// for the upload that last read it.
-    pub fn input(&mut self) -> Result<&mut [u8]> {
+    pub fn input(&mut self) -> Result<&mut [Ci4]> {
         self.input.host_mut()
     }
 
@@ -302,7 +304,7 @@ impl<'r, 'g> FrbStream<'r, 'g> {
     /// As [`submit`](Self::submit), the chunk copied straight from `source` at byte `offset`
     /// (registered host memory, e.g. a receive buffer; no host copy). A chunk past the end
     /// of `source`, or memory registered in another context, is an error (nothing changed).
-    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, u8>, offset: usize) -> Result<()> {
+    pub fn submit_registered(&mut self, source: &RegisteredHost<'_, Ci4>, offset: usize) -> Result<()> {
         self.check_submit()?;
         self.input.upload_registered(&self.lanes, source, offset)?;
         self.run_uploaded()

@@ -1,5 +1,5 @@
 use super::*;
-use radio_kernels_gpu::packing::pack_f16x2;
+use radio_kernels_gpu::packing::unpack_f16x2;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -194,8 +194,8 @@ fn random_grid(config: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
     points
 }
 
-fn unit_weights(config: &FrbConfig) -> Vec<u32> {
-    vec![pack_f16x2(f16::ONE.to_bits(), 0); config.weights_len()]
+fn unit_weights(config: &FrbConfig) -> Vec<Complex<f16>> {
+    vec![Complex::new(f16::ONE, f16::ZERO); config.weights_len()]
 }
 
 /// Physics check: a plane wave from the half-integer direction (p0 / 2, q0 / 2) (E_d =
@@ -215,14 +215,14 @@ fn plane_wave_lights_up_its_pixel() {
         };
         let grid = random_grid(&config, &mut rng);
         let (p0, q0) = (2 * rng.random_range(0..config.m) + 1, 2 * rng.random_range(0..config.n) + 1);
-        let mut e = vec![0u8; config.e_len()];
+        let mut e = vec![Ci4::default(); config.e_len()];
         for tau in 0..config.times {
             for pol in 0..FRB_POLS {
                 for (d, &(m, n)) in grid.iter().enumerate() {
                     let phase =
                         -PI * (m * p0) as f64 / config.m as f64 - PI * (n * q0) as f64 / config.n as f64;
                     let (re, im) = ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
-                    e[config.e_index(tau, 0, pol, d as u32)] = radio_kernels_gpu::packing::pack_ci4(re, im);
+                    e[config.e_index(tau, 0, pol, d as u32)] = Ci4::new(re, im);
                 }
             }
         }
@@ -244,11 +244,11 @@ fn reference_is_eq_51_and_downsamples() {
     let mut rng = StdRng::seed_from_u64(6);
     let config = chord_pathfinder(48, 1);
     let grid = random_grid(&config, &mut rng);
-    let e: Vec<u8> = (0..config.e_len()).map(|_| rng.random()).collect();
-    let weights: Vec<u32> = (0..config.weights_len())
+    let e: Vec<Ci4> = (0..config.e_len()).map(|_| Ci4(rng.random())).collect();
+    let weights: Vec<Complex<f16>> = (0..config.weights_len())
         .map(|_| {
-            let mut h = || f16::from_f64(rng.random_range(-1.0..1.0)).to_bits();
-            pack_f16x2(h(), h())
+            let mut h = || f16::from_f64(rng.random_range(-1.0..1.0));
+            Complex::new(h(), h())
         })
         .collect();
     let fine = frb_intensity_reference(&config, &e, &grid, &weights).unwrap();
@@ -259,7 +259,7 @@ fn reference_is_eq_51_and_downsamples() {
             let mut sum = (0.0, 0.0);
             for (d, &(m, n)) in grid.iter().enumerate() {
                 let (re, im) =
-                    radio_kernels_gpu::packing::unpack_ci4(e[config.e_index(tau, f, pol, d as u32)]);
+                    radio_kernels_gpu::packing::unpack_ci4(e[config.e_index(tau, f, pol, d as u32)].into());
                 let x = cmul(w[config.weight_index(f, pol, m, n)], (re as f64, im as f64));
                 let phase = PI * (m * p) as f64 / config.m as f64 + PI * (n * q) as f64 / config.n as f64;
                 let t = cmul(x, cis(phase));
@@ -349,7 +349,7 @@ fn frb_configs_and_maps_are_validated() {
     grid[3] = (8, 0);
     assert!(matches!(ok.check_grid(&grid), Err(Error::InvalidConfig(m)) if m.contains("outside")));
     grid[3] = keep;
-    let e = vec![0u8; ok.e_len()];
+    let e = vec![Ci4::default(); ok.e_len()];
     assert!(frb_intensity_reference(&ok, &e[1..], &grid, &unit_weights(&ok)).is_err());
     assert!(frb_intensity_reference(&ok, &e, &grid, &unit_weights(&ok)[1..]).is_err());
 }

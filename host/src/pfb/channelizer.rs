@@ -260,13 +260,13 @@ impl<'g> Channelizer<'g> {
     /// Sets the complex bandpass gains, `[pol][channel]`: finite ([`Error::NonFinite`], index
     /// of the f32 component `2 (pol n + channel) + (0 re, 1 im)`) and at most
     /// [`MAX_COEFFICIENT`] in magnitude. They apply from the next output chunk computed.
-    pub fn set_gains(&mut self, gains: &[[f32; 2]]) -> Result<()> {
+    pub fn set_gains(&mut self, gains: &[Complex<f32>]) -> Result<()> {
         let stream = self.stream.clone();
         self.set_gains_on(gains, &stream)
     }
 
     /// [`set_gains`](Self::set_gains), the copy enqueued on `stream`.
-    pub(super) fn set_gains_on(&mut self, gains: &[[f32; 2]], stream: &Stream) -> Result<()> {
+    pub(super) fn set_gains_on(&mut self, gains: &[Complex<f32>], stream: &Stream) -> Result<()> {
         check_gains(&self.config, gains)?;
         self.kernels.gains.upload_on(stream, gains, "PFB gains")
     }

@@ -3,6 +3,7 @@ use super::*;
 
 /// Output sample format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OutputFormat {
     /// Complex int8, saturated to [-127, 127]: 2 bytes per value.
     Ci8,

@@ -54,8 +54,8 @@ impl FftPlan {
     pub(super) fn forward(
         &mut self,
         stream: &Stream,
-        input: &mut DeviceBuffer<[f32; 2]>,
-        output: &mut DeviceBuffer<[f32; 2]>,
+        input: &mut DeviceBuffer<Complex<f32>>,
+        output: &mut DeviceBuffer<Complex<f32>>,
     ) -> Result<()> {
         stream.context().bind_to_thread().during("binding the CUDA context")?;
         self.set_stream(stream)?;

@@ -5,6 +5,7 @@ use super::*;
 
 /// Which kernels a [`Channelizer`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PfbPath {
     /// One kernel (FIR, FFT and post-processing with the spectra on chip): the cluster kernel
     /// (`radio_kernels_gpu::pfb::cluster`: sm_90a, n = 1024, at most 16 taps and 12-bit
@@ -124,21 +125,21 @@ pub(super) struct ThreeKernel {
     pub(super) fir: (CudaFunction, &'static PfbKernel),
     pub(super) post: (CudaFunction, &'static PfbKernel),
     pub(super) fft: FftPlan,
-    pub(super) fir_out: DeviceBuffer<[f32; 2]>,
-    pub(super) fft_out: DeviceBuffer<[f32; 2]>,
+    pub(super) fir_out: DeviceBuffer<Complex<f32>>,
+    pub(super) fft_out: DeviceBuffer<Complex<f32>>,
 }
 
 /// The cluster kernel, its twiddle table `exp(-j pi k / n)` (`k < 2n`, f64 rounded to f32)
 /// and the clusters that are resident at once.
 pub(super) struct Cluster {
     pub(super) kernel: (CudaFunction, &'static PfbKernel),
-    pub(super) twiddles: DeviceBuffer<[f32; 2]>,
+    pub(super) twiddles: DeviceBuffer<Complex<f32>>,
     pub(super) clusters: u32,
 }
 
 /// The cluster kernel's twiddle table for `channels`: `exp(-j pi k / n)` for `k < 2n`. Errors
 /// unless `channels` is a power of two in `MIN_CHANNELS ..= MAX_CHANNELS`.
-pub fn fused_twiddles(channels: u32) -> Result<Vec<[f32; 2]>> {
+pub fn fused_twiddles(channels: u32) -> Result<Vec<Complex<f32>>> {
     if !channels.is_power_of_two() || !(MIN_CHANNELS..=MAX_CHANNELS).contains(&channels) {
         return Err(Error::InvalidConfig(format!(
             "channels must be a power of two in {MIN_CHANNELS}..={MAX_CHANNELS}, got {channels}"
@@ -147,7 +148,7 @@ pub fn fused_twiddles(channels: u32) -> Result<Vec<[f32; 2]>> {
     Ok((0..2 * channels as u64)
         .map(|k| {
             let (s, c) = (-std::f64::consts::PI * k as f64 / channels as f64).sin_cos();
-            [c as f32, s as f32]
+            Complex::new(c as f32, s as f32)
         })
         .collect())
 }
@@ -158,7 +159,7 @@ pub(super) struct Kernels {
     pub(super) three: Option<ThreeKernel>,
     pub(super) cluster: Option<Cluster>,
     pub(super) weights: DeviceBuffer<f32>,
-    pub(super) gains: DeviceBuffer<[f32; 2]>,
+    pub(super) gains: DeviceBuffer<Complex<f32>>,
 }
 
 /// The buffers one output chunk's launches read and write: the kept input, the chunk's
@@ -226,7 +227,7 @@ impl Kernels {
             three,
             cluster,
             weights: gpu.upload(weights)?,
-            gains: gpu.upload(&vec![[1.0f32, 0.0]; 2 * config.channels as usize])?,
+            gains: gpu.upload(&vec![Complex::new(1.0f32, 0.0); 2 * config.channels as usize])?,
         })
     }
 

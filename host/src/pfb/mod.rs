@@ -57,6 +57,7 @@ use crate::runtime::{
 use crate::size;
 use cudarc::cufft::{result as cufft, sys as cufft_sys};
 use cudarc::driver::{CudaFunction, DevicePtrMut};
+pub use num_complex::Complex;
 use radio_kernels_gpu::modules::KernelSpec;
 use radio_kernels_gpu::pfb as layout;
 use radio_kernels_gpu::pfb::cluster as cluster_layout;
@@ -65,7 +66,6 @@ pub use radio_kernels_gpu::pfb::{
     BITS, FIR_VARIANTS, MAX_CHANNELS, MAX_TAPS, MIN_CHANNELS, SAMPLE_GRANULE, SPECTRA_PER_POST_THREAD,
     THREADS, UNZIP,
 };
-pub use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
 
 mod streaming;

@@ -41,7 +41,7 @@ pub fn quantise_reference(v: f64, max: i32) -> (i32, bool) {
 pub fn reference_chunk(
     config: &ChannelizerConfig,
     weights: &[f32],
-    gains: &[[f32; 2]],
+    gains: &[Complex<f32>],
     models: &[DelayModel; 2],
     samples: [&[i32]; 2],
     present: [&[bool]; 2],
@@ -85,7 +85,7 @@ pub fn reference_chunk(
             for (k, x) in buffer[..n].iter().enumerate() {
                 let angle = d.phase - std::f64::consts::PI * k as f64 * d.fine / n as f64;
                 let g = gains[pol * n + k];
-                let y = x * Complex::from_polar(1.0, angle) * Complex::new(g[0] as f64, g[1] as f64);
+                let y = x * Complex::from_polar(1.0, angle) * Complex::new(g.re as f64, g.im as f64);
                 values[config.output_index(heap, k as u32, s, pol as u32)] = y;
             }
         }
@@ -134,12 +134,12 @@ pub(super) fn check_weights(config: &ChannelizerConfig, weights: &[f32]) -> Resu
 
 /// `gains` are `2 n` complex values `[pol][channel]`, finite and within [`MAX_COEFFICIENT`]
 /// (the index of an error is the f32 component's, `2 (pol n + channel) + (0 re, 1 im)`).
-pub(super) fn check_gains(config: &ChannelizerConfig, gains: &[[f32; 2]]) -> Result<()> {
+pub(super) fn check_gains(config: &ChannelizerConfig, gains: &[Complex<f32>]) -> Result<()> {
     let expected = 2 * config.channels as usize;
     if gains.len() != expected {
         return Err(Error::ShapeMismatch { what: "PFB gains", expected, actual: gains.len() });
     }
-    check_coefficients("PFB gains (re, im)", gains.iter().flatten().copied())
+    check_coefficients("PFB gains (re, im)", gains.iter().flat_map(|g| [g.re, g.im]))
 }
 
 /// Complex value `i` of a chunk's output bytes as (re, im). An `i` past the output (which

@@ -52,6 +52,7 @@ use super::{Channelizer, DelayModel, Launch, OutputChunk, PushPlan};
 use crate::error::{DriverContext, Error, Result};
 use crate::runtime::DeviceBuffer;
 use crate::streaming::{Engine, InputRing, Lanes, OutputRing, PinnedBuffer, RegisteredHost};
+use num_complex::Complex;
 
 /// Bytes of one spectrum's schedule per polarisation: offset (u32), fine delay (f32) and
 /// rotation (4 f32).
@@ -241,7 +242,7 @@ impl<'g> ChannelizerStream<'g> {
 
     /// Sets the bandpass gains from the next output chunk computed ([`Channelizer::set_gains`];
     /// the copy goes on the compute lane, after the chunks submitted before).
-    pub fn set_gains(&mut self, gains: &[[f32; 2]]) -> Result<()> {
+    pub fn set_gains(&mut self, gains: &[Complex<f32>]) -> Result<()> {
         self.channelizer.set_gains_on(gains, self.lanes.compute())
     }
 

@@ -579,7 +579,7 @@ fn reference_puts_a_delayed_tone_in_its_channel_with_the_delay_phase() {
         .map(|t| (amp * (std::f64::consts::PI * k0 as f64 * t as f64 / n as f64).cos()).round() as i32)
         .collect();
     let weights = hann_sinc_weights(64, 4);
-    let gains = vec![[1.0 / 4096.0, 0.0]; 2 * n];
+    let gains = vec![Complex::new(1.0 / 4096.0, 0.0); 2 * n];
     let present = vec![true; 64];
     let d = 7.3;
     let models = [DelayModel::default(), DelayModel { delay: d, ..Default::default() }];
@@ -609,7 +609,7 @@ fn cluster_row_fft_matches_a_dft() {
     use radio_kernels_gpu::pfb::stockham::*;
     let mut rng = rng();
     let a = CLUSTER_POINTS;
-    let tw = fused_twiddles(CLUSTER_CHANNELS).unwrap();
+    let tw = fused_twiddles(CLUSTER_CHANNELS).unwrap().iter().map(|c| [c.re, c.im]).collect::<Vec<_>>();
     let z: Vec<[f64; 2]> =
         (0..a).map(|_| [rng.random_range(-1000.0..1000.0), rng.random_range(-1000.0..1000.0)]).collect();
     let mut smem = vec![[f32::NAN; 2]; fft_buffer_slots(a) as usize];
@@ -668,7 +668,7 @@ fn post_pairs_cover_every_channel_with_its_mirror() {
     for log2 in 6..=12u32 {
         let n = 1u32 << log2;
         let a = n / 4;
-        let tw = fused_twiddles(n).unwrap();
+        let tw = fused_twiddles(n).unwrap().iter().map(|c| [c.re, c.im]).collect::<Vec<_>>();
         let z: Vec<[f32; 2]> =
             (0..n).map(|_| [rng.random_range(-1e3..1e3), rng.random_range(-1e3..1e3)]).collect();
         let mut seen = vec![0u32; n as usize];

@@ -7,13 +7,11 @@
 mod common;
 
 use common::*;
-use half::f16;
 use radio_kernels::frb_beamformer::factorized::{FactorizedConfig, FactorizedResampler};
 use radio_kernels::frb_beamformer::quantize::{Format, QuantizeConfig, Quantizer};
 use radio_kernels::frb_beamformer::resample::{FusedResampler, ResampleConfig, Resampler};
 use radio_kernels::frb_beamformer::{FrbBeamformer, FrbConfig, ShortFft};
-use radio_kernels::gpu_shared::packing::pack_f16x2;
-use radio_kernels::{DeviceBuffer, Error, Gpu, Stream};
+use radio_kernels::{f16, Ci4, Complex, DeviceBuffer, Error, Gpu, Shift, Stream};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -30,25 +28,32 @@ fn random_grid(c: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
     points
 }
 
-/// Random complex f16 values (packed re, im) in [-1, 1).
-fn random_c16(rng: &mut impl Rng, len: usize) -> Vec<u32> {
+/// Random complex f16 values in [-1, 1).
+fn random_c16(rng: &mut impl Rng, len: usize) -> Vec<Complex<f16>> {
     (0..len)
         .map(|_| {
             let re = f16::from_f32(rng.random_range(-1.0f32..1.0));
             let im = f16::from_f32(rng.random_range(-1.0f32..1.0));
-            pack_f16x2(re.to_bits(), im.to_bits())
+            Complex::new(re, im)
         })
         .collect()
 }
 
-/// Random f16 weights of magnitude below 1/64.
-fn random_weights(c: &FrbConfig, rng: &mut StdRng) -> Vec<u32> {
+/// Random complex f16 weights, each part of magnitude below 1/64.
+fn random_weights(c: &FrbConfig, rng: &mut StdRng) -> Vec<Complex<f16>> {
     (0..c.weights_len())
         .map(|_| {
-            let mut h = || f16::from_f64(rng.random_range(-1.0 / 64.0..1.0 / 64.0)).to_bits();
-            pack_f16x2(h(), h())
+            let mut h = || f16::from_f64(rng.random_range(-1.0 / 64.0..1.0 / 64.0));
+            let re = h();
+            Complex::new(re, h())
         })
         .collect()
+}
+
+/// The bytes of `values`: results compared bit for bit (f16 `==` would equate -0 and +0 and
+/// refuse NaN).
+fn bits<T: bytemuck::Pod>(values: &[T]) -> &[u8] {
+    bytemuck::cast_slice(values)
 }
 
 /// Runs `work`, which must enqueue its device work on `stream`, behind a gate on `stream`
@@ -150,34 +155,34 @@ fn every_frb_launcher_runs_on_the_callers_stream() {
     let c = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 3, times: 96, t_ds: 3 };
     let mut first =
         FrbBeamformer::new(&gpu, c, &random_grid(&c, &mut seeded), &random_weights(&c, &mut seeded)).unwrap();
-    let e = gpu.upload(&(0..c.e_len()).map(|_| rng.random()).collect::<Vec<u8>>()).unwrap();
-    let mut want = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let e = gpu.upload(&(0..c.e_len()).map(|_| Ci4(rng.random())).collect::<Vec<Ci4>>()).unwrap();
+    let mut want = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
     first.beamform(&e, &mut want).unwrap();
     first.set_stream(&stream).unwrap();
     assert!(std::sync::Arc::ptr_eq(first.stream(), &stream));
-    let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let mut i = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&i, POISON), "FrbBeamformer::beamform", || {
         first.beamform(&e, &mut i).unwrap()
     });
-    assert_eq!(i.download().unwrap(), want.download().unwrap(), "first kernel");
+    assert_eq!(bits(&i.download().unwrap()), bits(&want.download().unwrap()), "first kernel");
     // Short FFT.
     let mut fft = ShortFft::new(&gpu, 12).unwrap();
     let x = gpu.upload(&random_c16(&mut rng, 12 * 100)).unwrap();
-    let mut y_want = gpu.alloc::<u32>(24 * 100, POISON).unwrap();
+    let mut y_want = gpu.alloc::<Complex<f16>>(24 * 100, POISON).unwrap();
     fft.run(&x, &mut y_want, 100).unwrap();
     fft.set_stream(&stream).unwrap();
-    let mut y = gpu.alloc::<u32>(24 * 100, POISON).unwrap();
+    let mut y = gpu.alloc::<Complex<f16>>(24 * 100, POISON).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&y, POISON), "ShortFft::run", || {
         fft.run(&x, &mut y, 100).unwrap()
     });
-    assert_eq!(y.download().unwrap(), y_want.download().unwrap(), "short FFT");
+    assert_eq!(bits(&y.download().unwrap()), bits(&y_want.download().unwrap()), "short FFT");
     // Resamplers: positions set on the caller's stream (that call waits), then the GEMM
     // held behind the gate.
     let rc = ResampleConfig { channels: 3, times: c.out_times(), m: 8, n: 12, beams: 70 };
     let theta: Vec<f32> = (0..rc.positions_len()).map(|_| rng.random_range(-20.0..20.0)).collect();
     let theta_prime: Vec<f32> = (0..rc.positions_len()).map(|_| rng.random_range(-20.0..20.0)).collect();
     let (theta, theta_prime) = (gpu.upload(&theta).unwrap(), gpu.upload(&theta_prime).unwrap());
-    let mut j_want = gpu.alloc::<u16>(rc.output_len(), POISON).unwrap();
+    let mut j_want = gpu.alloc::<f16>(rc.output_len(), POISON).unwrap();
     let mut weights_path = Resampler::new(&gpu, rc).unwrap();
     weights_path.set_beams(&theta, &theta_prime).unwrap();
     weights_path.resample(&want, &mut j_want).unwrap();
@@ -185,11 +190,11 @@ fn every_frb_launcher_runs_on_the_callers_stream() {
     let mut weights_path = Resampler::new(&gpu, rc).unwrap();
     weights_path.set_stream(&stream).unwrap();
     weights_path.set_beams(&theta, &theta_prime).unwrap();
-    let mut j = gpu.alloc::<u16>(rc.output_len(), POISON).unwrap();
+    let mut j = gpu.alloc::<f16>(rc.output_len(), POISON).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&j, POISON), "Resampler::resample", || {
         weights_path.resample(&want, &mut j).unwrap()
     });
-    assert_eq!(j.download().unwrap(), j_want, "W path");
+    assert_eq!(bits(&j.download().unwrap()), bits(&j_want), "W path");
     let mut fused = FusedResampler::new(&gpu, rc).unwrap();
     fused.set_stream(&stream).unwrap();
     fused.set_beams(&theta, &theta_prime).unwrap();
@@ -200,22 +205,22 @@ fn every_frb_launcher_runs_on_the_callers_stream() {
     assert_enqueued_on(&gpu, &stream, target(&j, POISON), "FusedResampler::resample", || {
         fused.resample(&want, &mut j).unwrap()
     });
-    assert_eq!(j.download().unwrap(), j_want, "fused path");
+    assert_eq!(bits(&j.download().unwrap()), bits(&j_want), "fused path");
     let fc = FactorizedConfig { channels: 3, times: c.out_times(), m: 8, n: 12, g: 5, g_prime: 7 };
     let grid_theta: Vec<f32> = (0..fc.theta_len()).map(|_| rng.random_range(-20.0..20.0)).collect();
     let grid_theta_prime: Vec<f32> =
         (0..fc.theta_prime_len()).map(|_| rng.random_range(-20.0..20.0)).collect();
     let mut factorized = FactorizedResampler::new(&gpu, fc).unwrap();
     factorized.set_grid(&grid_theta, &grid_theta_prime).unwrap();
-    let mut jf_want = gpu.alloc::<u16>(fc.output_len(), POISON).unwrap();
+    let mut jf_want = gpu.alloc::<f16>(fc.output_len(), POISON).unwrap();
     factorized.resample(&want, &mut jf_want).unwrap();
     factorized.set_stream(&stream).unwrap();
     factorized.set_grid(&grid_theta, &grid_theta_prime).unwrap();
-    let mut jf = gpu.alloc::<u16>(fc.output_len(), POISON).unwrap();
+    let mut jf = gpu.alloc::<f16>(fc.output_len(), POISON).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&jf, POISON), "FactorizedResampler::resample", || {
         factorized.resample(&want, &mut jf).unwrap()
     });
-    assert_eq!(jf.download().unwrap(), jf_want.download().unwrap(), "factorized path");
+    assert_eq!(bits(&jf.download().unwrap()), bits(&jf_want.download().unwrap()), "factorized path");
     // Quantiser (its counts are zeroed on the stream too).
     let qc = QuantizeConfig { channels: 3, times: rc.times, beams: 70, format: Format::U4 };
     let j_dev = gpu.upload(&j_want).unwrap();
@@ -274,10 +279,10 @@ fn every_other_launcher_runs_on_the_callers_stream() {
     };
     let mut correlator = Correlator::new(&gpu, c).unwrap();
     let input = gpu.upload(&random(&mut rng, c.input_bytes())).unwrap();
-    let mut want = gpu.alloc::<[i32; 2]>(c.output_len(), POISON).unwrap();
+    let mut want = gpu.alloc::<Complex<i32>>(c.output_len(), POISON).unwrap();
     correlator.correlate(&input, &mut want).unwrap();
     correlator.set_stream(&stream).unwrap();
-    let mut v = gpu.alloc::<[i32; 2]>(c.output_len(), POISON).unwrap();
+    let mut v = gpu.alloc::<Complex<i32>>(c.output_len(), POISON).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&v, POISON), "Correlator::correlate", || {
         correlator.correlate(&input, &mut v).unwrap()
     });
@@ -285,14 +290,15 @@ fn every_other_launcher_runs_on_the_callers_stream() {
 
     // Baseband beamformer.
     let b = BeamformerConfig { dishes: 64, beams: 16, freqs: 2, times: 256 };
-    let weights: Vec<[i8; 2]> = (0..b.weights_len()).map(|_| [rng.random(), rng.random()]).collect();
-    let shifts = vec![8i32; b.shifts_len()];
+    let weights: Vec<Complex<i8>> =
+        (0..b.weights_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
+    let shifts = vec![Shift::new(8).unwrap(); b.shifts_len()];
     let mut baseband = BasebandBeamformer::new(&gpu, b, &weights, &shifts).unwrap();
-    let e = gpu.upload(&random(&mut rng, b.e_len())).unwrap();
-    let mut want = gpu.alloc::<u8>(b.output_len(), POISON).unwrap();
+    let e = gpu.upload(Ci4::from_bytes(&random(&mut rng, b.e_len()))).unwrap();
+    let mut want = gpu.alloc::<Ci4>(b.output_len(), POISON).unwrap();
     baseband.beamform(&e, &mut want).unwrap();
     baseband.set_stream(&stream).unwrap();
-    let mut j = gpu.alloc::<u8>(b.output_len(), POISON).unwrap();
+    let mut j = gpu.alloc::<Ci4>(b.output_len(), POISON).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&j, POISON), "BasebandBeamformer::beamform", || {
         baseband.beamform(&e, &mut j).unwrap()
     });
@@ -302,17 +308,18 @@ fn every_other_launcher_runs_on_the_callers_stream() {
     let beams = vec![Beam { pol: 0, dither: false }, Beam { pol: 1, dither: false }];
     let d = DelayBeamformerConfig { antennas: 16, pols: 2, channels: 8, first_channel: 0, times: 256, beams };
     let mut delay = DelayBeamformer::new(&gpu, d.clone()).unwrap();
-    let w: Vec<[f32; 2]> =
-        (0..d.steering_len()).map(|_| [rng.random_range(-0.1..0.1), rng.random_range(-0.1..0.1)]).collect();
+    let w: Vec<Complex<f32>> = (0..d.steering_len())
+        .map(|_| Complex::new(rng.random_range(-0.1..0.1), rng.random_range(-0.1..0.1)))
+        .collect();
     let delays: Vec<f32> = (0..d.steering_len()).map(|_| rng.random_range(-0.5..0.5)).collect();
     let steering = delay.upload_steering(&w, &delays).unwrap();
-    let x: Vec<[i8; 2]> = (0..d.input_len()).map(|_| [rng.random(), rng.random()]).collect();
+    let x: Vec<Complex<i8>> = (0..d.input_len()).map(|_| Complex::new(rng.random(), rng.random())).collect();
     let x = gpu.upload(&x).unwrap();
-    let mut want = gpu.alloc::<[i8; 2]>(d.output_len(), POISON).unwrap();
+    let mut want = gpu.alloc::<Complex<i8>>(d.output_len(), POISON).unwrap();
     let mut want_saturated = gpu.alloc::<u32>(2, 0).unwrap();
     delay.beamform_steered(&x, &steering, None, &mut want, &mut want_saturated).unwrap();
     delay.set_stream(&stream).unwrap();
-    let mut y = gpu.alloc::<[i8; 2]>(d.output_len(), POISON).unwrap();
+    let mut y = gpu.alloc::<Complex<i8>>(d.output_len(), POISON).unwrap();
     let mut saturated = gpu.alloc::<u32>(2, 0).unwrap();
     assert_enqueued_on(&gpu, &stream, target(&y, POISON), "DelayBeamformer::beamform_steered", || {
         delay.beamform_steered(&x, &steering, None, &mut y, &mut saturated).unwrap()

@@ -13,7 +13,7 @@ use radio_kernels::correlator::{
     correlate_reference, Correlator, CorrelatorConfig, Format, Order, INSTANCES,
 };
 use radio_kernels::gpu_shared::modules::Arch;
-use radio_kernels::{DeviceBuffer, Error, Gpu};
+use radio_kernels::{Complex, DeviceBuffer, Error, Gpu};
 use rand::rngs::StdRng;
 use rand::Rng;
 use std::ops::Range;
@@ -52,11 +52,16 @@ fn name(correlator: &Correlator) -> &'static str {
     correlator.kernel().spec.name
 }
 
+/// An int32 visibility as int64, to compare with the reference.
+fn widen(v: Complex<i32>) -> Complex<i64> {
+    Complex::new(v.re.into(), v.im.into())
+}
+
 /// One launch on `input` into a poisoned output.
-fn launch(gpu: &Gpu, correlator: &Correlator, input: &[u8]) -> Vec<[i32; 2]> {
+fn launch(gpu: &Gpu, correlator: &Correlator, input: &[u8]) -> Vec<Complex<i32>> {
     let config = *correlator.config();
     let device_input = gpu.upload(input).unwrap();
-    let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+    let mut output = gpu.alloc::<Complex<i32>>(config.output_len(), 0xA5).unwrap();
     correlator.correlate(&device_input, &mut output).unwrap();
     output.download().unwrap()
 }
@@ -74,10 +79,9 @@ fn check_once(gpu: &Gpu, config: CorrelatorConfig, rng: &mut StdRng) {
     check_on(gpu, config, &random_input(&config, rng))
 }
 
-fn assert_exact(config: &CorrelatorConfig, kernel: &str, got: &[[i32; 2]], expected: &[[i64; 2]]) {
+fn assert_exact(config: &CorrelatorConfig, kernel: &str, got: &[Complex<i32>], expected: &[Complex<i64>]) {
     assert_eq!(got.len(), expected.len());
-    let wrong: Vec<usize> =
-        (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).collect();
+    let wrong: Vec<usize> = (0..got.len()).filter(|&n| widen(got[n]) != expected[n]).collect();
     if let Some(&first) = wrong.first() {
         panic!(
             "{config:?} ({kernel}): {} of {} values wrong; first at {first}: {:?}, expected {:?}",
@@ -141,11 +145,11 @@ fn autos_are_real_nonnegative_and_cross_pols_hermitian() {
                 for i in 0..config.stations {
                     for p in 0..2 {
                         let auto = v[config.output_index(c, i, i, p, p)];
-                        assert!(auto[0] >= 0 && auto[1] == 0, "auto {auto:?}");
+                        assert!(auto.re >= 0 && auto.im == 0, "auto {auto:?}");
                     }
                     let x01 = v[config.output_index(c, i, i, 0, 1)];
                     let x10 = v[config.output_index(c, i, i, 1, 0)];
-                    assert_eq!(x01, [x10[0], -x10[1]]);
+                    assert_eq!(x01, x10.conj());
                 }
             }
         });
@@ -172,7 +176,7 @@ fn accumulated_launches_equal_one_long_integration() {
         let input = random_input(&long, &mut rng);
         let expected = correlate_reference(&long, &input).unwrap();
         for_each_path(&gpu, launch, |correlator| {
-            let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
+            let mut accumulator = gpu.alloc::<Complex<i64>>(launch.output_len(), 0).unwrap();
             for chunk in input.chunks(launch.input_bytes()) {
                 correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
             }
@@ -273,10 +277,10 @@ fn bad_input_is_rejected_before_launch() {
     }
     let correlator = Correlator::new(&gpu, good).unwrap();
     let short = gpu.alloc::<u8>(good.input_bytes() - 2, 0).unwrap();
-    let mut output = gpu.alloc::<[i32; 2]>(good.output_len(), 0).unwrap();
+    let mut output = gpu.alloc::<Complex<i32>>(good.output_len(), 0).unwrap();
     assert!(matches!(correlator.correlate(&short, &mut output), Err(Error::ShapeMismatch { .. })));
     let input = gpu.alloc::<u8>(good.input_bytes(), 0).unwrap();
-    let mut small = gpu.alloc::<[i32; 2]>(good.output_len() - 1, 0).unwrap();
+    let mut small = gpu.alloc::<Complex<i32>>(good.output_len() - 1, 0).unwrap();
     assert!(matches!(correlator.correlate(&input, &mut small), Err(Error::ShapeMismatch { .. })));
     let chunk = vec![0u8; good.input_bytes() + 1];
     assert!(matches!(correlator.integrate(&[&chunk]), Err(Error::ShapeMismatch { .. })));
@@ -303,11 +307,11 @@ fn wgmma_kernel_is_chosen_and_exact() {
         let input = random_input(&config, &mut rng);
         let expected = correlate_reference(&config, &input).unwrap();
         assert_exact(&config, name(&correlator), &launch(&gpu, &correlator, &input), &expected);
-        let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+        let mut accumulator = gpu.alloc::<Complex<i64>>(config.output_len(), 0).unwrap();
         let device_input = gpu.upload(&input).unwrap();
         correlator.accumulate(&device_input, &mut accumulator).unwrap();
         correlator.accumulate(&device_input, &mut accumulator).unwrap();
-        let twice: Vec<[i64; 2]> = expected.iter().map(|v| [2 * v[0], 2 * v[1]]).collect();
+        let twice: Vec<Complex<i64>> = expected.iter().map(|v| Complex::new(2 * v.re, 2 * v.im)).collect();
         assert_eq!(accumulator.download().unwrap(), twice, "{config:?} accumulated");
     }
     // Int4 and unaligned rows stay on the sm_80 kernels.
@@ -407,7 +411,7 @@ fn download_range<T: bytemuck::Pod>(gpu: &Gpu, buffer: &DeviceBuffer<T>, range: 
 
 /// The visibility at output position `index`, computed on the CPU from the samples alone:
 /// the reference for outputs past a boundary, without correlating everything before it.
-fn visibility_at(config: &CorrelatorConfig, input: &[u8], index: usize) -> [i64; 2] {
+fn visibility_at(config: &CorrelatorConfig, input: &[u8], index: usize) -> Complex<i64> {
     let p = config.pols as u64;
     let index = index as u64;
     let (pj, pi) = ((index % p) as u32, (index / p % p) as u32);
@@ -422,12 +426,12 @@ fn visibility_at(config: &CorrelatorConfig, input: &[u8], index: usize) -> [i64;
     }
     let (i, j) = (i as u32, (b - i * (i + 1) / 2) as u32);
     assert_eq!(config.output_index(channel, i, j, pi, pj) as u64, index);
-    let mut v = [0i64; 2];
+    let mut v = Complex::new(0i64, 0);
     for t in 0..config.times {
-        let (a1, b1) = config.sample(input, t, channel, i, pi).unwrap();
-        let (a2, b2) = config.sample(input, t, channel, j, pj).unwrap();
-        v[0] += a1 * a2 + b1 * b2;
-        v[1] += b1 * a2 - a1 * b2;
+        let Complex { re: a1, im: b1 } = config.sample(input, t, channel, i, pi).unwrap();
+        let Complex { re: a2, im: b2 } = config.sample(input, t, channel, j, pj).unwrap();
+        v.re += a1 * a2 + b1 * b2;
+        v.im += b1 * a2 - a1 * b2;
     }
     v
 }
@@ -460,22 +464,22 @@ fn outputs_past_2_pow_32_values_are_exact() {
     let mut windows: Vec<Range<usize>> =
         [1usize << 29, 1 << 30, 1 << 31, 1 << 32].iter().map(|&b| b - 1024..b + 1024).collect();
     windows.push(config.output_len() - 2048..config.output_len());
-    let expected: Vec<Vec<[i64; 2]>> =
+    let expected: Vec<Vec<Complex<i64>>> =
         windows.iter().map(|w| w.clone().map(|n| visibility_at(&config, &input, n)).collect()).collect();
     for_each_path(&gpu, config, |correlator| {
         {
-            let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+            let mut output = gpu.alloc::<Complex<i32>>(config.output_len(), 0xA5).unwrap();
             correlator.correlate(&device_input, &mut output).unwrap();
             for (window, want) in windows.iter().zip(&expected) {
                 let got = download_range(&gpu, &output, window.clone());
-                let got: Vec<[i64; 2]> = got.iter().map(|v| [v[0] as i64, v[1] as i64]).collect();
+                let got: Vec<Complex<i64>> = got.iter().map(|&v| widen(v)).collect();
                 assert_eq!(&got, want, "int32, {}, values {window:?}", name(correlator));
             }
         }
         // The int32 output is freed; a synchronisation returns it to the device.
         gpu.synchronize().unwrap();
         if enough_memory(&gpu, (config.output_len() * 16) as u64) {
-            let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+            let mut accumulator = gpu.alloc::<Complex<i64>>(config.output_len(), 0).unwrap();
             correlator.accumulate(&device_input, &mut accumulator).unwrap();
             for (window, want) in windows.iter().zip(&expected) {
                 let got = download_range(&gpu, &accumulator, window.clone());
@@ -527,7 +531,7 @@ fn inputs_and_outputs_past_2_pow_32_bytes_are_exact() {
             channels.extend([past(8) - 1, past(8)]);
         }
         let one = CorrelatorConfig { channels: 1, ..config };
-        let expected: Vec<Vec<[i64; 2]>> = channels
+        let expected: Vec<Vec<Complex<i64>>> = channels
             .iter()
             .map(|&c| {
                 let mut samples = Vec::with_capacity(one.input_bytes());
@@ -539,14 +543,14 @@ fn inputs_and_outputs_past_2_pow_32_bytes_are_exact() {
             })
             .collect();
         for_each_path(&gpu, config, |correlator| {
-            let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+            let mut output = gpu.alloc::<Complex<i32>>(config.output_len(), 0xA5).unwrap();
             correlator.correlate(&device_input, &mut output).unwrap();
-            let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+            let mut accumulator = gpu.alloc::<Complex<i64>>(config.output_len(), 0).unwrap();
             correlator.accumulate(&device_input, &mut accumulator).unwrap();
             for (&c, want) in channels.iter().zip(&expected) {
                 let range = c as usize * per_channel..(c as usize + 1) * per_channel;
                 let got = download_range(&gpu, &output, range.clone());
-                let got: Vec<[i64; 2]> = got.iter().map(|v| [v[0] as i64, v[1] as i64]).collect();
+                let got: Vec<Complex<i64>> = got.iter().map(|&v| widen(v)).collect();
                 assert_eq!(&got, want, "{config:?} int32, {}, channel {c}", name(correlator));
                 assert_eq!(
                     &download_range(&gpu, &accumulator, range),
@@ -581,9 +585,9 @@ fn buffers_of_another_device_are_refused() {
         gpu.alloc::<u8>(config.input_bytes(), 0).unwrap(),
         other.alloc::<u8>(config.input_bytes(), 0).unwrap(),
     );
-    let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
-    let mut foreign_output = other.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
-    let mut foreign_accumulator = other.alloc::<[i64; 2]>(config.output_len(), 0).unwrap();
+    let mut output = gpu.alloc::<Complex<i32>>(config.output_len(), 0xA5).unwrap();
+    let mut foreign_output = other.alloc::<Complex<i32>>(config.output_len(), 0xA5).unwrap();
+    let mut foreign_accumulator = other.alloc::<Complex<i64>>(config.output_len(), 0).unwrap();
     let wrong = |r: radio_kernels::Result<()>| matches!(r, Err(Error::WrongDevice { .. }));
     assert!(wrong(correlator.correlate(&foreign_input, &mut output)));
     assert!(wrong(correlator.correlate(&input, &mut foreign_output)));
@@ -644,16 +648,18 @@ fn property_random_shapes_are_bit_exact() {
         }
         prop_assert!(!correlator.uses_wgmma() || (wgmma && hopper));
         let device_input = gpu.upload(&input).unwrap();
-        let mut output = gpu.alloc::<[i32; 2]>(config.output_len(), 0xA5).unwrap();
+        let mut output = gpu.alloc::<Complex<i32>>(config.output_len(), 0xA5).unwrap();
         correlator.correlate(&device_input, &mut output).unwrap();
         let got = output.download().unwrap();
-        let wrong = (0..got.len()).filter(|&n| [got[n][0] as i64, got[n][1] as i64] != expected[n]).count();
+        let wrong = (0..got.len()).filter(|&n| widen(got[n]) != expected[n]).count();
         prop_assert_eq!(wrong, 0, "int32: {} of {} wrong ({})", wrong, got.len(), name(&correlator));
-        let mut accumulator = gpu.alloc::<[i64; 2]>(config.output_len(), 0xA5).unwrap();
+        let mut accumulator = gpu.alloc::<Complex<i64>>(config.output_len(), 0xA5).unwrap();
         correlator.accumulate(&device_input, &mut accumulator).unwrap();
         let poison = i64::from_ne_bytes([0xA5; 8]);
-        let want: Vec<[i64; 2]> =
-            expected.iter().map(|v| [poison.wrapping_add(v[0]), poison.wrapping_add(v[1])]).collect();
+        let want: Vec<Complex<i64>> = expected
+            .iter()
+            .map(|v| Complex::new(poison.wrapping_add(v.re), poison.wrapping_add(v.im)))
+            .collect();
         prop_assert!(accumulator.download().unwrap() == want, "int64 accumulation differs");
         Ok(())
     });
@@ -683,10 +689,10 @@ fn streaming_engine_equals_one_shot_integrations() {
     let mut input = random_input(&long, &mut rng);
     let bytes = launch.input_bytes();
     for_each_path(&gpu, launch, |correlator| {
-        let expected: Vec<Vec<[i64; 2]>> = input
+        let expected: Vec<Vec<Complex<i64>>> = input
             .chunks(bytes * per_integration)
             .map(|part| {
-                let mut accumulator = gpu.alloc::<[i64; 2]>(launch.output_len(), 0).unwrap();
+                let mut accumulator = gpu.alloc::<Complex<i64>>(launch.output_len(), 0).unwrap();
                 for chunk in part.chunks(bytes) {
                     correlator.accumulate(&gpu.upload(chunk).unwrap(), &mut accumulator).unwrap();
                 }

@@ -268,7 +268,7 @@ fn wgmma_s8_through_swizzled_shared_memory_is_exact() {
 fn buffers_of_another_gpu_are_rejected() {
     use radio_kernels::correlator::{Correlator, CorrelatorConfig, Format, Order};
     use radio_kernels::summary::launch_copy;
-    use radio_kernels::Error;
+    use radio_kernels::{Complex, Error};
     let Some(gpu1) = second_gpu() else { return };
     let gpu0 = gpu();
     let config = CorrelatorConfig {
@@ -283,23 +283,24 @@ fn buffers_of_another_gpu_are_rejected() {
     let mut rng = rng();
     let input: Vec<u8> = (0..config.input_bytes()).map(|_| rand::Rng::random(&mut rng)).collect();
     let (here, there) = (gpu0.upload(&input).unwrap(), gpu1.upload(&input).unwrap());
-    let mut out_here = gpu0.alloc::<[i32; 2]>(config.output_len(), 0xa5).unwrap();
-    let mut out_there = gpu1.alloc::<[i32; 2]>(config.output_len(), 0xa5).unwrap();
+    let mut out_here = gpu0.alloc::<Complex<i32>>(config.output_len(), 0xa5).unwrap();
+    let mut out_there = gpu1.alloc::<Complex<i32>>(config.output_len(), 0xa5).unwrap();
     assert!(gpu0.owns(&here) && !gpu0.owns(&there) && gpu1.owns(&there));
     let err = correlator.correlate(&there, &mut out_here).unwrap_err();
     assert!(matches!(err, Error::WrongDevice { .. }), "{err}");
     let err = correlator.correlate(&here, &mut out_there).unwrap_err();
     assert!(matches!(err, Error::WrongDevice { .. }), "{err}");
     // Nothing was written on either device.
-    assert!(out_there.download().unwrap().iter().flatten().all(|&v| v == 0xa5a5_a5a5_u32 as i32));
-    assert!(out_here.download().unwrap().iter().flatten().all(|&v| v == 0xa5a5_a5a5_u32 as i32));
+    let poison = Complex::new(0xa5a5_a5a5_u32 as i32, 0xa5a5_a5a5_u32 as i32);
+    assert!(out_there.download().unwrap().iter().all(|&v| v == poison));
+    assert!(out_here.download().unwrap().iter().all(|&v| v == poison));
     let words = gpu1.upload(&[1u32, 2, 3, 4]).unwrap();
     let mut copy = gpu0.alloc::<u32>(4, 0).unwrap();
     assert!(matches!(launch_copy(&gpu0, &words, &mut copy), Err(Error::WrongDevice { .. })));
     correlator.correlate(&here, &mut out_here).unwrap();
     let want = radio_kernels::correlator::correlate_reference(&config, &input).unwrap();
     let got = out_here.download().unwrap();
-    assert!(got.iter().zip(&want).all(|(g, w)| g[0] as i64 == w[0] && g[1] as i64 == w[1]));
+    assert!(got.iter().zip(&want).all(|(g, w)| g.re as i64 == w.re && g.im as i64 == w.im));
 }
 
 /// Two handles on one device share its primary context, so their buffers are interchangeable.

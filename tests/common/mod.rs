@@ -104,14 +104,19 @@ pub fn enough_memory(gpu: &Gpu, bytes: u64) -> bool {
     true
 }
 
-/// Fills `buffer` with `block` repeated (`buffer[x] = block[x % block.len()]`), uploaded in
-/// pieces: inputs of several GB without generating them byte by byte.
-pub fn fill_repeating(gpu: &Gpu, buffer: &mut radio_kernels::DeviceBuffer<u8>, block: &[u8]) {
+/// Fills the bytes of `buffer` with `block` repeated (byte `x` is `block[x % block.len()]`),
+/// uploaded in pieces: inputs of several GB without generating them byte by byte.
+pub fn fill_repeating<T: bytemuck::Pod>(
+    gpu: &Gpu,
+    buffer: &mut radio_kernels::DeviceBuffer<T>,
+    block: &[u8],
+) {
     const PIECE: usize = 256 << 20;
+    let bytes = buffer.len() * std::mem::size_of::<T>();
     let mut host = Vec::with_capacity(PIECE);
     let mut start = 0;
-    while start < buffer.len() {
-        let end = (start + PIECE).min(buffer.len());
+    while start < bytes {
+        let end = (start + PIECE).min(bytes);
         host.clear();
         while host.len() < end - start {
             let at = (start + host.len()) % block.len();

@@ -20,15 +20,15 @@ fn dither_on_half_integers_follows_the_stream_bit_for_bit() {
     };
     let beamformer = DelayBeamformer::new(&gpu, config.clone()).unwrap();
     let plan = beamformer.plan().clone();
-    let w = vec![[0.5f32, 0.0]; config.steering_len()];
+    let w = vec![Complex::new(0.5f32, 0.0); config.steering_len()];
     let d = vec![0.0f32; config.steering_len()];
     let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
     let seed = rng.random();
     let mut state = beamformer.dither_state(seed, 12345, 0).unwrap();
     let mut states = reference_states(seed, 12345, 0, plan.state_count() as usize).unwrap();
     for _ in 0..2 {
-        let input: Vec<[i8; 2]> = (0..config.input_len())
-            .map(|_| [rng.random_range(-63i8..63) * 2 + 1, rng.random_range(-63i8..63) * 2 + 1])
+        let input: Vec<Complex<i8>> = (0..config.input_len())
+            .map(|_| Complex::new(rng.random_range(-63i8..63) * 2 + 1, rng.random_range(-63i8..63) * 2 + 1))
             .collect();
         let (got, _) = launch(&gpu, &beamformer, &gpu.upload(&input).unwrap(), &dw, &dd, Some(&mut state));
         let reference = beamform_reference(&config, &plan, &input, &w, &d, Some(&mut states)).unwrap();
@@ -39,11 +39,11 @@ fn dither_on_half_integers_follows_the_stream_bit_for_bit() {
         let mut near_zero = 0;
         for (o, (g, r)) in got.iter().zip(&reference.output).enumerate() {
             for k in 0..2 {
-                let v = reference.values[o][k];
+                let v = parts(reference.values[o])[k];
                 if (v - v.floor() - 0.5).abs() < 2f64.powi(-17) {
                     near_zero += 1;
                 } else {
-                    assert_eq!(g[k], r[k], "output {o}.{k}: reference {v}");
+                    assert_eq!(parts(*g)[k], parts(*r)[k], "output {o}.{k}: reference {v}");
                 }
             }
         }
@@ -164,9 +164,9 @@ fn dither_makes_the_output_mean_unbiased() {
         ],
     };
     let beamformer = DelayBeamformer::new(&gpu, config.clone()).unwrap();
-    let input = vec![[3i8, -5]; config.input_len()];
+    let input = vec![Complex::new(3i8, -5); config.input_len()];
     // Beam value per antenna pair: 2 * 0.185 * (3, -5) = (1.11, -1.85).
-    let w = vec![[0.185f32, 0.0]; config.steering_len()];
+    let w = vec![Complex::new(0.185f32, 0.0); config.steering_len()];
     let d = vec![0.0f32; config.steering_len()];
     let mut state = beamformer.dither_state(rng.random(), 0, 0).unwrap();
     let (got, _) = launch(
@@ -181,7 +181,7 @@ fn dither_makes_the_output_mean_unbiased() {
     let n = (config.channels * config.times) as usize;
     for b in 0..3 {
         let samples = &got[b * n..(b + 1) * n];
-        let mean = [0, 1].map(|k| samples.iter().map(|x| x[k] as f64).sum::<f64>() / n as f64);
+        let mean = [0, 1].map(|k| samples.iter().map(|&x| parts(x)[k] as f64).sum::<f64>() / n as f64);
         println!("beam {b}: mean ({:.5}, {:.5}), exact ({:.5}, {:.5})", mean[0], mean[1], exact[0], exact[1]);
         for k in 0..2 {
             if config.beams[b].dither {
@@ -226,13 +226,13 @@ fn dither_states_past_4_gib_follow_their_subsequences() {
     let first_subsequence = engine_subsequence(3);
     let mut state = beamformer.dither_state(seed, first_subsequence, 0).unwrap();
     // Poisoned with -128, which the quantiser never produces: every output must be written.
-    let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), 0x80).unwrap();
+    let mut output = gpu.alloc::<Complex<i8>>(config.output_len(), 0x80).unwrap();
     let mut saturated = gpu.alloc::<u32>(176, POISON).unwrap();
     let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
     let device_input = gpu.upload(&input).unwrap();
     beamformer.beamform(&device_input, &dw, &dd, Some(&mut state), &mut output, &mut saturated).unwrap();
     let got = output.download().unwrap();
-    assert!(got.iter().all(|x| !x.contains(&-128)), "an output was not written");
+    assert!(got.iter().all(|&x| !parts(x).contains(&-128)), "an output was not written");
     // The last 8 channels: sub-launch with the same plan shape, states offset by channel.
     let (skip, k) = (65527u32, 8u32);
     let per_channel = 22 * THREADS as u64;
@@ -240,7 +240,7 @@ fn dither_states_past_4_gib_follow_their_subsequences() {
     let sub = DelayBeamformerConfig { channels: k, first_channel: skip, ..config.clone() };
     let sub_plan = Plan::new(&sub, 1).unwrap();
     assert_eq!((sub_plan.batches(), sub_plan.groups()), (22, 1));
-    let mut sub_input = vec![[0i8; 2]; sub.input_len()];
+    let mut sub_input = vec![Complex::new(0i8, 0); sub.input_len()];
     for a in 0..3 {
         for c in 0..k {
             for t in 0..8 {
@@ -256,7 +256,7 @@ fn dither_states_past_4_gib_follow_their_subsequences() {
     )
     .unwrap();
     let reference = beamform_reference(&sub, &sub_plan, &sub_input, &w, &d, Some(&mut states)).unwrap();
-    let mut got_sub = vec![[0i8; 2]; sub.output_len()];
+    let mut got_sub = vec![Complex::new(0i8, 0); sub.output_len()];
     for b in 0..176 {
         for c in 0..k {
             for t in 0..8 {

@@ -17,34 +17,39 @@ use radio_kernels::delay_beamformer::{
     beamform_reference, curand_init, dither, engine_subsequence, reference_states, Beam, DelayBeamformer,
     DelayBeamformerConfig, DeviceSteering, DitherState, Plan, Reference, Xorwow, THREADS, VARIANTS,
 };
-use radio_kernels::{DeviceBuffer, Error, Gpu};
+use radio_kernels::{Complex, DeviceBuffer, Error, Gpu};
 use rand::rngs::StdRng;
 use rand::Rng;
 
 const POISON: u8 = 0xA5;
 
+/// The (real, imaginary) parts of a complex value, for loops over both components.
+fn parts<T: Copy>(x: Complex<T>) -> [T; 2] {
+    [x.re, x.im]
+}
+
 /// Random complex int8 with one sample in sixteen a -128 component.
-fn random_input(len: usize, rng: &mut StdRng) -> Vec<[i8; 2]> {
+fn random_input(len: usize, rng: &mut StdRng) -> Vec<Complex<i8>> {
     (0..len)
         .map(|_| {
             let mut x = [rng.random::<i8>(), rng.random::<i8>()];
             if rng.random_range(0..16) == 0 {
                 x[rng.random_range(0..2)] = -128;
             }
-            x
+            Complex::new(x[0], x[1])
         })
         .collect()
 }
 
 /// Random steering: weights of random phase whose beams have a standard deviation of about
 /// 50 (so some samples saturate), delays in [-3, 3] half turns per channel.
-fn random_steering(config: &DelayBeamformerConfig, rng: &mut StdRng) -> (Vec<[f32; 2]>, Vec<f32>) {
+fn random_steering(config: &DelayBeamformerConfig, rng: &mut StdRng) -> (Vec<Complex<f32>>, Vec<f32>) {
     let scale = 0.68 / (config.antennas as f32).sqrt();
     let w = (0..config.steering_len())
         .map(|_| {
             let (s, c) = rng.random_range(0.0f32..std::f32::consts::TAU).sin_cos();
             let amplitude = scale * rng.random_range(0.5f32..1.5);
-            [amplitude * c, amplitude * s]
+            Complex::new(amplitude * c, amplitude * s)
         })
         .collect();
     let d = (0..config.steering_len()).map(|_| rng.random_range(-3.0f32..3.0)).collect();
@@ -73,13 +78,13 @@ fn random_config(
 fn launch(
     gpu: &Gpu,
     beamformer: &DelayBeamformer,
-    input: &DeviceBuffer<[i8; 2]>,
-    w: &DeviceBuffer<[f32; 2]>,
+    input: &DeviceBuffer<Complex<i8>>,
+    w: &DeviceBuffer<Complex<f32>>,
     d: &DeviceBuffer<f32>,
     dither_state: Option<&mut radio_kernels::delay_beamformer::DitherState>,
-) -> (Vec<[i8; 2]>, Vec<u32>) {
+) -> (Vec<Complex<i8>>, Vec<u32>) {
     let config = beamformer.config();
-    let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut output = gpu.alloc::<Complex<i8>>(config.output_len(), POISON).unwrap();
     let mut saturated = gpu.alloc::<u32>(config.beams.len(), POISON).unwrap();
     beamformer.beamform(input, w, d, dither_state, &mut output, &mut saturated).unwrap();
     (output.download().unwrap(), saturated.download().unwrap())
@@ -109,7 +114,7 @@ struct Summary {
 fn assert_matches(
     config: &DelayBeamformerConfig,
     reference: &Reference,
-    got: &[[i8; 2]],
+    got: &[Complex<i8>],
     saturated: Option<&[u32]>,
 ) -> Summary {
     assert_eq!(got.len(), reference.output.len());
@@ -119,9 +124,9 @@ fn assert_matches(
     let mut possible = vec![0u32; config.beams.len()];
     for o in 0..got.len() {
         let (mut sure, mut maybe) = (false, false);
-        for (k, &v) in reference.values[o].iter().enumerate() {
+        for (k, v) in parts(reference.values[o]).into_iter().enumerate() {
             let tol = tolerance(config.antennas, reference.magnitude[o], v);
-            let (q, r) = (got[o][k] as i32, reference.output[o][k] as i32);
+            let (q, r) = (parts(got[o])[k] as i32, parts(reference.output[o])[k] as i32);
             summary.components += 1;
             let boundary = (v - v.floor() - 0.5).abs();
             if boundary <= tol || (v.abs() - 127.5).abs() <= tol {
@@ -270,7 +275,7 @@ fn a_beam_steered_at_a_delayed_source_adds_coherently() {
     let source: Vec<f64> = (0..antennas).map(|_| rng.random_range(-2e-6..2e-6)).collect();
     let elsewhere: Vec<f64> = (0..antennas).map(|_| rng.random_range(-2e-6..2e-6)).collect();
     let amplitude = 20.0;
-    let mut input = vec![[0i8; 2]; config.input_len()];
+    let mut input = vec![Complex::new(0i8, 0); config.input_len()];
     for c in 0..channels {
         for t in 0..times {
             let (s, phase) = (amplitude, rng.random_range(0.0..std::f64::consts::TAU));
@@ -281,8 +286,9 @@ fn a_beam_steered_at_a_delayed_source_adds_coherently() {
                 let x = [s * delayed.cos(), s * delayed.sin()];
                 let noise = [rng.random_range(-3.0..3.0), rng.random_range(-3.0..3.0)];
                 input[config.input_index(a, c, t, 0)] =
-                    [(x[0] + noise[0]).round() as i8, (x[1] + noise[1]).round() as i8];
-                input[config.input_index(a, c, t, 1)] = [rng.random_range(-3..=3), rng.random_range(-3..=3)];
+                    Complex::new((x[0] + noise[0]).round() as i8, (x[1] + noise[1]).round() as i8);
+                input[config.input_index(a, c, t, 1)] =
+                    Complex::new(rng.random_range(-3..=3), rng.random_range(-3..=3));
             }
         }
     }
@@ -291,7 +297,7 @@ fn a_beam_steered_at_a_delayed_source_adds_coherently() {
     let delay: Vec<f64> = (0..n).map(|i| if i % 3 == 1 { elsewhere[i / 3] } else { source[i / 3] }).collect();
     let (w, d) = radio_kernels::delay_beamformer::steering(
         &config,
-        &vec![[1.0, 0.0]; n],
+        &vec![Complex::new(1.0, 0.0); n],
         &[gain; 3],
         &delay,
         &vec![0.0; n],
@@ -308,7 +314,7 @@ fn a_beam_steered_at_a_delayed_source_adds_coherently() {
     );
     let per = (channels * times) as usize;
     let power = |b: usize| {
-        got[b * per..(b + 1) * per].iter().map(|x| (x[0] as f64).powi(2) + (x[1] as f64).powi(2)).sum::<f64>()
+        got[b * per..(b + 1) * per].iter().map(|x| (x.re as f64).powi(2) + (x.im as f64).powi(2)).sum::<f64>()
             / per as f64
     };
     let (on, off, other_pol) = (power(0), power(1), power(2));
@@ -340,8 +346,8 @@ fn minimum_input_saturates_every_sample() {
         beams: vec![Beam { pol: 0, dither: false }, Beam { pol: 1, dither: false }],
     };
     let beamformer = beamformer_of(&gpu, &config);
-    let input = vec![[-128i8, -128]; config.input_len()];
-    let w = vec![[0.5f32, 0.0]; config.steering_len()];
+    let input = vec![Complex::new(-128i8, -128); config.input_len()];
+    let w = vec![Complex::new(0.5f32, 0.0); config.steering_len()];
     let d = vec![0.0f32; config.steering_len()];
     let (got, saturated) = launch(
         &gpu,
@@ -351,7 +357,7 @@ fn minimum_input_saturates_every_sample() {
         &gpu.upload(&d).unwrap(),
         None,
     );
-    assert!(got.iter().all(|&x| x == [-127, -127]));
+    assert!(got.iter().all(|&x| x == Complex::new(-127, -127)));
     assert_eq!(saturated, vec![5 * 520; 2]);
 }
 
@@ -378,13 +384,13 @@ fn bad_input_is_rejected_before_launch() {
     }
     let beamformer = beamformer_of(&gpu, &good);
     let mut state = beamformer.dither_state(1, 0, 0).unwrap();
-    let input = gpu.alloc::<[i8; 2]>(good.input_len(), 0).unwrap();
-    let short = gpu.alloc::<[i8; 2]>(good.input_len() - 1, 0).unwrap();
-    let w = gpu.alloc::<[f32; 2]>(good.steering_len(), 0).unwrap();
+    let input = gpu.alloc::<Complex<i8>>(good.input_len(), 0).unwrap();
+    let short = gpu.alloc::<Complex<i8>>(good.input_len() - 1, 0).unwrap();
+    let w = gpu.alloc::<Complex<f32>>(good.steering_len(), 0).unwrap();
     let d = gpu.alloc::<f32>(good.steering_len(), 0).unwrap();
     let d_short = gpu.alloc::<f32>(good.steering_len() - 1, 0).unwrap();
-    let mut output = gpu.alloc::<[i8; 2]>(good.output_len(), 0).unwrap();
-    let mut big = gpu.alloc::<[i8; 2]>(good.output_len() + 1, 0).unwrap();
+    let mut output = gpu.alloc::<Complex<i8>>(good.output_len(), 0).unwrap();
+    let mut big = gpu.alloc::<Complex<i8>>(good.output_len() + 1, 0).unwrap();
     let mut saturated = gpu.alloc::<u32>(2, 0).unwrap();
     let mut few = gpu.alloc::<u32>(1, 0).unwrap();
     let shape = |r: Result<(), Error>| matches!(r, Err(Error::ShapeMismatch { .. }));
@@ -410,8 +416,11 @@ fn bad_input_is_rejected_before_launch() {
 }
 
 /// Output bytes poisoned with [`POISON`] and counts never reset: nothing was launched.
-fn assert_untouched(output: &DeviceBuffer<[i8; 2]>, saturated: &DeviceBuffer<u32>) {
-    assert!(output.download().unwrap().iter().all(|&x| x == [POISON as i8; 2]), "the output was written");
+fn assert_untouched(output: &DeviceBuffer<Complex<i8>>, saturated: &DeviceBuffer<u32>) {
+    assert!(
+        output.download().unwrap().iter().all(|&x| x == Complex::new(POISON as i8, POISON as i8)),
+        "the output was written"
+    );
     let poison = u32::from_ne_bytes([POISON; 4]);
     assert!(saturated.download().unwrap().iter().all(|&n| n == poison), "the counts were reset");
 }
@@ -440,21 +449,25 @@ fn non_finite_steering_is_rejected_before_launch() {
     let input = gpu.upload(&host_input).unwrap();
     let mut state = beamformer.dither_state(5, 0, 0).unwrap();
     let start = state.states().unwrap();
-    let mut output = gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut output = gpu.alloc::<Complex<i8>>(config.output_len(), POISON).unwrap();
     let mut saturated = gpu.alloc::<u32>(2, POISON).unwrap();
     let last = (config.first_channel + config.channels - 1) as f32;
     const WEIGHTS: &str = "delay beamformer weights";
     const DELAYS: &str = "delay beamformer delays";
     // (weights, delays, the argument named, the index named)
-    type Case = (Vec<[f32; 2]>, Vec<f32>, &'static str, usize);
+    type Case = (Vec<Complex<f32>>, Vec<f32>, &'static str, usize);
     let mut cases: Vec<Case> = Vec::new();
-    for (index, bad) in [(7, [f32::NAN, 0.0]), (3, [0.0, f32::INFINITY]), (9, [f32::NEG_INFINITY, 1.0])] {
+    for (index, bad) in [
+        (7, Complex::new(f32::NAN, 0.0)),
+        (3, Complex::new(0.0, f32::INFINITY)),
+        (9, Complex::new(f32::NEG_INFINITY, 1.0)),
+    ] {
         let mut w = w.clone();
         w[index] = bad;
         cases.push((w, d.clone(), WEIGHTS, index));
     }
     let mut huge = w.clone();
-    huge[4] = [3e38, -3e38]; // each finite, the beam scale is not
+    huge[4] = Complex::new(3e38, -3e38); // each finite, the beam scale is not
     cases.push((
         huge,
         d.clone(),
@@ -503,7 +516,7 @@ fn non_finite_steering_is_rejected_before_launch() {
     let steering = beamformer.upload_steering(&w, &d).unwrap();
     let (dw, dd) = (gpu.upload(&w).unwrap(), gpu.upload(&d).unwrap());
     let (got, counts) = launch(&gpu, &beamformer, &input, &dw, &dd, Some(&mut state));
-    let mut output2 = gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut output2 = gpu.alloc::<Complex<i8>>(config.output_len(), POISON).unwrap();
     let mut saturated2 = gpu.alloc::<u32>(2, POISON).unwrap();
     beamformer.beamform_steered(&input, &steering, Some(&mut twin), &mut output2, &mut saturated2).unwrap();
     assert_eq!(output2.download().unwrap(), got);
@@ -538,7 +551,7 @@ fn buffers_and_dither_states_of_another_gpu_are_rejected() {
             gpu.upload(&host_input).unwrap(),
             gpu.upload(&w).unwrap(),
             gpu.upload(&d).unwrap(),
-            gpu.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap(),
+            gpu.alloc::<Complex<i8>>(config.output_len(), POISON).unwrap(),
             gpu.alloc::<u32>(2, POISON).unwrap(),
         )
     };
@@ -611,11 +624,11 @@ fn two_handles_on_one_gpu_accept_each_others_buffers_and_states() {
     let (dw, dd) = (gpu_b.upload(&w).unwrap(), gpu_b.upload(&d).unwrap());
     let mut state = b.dither_state(11, 7, 0).unwrap();
     assert!(state.belongs_to(&gpu_a) && gpu_a.owns(&input));
-    let mut output = gpu_b.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut output = gpu_b.alloc::<Complex<i8>>(config.output_len(), POISON).unwrap();
     let mut saturated = gpu_b.alloc::<u32>(config.beams.len(), POISON).unwrap();
     a.beamform(&input, &dw, &dd, Some(&mut state), &mut output, &mut saturated).unwrap();
     let steering = b.upload_steering(&w, &d).unwrap();
-    let mut output2 = gpu_a.alloc::<[i8; 2]>(config.output_len(), POISON).unwrap();
+    let mut output2 = gpu_a.alloc::<Complex<i8>>(config.output_len(), POISON).unwrap();
     let mut saturated2 = gpu_a.alloc::<u32>(config.beams.len(), POISON).unwrap();
     let mut state2 = a.dither_state(11, 7, 0).unwrap();
     a.beamform_steered(&input, &steering, Some(&mut state2), &mut output2, &mut saturated2).unwrap();
@@ -670,11 +683,14 @@ fn property_valid_configurations_match_the_reference() {
             prop_assert!(config.validate().is_ok());
             let beamformer = DelayBeamformer::new(&gpu, config.clone()).unwrap();
             let plan = beamformer.plan().clone();
-            let input: Vec<[i8; 2]> = match fill {
+            let input: Vec<Complex<i8>> = match fill {
                 0 => random_input(config.input_len(), &mut rng),
-                1 => vec![[-128, -128]; config.input_len()],
+                1 => vec![Complex::new(-128, -128); config.input_len()],
                 _ => (0..config.input_len())
-                    .map(|_| [0, 1].map(|_| if rng.random() { -128 } else { rng.random() }))
+                    .map(|_| {
+                        let [re, im] = [0, 1].map(|_| if rng.random() { -128 } else { rng.random() });
+                        Complex::new(re, im)
+                    })
                     .collect(),
             };
             let (mut w, mut d) = random_steering(&config, &mut rng);
@@ -685,10 +701,13 @@ fn property_valid_configurations_match_the_reference() {
                 let b0 = rng.random_range(0..beams as usize);
                 for a in 0..antennas as usize {
                     let k = a * beams as usize + b0;
-                    w[k] = [1e38 * rng.random_range(-1.0f32..1.0), 1e38 * rng.random_range(-1.0f32..1.0)];
+                    w[k] = Complex::new(
+                        1e38 * rng.random_range(-1.0f32..1.0),
+                        1e38 * rng.random_range(-1.0f32..1.0),
+                    );
                     let k2 = a * beams as usize + rng.random_range(0..beams as usize);
                     if k2 != k {
-                        w[k2] = [0.0, 0.0];
+                        w[k2] = Complex::new(0.0, 0.0);
                     }
                     d[k] = rng.random_range(-1e6f32..1e6);
                 }
@@ -746,15 +765,17 @@ fn offsets_past_4_gib_of_input_and_output_are_exact() {
     assert!((2 * config.output_index(1, 0, windows[0] + W - 1) as u64) >= 1 << 32);
     assert!((2 * config.input_index(0, 0, windows[1], 0) as u64) < 1 << 32);
     assert!((2 * config.input_index(0, 0, windows[1] + W - 1, 1) as u64) >= 1 << 32);
-    let mut input = vec![[0i8; 2]; config.input_len()];
+    let mut input = vec![Complex::new(0i8, 0); config.input_len()];
     let sub = DelayBeamformerConfig { times: 3 * W, ..config.clone() };
-    let mut sub_input = vec![[0i8; 2]; sub.input_len()];
+    let mut sub_input = vec![Complex::new(0i8, 0); sub.input_len()];
     for (n, &t0) in windows.iter().enumerate() {
         for a in 0..2 {
             for t in 0..W {
                 for p in 0..2 {
-                    let x =
-                        [rng.random::<i8>(), if rng.random_range(0..16) == 0 { -128 } else { rng.random() }];
+                    let x = Complex::new(
+                        rng.random::<i8>(),
+                        if rng.random_range(0..16) == 0 { -128 } else { rng.random() },
+                    );
                     input[config.input_index(a, 0, t0 + t, p)] = x;
                     sub_input[sub.input_index(a, 0, n as u32 * W + t, p)] = x;
                 }
@@ -768,7 +789,7 @@ fn offsets_past_4_gib_of_input_and_output_are_exact() {
     let (got, saturated) =
         launch(&gpu, &beamformer, &device_input, &gpu.upload(&w).unwrap(), &gpu.upload(&d).unwrap(), None);
     drop(device_input);
-    let mut got_sub = vec![[0i8; 2]; sub.output_len()];
+    let mut got_sub = vec![Complex::new(0i8, 0); sub.output_len()];
     for b in 0..2 {
         for (n, &t0) in windows.iter().enumerate() {
             for t in 0..W {

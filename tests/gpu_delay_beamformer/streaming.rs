@@ -2,29 +2,28 @@
 use super::*;
 
 /// One chunk's outputs: (beams, saturation counts).
-type Chunk = (Vec<[i8; 2]>, Vec<u32>);
+type Chunk = (Vec<Complex<i8>>, Vec<u32>);
 
 /// As [`random_input`] (one sample in sixteen with a -128 component), generated in bulk from
 /// a SplitMix64 stream seeded by `rng`: fast enough in unoptimised test builds for inputs of
 /// many MB.
-fn random_input_fast(len: usize, rng: &mut StdRng) -> Vec<[i8; 2]> {
+fn random_input_fast(len: usize, rng: &mut StdRng) -> Vec<Complex<i8>> {
     let mut state: u64 = rng.random();
-    let mut x = Vec::with_capacity(len + 4);
-    while x.len() < len {
+    // Four samples (8 bytes, re then im) per draw.
+    let mut x = vec![Complex::new(0i8, 0); len.next_multiple_of(4)];
+    for bytes in bytemuck::cast_slice_mut::<Complex<i8>, [u8; 8]>(&mut x) {
         state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let b = (z ^ (z >> 31)).to_le_bytes();
-        x.extend_from_slice(&[[b[0] as i8, b[1] as i8], [b[2] as i8, b[3] as i8]]);
-        x.extend_from_slice(&[[b[4] as i8, b[5] as i8], [b[6] as i8, b[7] as i8]]);
+        *bytes = (z ^ (z >> 31)).to_le_bytes();
     }
     x.truncate(len);
     for group in (0..len).step_by(16) {
-        let pick = x[group][0] as u8 as usize;
+        let pick = x[group].re as u8 as usize;
         let at = group + (pick & 15);
         if at < len {
-            x[at][(pick >> 4) & 1] = -128;
+            bytemuck::cast_mut::<Complex<i8>, [i8; 2]>(&mut x[at])[(pick >> 4) & 1] = -128;
         }
     }
     x
@@ -37,12 +36,12 @@ fn one_shot_chunks<'s>(
     beamformer: &DelayBeamformer,
     steering: impl Fn(usize) -> &'s DeviceSteering,
     mut state: Option<&mut DitherState>,
-    chunks: &[Vec<[i8; 2]>],
+    chunks: &[Vec<Complex<i8>>],
 ) -> Vec<Chunk> {
     let c = beamformer.config();
     let mut out = Vec::new();
     for (n, x) in chunks.iter().enumerate() {
-        let mut y = gpu.alloc::<[i8; 2]>(c.output_len(), POISON).unwrap();
+        let mut y = gpu.alloc::<Complex<i8>>(c.output_len(), POISON).unwrap();
         let mut counts = gpu.alloc::<u32>(c.beams.len(), POISON).unwrap();
         let x = gpu.upload(x).unwrap();
         beamformer.beamform_steered(&x, steering(n), state.as_deref_mut(), &mut y, &mut counts).unwrap();
@@ -58,7 +57,7 @@ fn stream_chunks(
     steering: &DeviceSteering,
     state: Option<&mut DitherState>,
     depth: usize,
-    chunks: &[Vec<[i8; 2]>],
+    chunks: &[Vec<Complex<i8>>],
     rng: &mut StdRng,
 ) -> Vec<Chunk> {
     let mut engine = beamformer.streaming(steering, state, depth).unwrap();
@@ -82,11 +81,11 @@ fn stream_chunks(
 /// The chunks' x as one launch over all their times: `x[a][c][n T + t][p]` from chunk n.
 fn concatenate_in_time(
     c: &DelayBeamformerConfig,
-    chunks: &[Vec<[i8; 2]>],
-) -> (DelayBeamformerConfig, Vec<[i8; 2]>) {
+    chunks: &[Vec<Complex<i8>>],
+) -> (DelayBeamformerConfig, Vec<Complex<i8>>) {
     let long = DelayBeamformerConfig { times: c.times * chunks.len() as u32, ..c.clone() };
     let row = (c.times * c.pols) as usize;
-    let mut x = vec![[0i8; 2]; long.input_len()];
+    let mut x = vec![Complex::new(0i8, 0); long.input_len()];
     for (n, chunk) in chunks.iter().enumerate() {
         for a in 0..c.antennas {
             for ch in 0..c.channels {
@@ -133,7 +132,8 @@ fn streaming_equals_consecutive_one_shot_calls_and_carries_the_dither() {
         let mut c = random_config(antennas, pols, channels, times, beams, &mut rng);
         c.beams[0].dither = true;
         let k = rng.random_range(3..=7usize);
-        let chunks: Vec<Vec<[i8; 2]>> = (0..k).map(|_| random_input_fast(c.input_len(), &mut rng)).collect();
+        let chunks: Vec<Vec<Complex<i8>>> =
+            (0..k).map(|_| random_input_fast(c.input_len(), &mut rng)).collect();
         let beamformer = DelayBeamformer::new(&gpu, c.clone()).unwrap();
         let (w, d) = random_steering(&c, &mut rng);
         let steering = beamformer.upload_steering(&w, &d).unwrap();
@@ -170,7 +170,8 @@ fn undithered_beams_of_streamed_chunks_equal_one_long_launch() {
         c.beams[0].dither = true;
         c.beams[1].dither = false;
         let k = rng.random_range(2..=6usize);
-        let chunks: Vec<Vec<[i8; 2]>> = (0..k).map(|_| random_input_fast(c.input_len(), &mut rng)).collect();
+        let chunks: Vec<Vec<Complex<i8>>> =
+            (0..k).map(|_| random_input_fast(c.input_len(), &mut rng)).collect();
         let (long, long_x) = concatenate_in_time(&c, &chunks);
         let beamformer = DelayBeamformer::new(&gpu, c.clone()).unwrap();
         let long_beamformer = DelayBeamformer::new(&gpu, long.clone()).unwrap();
@@ -195,7 +196,7 @@ fn undithered_beams_of_streamed_chunks_equal_one_long_launch() {
                         let l = long_y[long.output_index(b32, ch, n as u32 * c.times + t)];
                         if beam.dither {
                             for i in 0..2 {
-                                let diff = (g[i] as i32 - l[i] as i32).abs();
+                                let diff = (parts(g)[i] as i32 - parts(l)[i] as i32).abs();
                                 assert!(
                                     diff <= 1,
                                     "beam {b} chunk {n} channel {ch} time {t}: {g:?} vs {l:?}"
@@ -239,9 +240,9 @@ fn streaming_back_pressure_registered_memory_and_steering_changes() {
     let beamformer = DelayBeamformer::new(&gpu, c.clone()).unwrap();
     let k = 8usize;
     let len = c.input_len();
-    let chunks: Vec<Vec<[i8; 2]>> = (0..k).map(|_| random_input_fast(len, &mut rng)).collect();
+    let chunks: Vec<Vec<Complex<i8>>> = (0..k).map(|_| random_input_fast(len, &mut rng)).collect();
     let skew = rng.random_range(1..50usize);
-    let mut host = vec![[0i8; 2]; skew + k * len];
+    let mut host = vec![Complex::new(0i8, 0); skew + k * len];
     for (n, x) in chunks.iter().enumerate() {
         host[skew + n * len..][..len].copy_from_slice(x);
     }

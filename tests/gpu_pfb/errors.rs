@@ -40,11 +40,11 @@ fn bad_input_gives_typed_errors() {
         assert!(matches!(fused.run_fir(), Err(Error::InvalidConfig(_))));
     }
     let mut ch = Channelizer::new(&gpu, ok.clone(), None).unwrap();
-    assert!(matches!(ch.set_gains(&[[1.0, 0.0]; 64]), Err(Error::ShapeMismatch { .. })));
-    let mut gains = vec![[1.0f32, 0.0]; 128];
-    gains[5][1] = f32::NAN;
+    assert!(matches!(ch.set_gains(&[Complex::new(1.0, 0.0); 64]), Err(Error::ShapeMismatch { .. })));
+    let mut gains = vec![Complex::new(1.0f32, 0.0); 128];
+    gains[5].im = f32::NAN;
     assert!(matches!(ch.set_gains(&gains), Err(Error::NonFinite { what: "PFB gains (re, im)", index: 11 })));
-    gains[5][1] = 1e10;
+    gains[5].im = 1e10;
     assert!(matches!(ch.set_gains(&gains), Err(Error::InvalidConfig(_))), "past MAX_COEFFICIENT");
     assert!(matches!(ch.set_delay_model(2, DelayModel::default()), Err(Error::InvalidConfig(_))));
     let nan = DelayModel { delay_rate: f64::NAN, ..Default::default() };

@@ -52,13 +52,13 @@ fn random_stream(len: usize, bits: u32, rng: &mut StdRng) -> Vec<i32> {
 }
 
 /// Gains of random phase giving output components of standard deviation about `sigma`.
-fn random_gains(config: &ChannelizerConfig, sigma: f32, rng: &mut StdRng) -> Vec<[f32; 2]> {
+fn random_gains(config: &ChannelizerConfig, sigma: f32, rng: &mut StdRng) -> Vec<Complex<f32>> {
     let rms = (1u32 << (config.bits - 1)) as f32 / 3f32.sqrt(); // uniform samples
     (0..2 * config.channels)
         .map(|_| {
             let (s, c) = rng.random_range(0.0f32..std::f32::consts::TAU).sin_cos();
             let g = sigma * std::f32::consts::SQRT_2 / rms * rng.random_range(0.5f32..1.5);
-            [g * c, g * s]
+            Complex::new(g * c, g * s)
         })
         .collect()
 }
@@ -194,7 +194,7 @@ fn check_case_with(gpu: &Gpu, case: &Case, rng: &mut StdRng, kernel: &KernelSpec
 fn assert_chunk_matches_reference(
     config: &ChannelizerConfig,
     weights: &[f32],
-    gains: &[[f32; 2]],
+    gains: &[Complex<f32>],
     models: &[DelayModel; 2],
     samples: [&[i32]; 2],
     present: [&[bool]; 2],

@@ -38,7 +38,7 @@ fn a_delayed_tone_has_the_phase_of_its_delay() {
     for d in [0.0, 0.25, -0.5, 37.3, -1234.6, 1999.4] {
         let mut ch = Channelizer::new(&gpu, config.clone(), None).unwrap();
         ch.poison_before_runs(Some(POISON));
-        ch.set_gains(&vec![[(100.0 / peak) as f32, 0.0]; 2 * config.channels as usize]).unwrap();
+        ch.set_gains(&vec![Complex::new((100.0 / peak) as f32, 0.0); 2 * config.channels as usize]).unwrap();
         ch.set_delay_model(1, DelayModel { delay: d, ..Default::default() }).unwrap();
         let out = run_stream(&mut ch, [&s, &s], [&present, &present]);
         let want = -std::f64::consts::PI * k0 as f64 * d / n;
@@ -198,7 +198,7 @@ fn channel_response_matches_the_transform_of_the_weights() {
         let level = want.max(10f64.powf(-115.0 / 20.0));
         let gain = 100.0 / (amp / 2.0 * w0 * level);
         ch.reset().unwrap();
-        ch.set_gains(&vec![[gain as f32, 0.0]; 2 * config.channels as usize]).unwrap();
+        ch.set_gains(&vec![Complex::new(gain as f32, 0.0); 2 * config.channels as usize]).unwrap();
         let s = tone(len, (k0 as f64 + off) / (2.0 * n), amp, &mut rng);
         let out = run_stream(&mut ch, [&s, &s], [&present, &present]);
         let chunk = out.iter().find(|c| !c.lost_heaps[0]).expect("a complete heap");

@@ -61,7 +61,7 @@ fn random_chunks(c: &ChannelizerConfig, chunks: usize, loss: u32, rng: &mut StdR
 #[derive(Clone, Debug)]
 enum Change {
     Model(usize, DelayModel),
-    Gains(Vec<[f32; 2]>),
+    Gains(Vec<Complex<f32>>),
 }
 
 /// Random changes: delay steps anywhere in `[-max_delay, max_delay]`, delay tracks that stay

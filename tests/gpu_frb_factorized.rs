@@ -28,24 +28,24 @@ const POISON: u8 = 0x7e;
 fn run(
     gpu: &radio_kernels::Gpu,
     resampler: &mut FactorizedResampler,
-    i: &[u16],
+    i: &[f16],
     theta: &[f32],
     theta_prime: &[f32],
-) -> Vec<u16> {
+) -> Vec<f16> {
     let c = *resampler.config();
     resampler.set_grid(theta, theta_prime).unwrap();
-    let mut j = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let mut j = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
     resampler.resample(&gpu.upload(i).unwrap(), &mut j).unwrap();
     j.download().unwrap()
 }
 
-fn check(got: &[u16], want: &[f64], config: &FactorizedConfig) {
-    let error = relative_l2(got, want);
+fn check(got: &[f16], want: &[f64], config: &FactorizedConfig) {
+    let error = relative_l2(bytemuck::cast_slice(got), want);
     println!("{config:?}: relative L2 {error:.2e}");
     assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
     let scale = want.iter().fold(0.0f64, |a, &w| a.max(w.abs()));
     for (o, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let g = f16::from_bits(g).to_f64();
+        let g = g.to_f64();
         assert!((g - w).abs() <= scale / 128.0, "{config:?} output {o}: {g} vs {w}");
     }
 }
@@ -66,7 +66,8 @@ fn random_grids_match_the_f64_reference_for_every_case() {
         ] {
             let config = FactorizedConfig { channels, times, m, n, g, g_prime };
             let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
-            let i = random_intensity(&mut rng, config.intensity_len());
+            let i: Vec<f16> =
+                bytemuck::cast_slice(&random_intensity(&mut rng, config.intensity_len())).to_vec();
             let theta: Vec<f32> = (0..config.theta_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
             let theta_prime: Vec<f32> =
                 (0..config.theta_prime_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
@@ -86,7 +87,7 @@ fn half_integer_grids_reproduce_the_intensity_and_grids_can_move() {
         let (m, n) = (case.m, case.n);
         let config = FactorizedConfig { channels: 2, times: 37, m, n, g: 2 * m, g_prime: 2 * n };
         let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
-        let i = random_intensity(&mut rng, config.intensity_len());
+        let i: Vec<f16> = bytemuck::cast_slice(&random_intensity(&mut rng, config.intensity_len())).to_vec();
         // Channel 0 at (p / 2, q / 2) in order, channel 1 both axes reversed.
         let p_of = |f: usize, x: usize, len: usize| if f == 0 { x } else { len - 1 - x };
         let (gm, gn) = (2 * m as usize, 2 * n as usize);
@@ -101,7 +102,7 @@ fn half_integer_grids_reproduce_the_intensity_and_grids_can_move() {
                     let want = i[(f * config.times as usize + t) * k + p * gn + q];
                     let g = got[(f * config.times as usize + t) * k + beta];
                     // U in f16 at half-integers is exactly 0 or 1, so J is I bit for bit.
-                    assert_eq!(g, want, "({m}, {n}) f {f} t {t} beam {beta}");
+                    assert_eq!(g.to_bits(), want.to_bits(), "({m}, {n}) f {f} t {t} beam {beta}");
                 }
             }
         }
@@ -127,8 +128,8 @@ fn bad_input_is_rejected_before_launch() {
         Err(Error::InvalidConfig(_))
     ));
     let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
-    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+    let i = gpu.alloc::<f16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<f16>(config.output_len(), 0).unwrap();
     assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
     let theta = vec![0.0f32; config.theta_len()];
     let theta_prime = vec![0.0f32; config.theta_prime_len()];
@@ -146,9 +147,9 @@ fn bad_input_is_rejected_before_launch() {
     // Refused grids leave no grid set.
     assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
     resampler.set_grid(&theta, &theta_prime).unwrap();
-    let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+    let short_i = gpu.alloc::<f16>(config.intensity_len() - 1, 0).unwrap();
     assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
-    let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
+    let mut long_j = gpu.alloc::<f16>(config.output_len() + 1, 0).unwrap();
     assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
     resampler.resample(&i, &mut j).unwrap();
     gpu.synchronize().unwrap();
@@ -163,10 +164,10 @@ fn buffers_of_another_device_are_refused() {
     let config = FactorizedConfig { channels: 1, times: 4, m: 8, n: 8, g: 3, g_prime: 2 };
     let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
     resampler.set_grid(&[0.5; 3], &[1.5; 2]).unwrap();
-    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let foreign_i = other.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
-    let mut foreign_j = other.alloc::<u16>(config.output_len(), 0).unwrap();
+    let i = gpu.alloc::<f16>(config.intensity_len(), 0).unwrap();
+    let foreign_i = other.alloc::<f16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<f16>(config.output_len(), 0).unwrap();
+    let mut foreign_j = other.alloc::<f16>(config.output_len(), 0).unwrap();
     assert!(matches!(resampler.resample(&foreign_i, &mut j), Err(Error::WrongDevice { .. })));
     assert!(matches!(resampler.resample(&i, &mut foreign_j), Err(Error::WrongDevice { .. })));
     resampler.resample(&i, &mut j).unwrap();
@@ -189,14 +190,14 @@ fn property_random_jobs_match_the_reference() {
         let case = FRB_CASES[k];
         let config = FactorizedConfig { channels, times, m: case.m, n: case.n, g, g_prime };
         let mut rng = StdRng::seed_from_u64(seed);
-        let i: Vec<u16> = (0..config.intensity_len())
+        let i: Vec<f16> = (0..config.intensity_len())
             .map(|_| {
                 let v = if extreme_i {
                     [0.0, 6e-8, 1000.0, 0.5][rng.random_range(0..4)]
                 } else {
                     rng.random_range(0.0..100.0)
                 };
-                f16::from_f64(v).to_bits()
+                f16::from_f64(v)
             })
             .collect();
         let position = |rng: &mut StdRng| -> f32 {
@@ -211,7 +212,10 @@ fn property_random_jobs_match_the_reference() {
         let mut resampler = FactorizedResampler::new(&gpu, config).unwrap();
         let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
         let want = factorized_reference(&config, &i, &theta, &theta_prime).unwrap();
-        prop_assert!(got.iter().all(|&v| v != u16::from_ne_bytes([POISON; 2])), "{config:?}: unwritten J");
+        prop_assert!(
+            got.iter().all(|&v| v.to_bits() != u16::from_ne_bytes([POISON; 2])),
+            "{config:?}: unwritten J"
+        );
         if want.iter().any(|&w| w != 0.0) {
             check(&got, &want, &config);
         }

@@ -14,7 +14,7 @@ use rand::Rng;
 
 /// J with a mix of ordinary values, zeros, values that land on ties after `scale` = 2^k
 /// (offset 0.5 or 0), huge values, negatives, NaN and infinities.
-fn random_j(rng: &mut impl Rng, len: usize, max: f32) -> Vec<u16> {
+fn random_j(rng: &mut impl Rng, len: usize, max: f32) -> Vec<f16> {
     (0..len)
         .map(|_| {
             let x = match rng.random_range(0..100) {
@@ -27,7 +27,7 @@ fn random_j(rng: &mut impl Rng, len: usize, max: f32) -> Vec<u16> {
                 38 => f32::NEG_INFINITY,
                 _ => rng.random_range(0.0..1.2 * max),
             };
-            f16::from_f32(x).to_bits()
+            f16::from_f32(x)
         })
         .collect()
 }
@@ -107,7 +107,7 @@ fn counts_are_reset_and_bad_buffers_rejected() {
     // Twice with the same buffers: the second call's counts are its own, not a sum.
     check(&gpu, config, &mut rng);
     let q = Quantizer::new(&gpu, config).unwrap();
-    let j = gpu.upload(&vec![f16::from_f32(100.0).to_bits(); config.input_len()]).unwrap();
+    let j = gpu.upload(&vec![f16::from_f32(100.0); config.input_len()]).unwrap();
     let p = gpu.upload(&vec![1.0f32; config.params_len()]).unwrap();
     let mut out = gpu.alloc::<u8>(config.output_len(), 0).unwrap();
     let mut sat = gpu.alloc::<u32>(config.params_len(), 0).unwrap();
@@ -165,7 +165,7 @@ fn buffers_of_another_device_are_refused() {
     let Some(other) = second_gpu() else { return };
     let config = QuantizeConfig { channels: 1, times: 16, beams: 8, format: Format::U8 };
     let q = Quantizer::new(&gpu, config).unwrap();
-    let j = gpu.alloc::<u16>(config.input_len(), 0).unwrap();
+    let j = gpu.alloc::<f16>(config.input_len(), 0).unwrap();
     let p = gpu.upload(&vec![1.0f32; config.params_len()]).unwrap();
     let foreign_p = other.upload(&vec![1.0f32; config.params_len()]).unwrap();
     let mut out = gpu.alloc::<u8>(config.output_len(), 0).unwrap();

@@ -50,6 +50,16 @@ fn tiles(wgmma: bool) -> Vec<&'static KernelSpec> {
 /// f16 NaN in both bytes (0x7e7e).
 const POISON: u8 = 0x7e;
 
+/// f16 data held as its bits (so that comparisons are bit-exact) as the API's `f16`.
+fn halves(bits: &[u16]) -> &[f16] {
+    bytemuck::cast_slice(bits)
+}
+
+/// The bits of f16 data.
+fn bits(halves: &[f16]) -> Vec<u16> {
+    bytemuck::cast_slice(halves).to_vec()
+}
+
 fn run(
     gpu: &radio_kernels::Gpu,
     resampler: &mut Resampler,
@@ -59,9 +69,9 @@ fn run(
 ) -> Vec<u16> {
     let c = *resampler.config();
     resampler.set_beams(&gpu.upload(theta).unwrap(), &gpu.upload(theta_prime).unwrap()).unwrap();
-    let mut j = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
-    resampler.resample(&gpu.upload(i).unwrap(), &mut j).unwrap();
-    j.download().unwrap()
+    let mut j = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
+    resampler.resample(&gpu.upload(halves(i)).unwrap(), &mut j).unwrap();
+    bits(&j.download().unwrap())
 }
 
 #[test]
@@ -83,7 +93,7 @@ fn random_beams_match_the_f64_reference_for_every_grid() {
                 let theta_prime: Vec<f32> =
                     (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
                 let got = run(&gpu, &mut resampler, &i, &theta, &theta_prime);
-                let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+                let want = resample_reference(&config, halves(&i), &theta, &theta_prime).unwrap();
                 let error = relative_l2(&got, &want);
                 println!("{} {config:?}: relative L2 {error:.2e}", gemm.name);
                 assert!(error < BOUND, "{config:?}: relative L2 {error:e}");
@@ -139,7 +149,7 @@ fn half_integer_beams_reproduce_the_intensity_and_beams_can_move() {
             // Tracking: new positions, same resampler.
             let moved: Vec<f32> = theta.iter().map(|&x| x + rng.random_range(-0.5..0.5)).collect();
             let got = run(&gpu, &mut resampler, &i, &moved, &theta_prime);
-            let want = resample_reference(&config, &i, &moved, &theta_prime).unwrap();
+            let want = resample_reference(&config, halves(&i), &moved, &theta_prime).unwrap();
             assert!(relative_l2(&got, &want) < BOUND);
         }
     }
@@ -157,17 +167,17 @@ fn bad_input_is_rejected_before_launch() {
             Err(Error::InvalidConfig(_))
         ));
         let mut resampler = Resampler::new(&gpu, config).unwrap();
-        let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-        let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+        let i = gpu.alloc::<f16>(config.intensity_len(), 0).unwrap();
+        let mut j = gpu.alloc::<f16>(config.output_len(), 0).unwrap();
         // No beams yet.
         assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
         let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
         let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
         assert!(matches!(resampler.set_beams(&theta, &short), Err(Error::ShapeMismatch { .. })));
         resampler.set_beams(&theta, &theta).unwrap();
-        let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+        let short_i = gpu.alloc::<f16>(config.intensity_len() - 1, 0).unwrap();
         assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
-        let mut long_j = gpu.alloc::<u16>(config.output_len() + 1, 0).unwrap();
+        let mut long_j = gpu.alloc::<f16>(config.output_len() + 1, 0).unwrap();
         assert!(matches!(resampler.resample(&i, &mut long_j), Err(Error::ShapeMismatch { .. })));
         resampler.resample(&i, &mut j).unwrap();
         // Every GEMM of this path too (their tiles past the edge; under the sanitizers).
@@ -201,9 +211,9 @@ fn run_fused(
 ) -> Vec<u16> {
     let c = *resampler.config();
     resampler.set_beams(&gpu.upload(theta).unwrap(), &gpu.upload(theta_prime).unwrap()).unwrap();
-    let mut j = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
-    resampler.resample(&gpu.upload(i).unwrap(), &mut j).unwrap();
-    j.download().unwrap()
+    let mut j = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
+    resampler.resample(&gpu.upload(halves(i)).unwrap(), &mut j).unwrap();
+    bits(&j.download().unwrap())
 }
 
 /// The fused kernels to test for `config`: with `wgmma` on every transposed (RS) instance
@@ -283,7 +293,7 @@ fn fused_path_equals_the_w_path_bit_for_bit_and_the_f64_reference() {
                     for (tile, other) in w_j.iter().enumerate().skip(1) {
                         assert_eq!(other, &w_j[0], "{config:?} round {round}: W-path tile {tile} differs");
                     }
-                    let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+                    let want = resample_reference(&config, halves(&i), &theta, &theta_prime).unwrap();
                     for (kernel, resampler) in kernels.iter().zip(fused.iter_mut()) {
                         let got = run_fused(&gpu, resampler, &i, &theta, &theta_prime);
                         let label = format!("fused {} {config:?} round {round}", kernel.name);
@@ -359,14 +369,14 @@ fn fused_bad_input_is_rejected_before_launch() {
             );
         }
         let mut resampler = FusedResampler::new(&gpu, config).unwrap();
-        let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-        let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
+        let i = gpu.alloc::<f16>(config.intensity_len(), 0).unwrap();
+        let mut j = gpu.alloc::<f16>(config.output_len(), 0).unwrap();
         assert!(matches!(resampler.resample(&i, &mut j), Err(Error::InvalidConfig(_))));
         let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
         let short = gpu.alloc::<f32>(config.positions_len() - 1, 0).unwrap();
         assert!(matches!(resampler.set_beams(&short, &theta), Err(Error::ShapeMismatch { .. })));
         resampler.set_beams(&theta, &theta).unwrap();
-        let short_i = gpu.alloc::<u16>(config.intensity_len() - 1, 0).unwrap();
+        let short_i = gpu.alloc::<f16>(config.intensity_len() - 1, 0).unwrap();
         assert!(matches!(resampler.resample(&short_i, &mut j), Err(Error::ShapeMismatch { .. })));
         resampler.resample(&i, &mut j).unwrap();
         gpu.synchronize().unwrap();
@@ -446,14 +456,14 @@ fn non_finite_positions_are_rejected_before_the_gemm() {
         let i = random_intensity(&mut rng, config.intensity_len());
         let theta: Vec<f32> = (0..config.positions_len()).map(|_| rng.random_range(-40.0..40.0)).collect();
         let good = gpu.upload(&theta).unwrap();
-        let i_gpu = gpu.upload(&i).unwrap();
+        let i_gpu = gpu.upload(halves(&i)).unwrap();
         let mut resampler = Resampler::new(&gpu, config).unwrap();
         let mut fused = FusedResampler::new(&gpu, config).unwrap();
-        let mut j = gpu.alloc::<u16>(config.output_len(), POISON).unwrap();
+        let mut j = gpu.alloc::<f16>(config.output_len(), POISON).unwrap();
         resampler.set_beams(&good, &good).unwrap();
         resampler.resample(&i_gpu, &mut j).unwrap();
-        let before = j.download().unwrap();
-        let want = resample_reference(&config, &i, &theta, &theta).unwrap();
+        let before = bits(&j.download().unwrap());
+        let want = resample_reference(&config, halves(&i), &theta, &theta).unwrap();
         assert!(relative_l2(&before, &want) < BOUND);
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
             let mut values = theta.clone();
@@ -494,7 +504,7 @@ fn non_finite_positions_are_rejected_before_the_gemm() {
             } else {
                 fused.resample(&i_gpu, &mut j).unwrap();
             }
-            assert_eq!(j.download().unwrap(), before, "wgmma {wgmma} {label}: J after good positions");
+            assert_eq!(bits(&j.download().unwrap()), before, "wgmma {wgmma} {label}: J after good positions");
         }
     }
 }
@@ -509,10 +519,10 @@ fn buffers_of_another_device_are_refused() {
     let wrong = |r: radio_kernels::Result<()>| matches!(r, Err(Error::WrongDevice { .. }));
     let theta = gpu.alloc::<f32>(config.positions_len(), 0).unwrap();
     let foreign_theta = other.alloc::<f32>(config.positions_len(), 0).unwrap();
-    let i = gpu.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let foreign_i = other.alloc::<u16>(config.intensity_len(), 0).unwrap();
-    let mut j = gpu.alloc::<u16>(config.output_len(), 0).unwrap();
-    let mut foreign_j = other.alloc::<u16>(config.output_len(), 0).unwrap();
+    let i = gpu.alloc::<f16>(config.intensity_len(), 0).unwrap();
+    let foreign_i = other.alloc::<f16>(config.intensity_len(), 0).unwrap();
+    let mut j = gpu.alloc::<f16>(config.output_len(), 0).unwrap();
+    let mut foreign_j = other.alloc::<f16>(config.output_len(), 0).unwrap();
     let mut resampler = Resampler::new(&gpu, config).unwrap();
     let mut fused = FusedResampler::new(&gpu, config).unwrap();
     assert!(wrong(resampler.set_beams(&foreign_theta, &theta)));
@@ -576,7 +586,7 @@ fn property_random_jobs_match_the_reference() {
         let mut fused = FusedResampler::new(&gpu, config).unwrap();
         let w_j = run(&gpu, &mut w_path, &i, &theta, &theta_prime);
         let f_j = run_fused(&gpu, &mut fused, &i, &theta, &theta_prime);
-        let want = resample_reference(&config, &i, &theta, &theta_prime).unwrap();
+        let want = resample_reference(&config, halves(&i), &theta, &theta_prime).unwrap();
         let poison = u16::from_ne_bytes([POISON; 2]);
         prop_assert!(w_j.iter().chain(&f_j).all(|&v| v != poison), "{config:?}: unwritten J");
         prop_assert_eq!(&f_j, &w_j, "{:?}: the fused J differs from the W path's", config);

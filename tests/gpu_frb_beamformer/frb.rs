@@ -4,7 +4,6 @@ use radio_kernels::frb_beamformer::{
     frb_intensity_reference, frb_intensity_reference_sample, FrbBeamformer, FrbConfig, FRB_CASES, FRB_POLS,
     FRB_REL_L2_BOUND,
 };
-use radio_kernels::gpu_shared::packing::pack_ci4;
 use rand::rngs::StdRng;
 
 /// A random injective dish map (a scrambled grid: dish order has nothing to do with the
@@ -20,30 +19,36 @@ pub(super) fn random_grid(c: &FrbConfig, rng: &mut StdRng) -> Vec<(u32, u32)> {
 
 /// Weights with |re|, |im| <= w_max, w_max chosen so uniform int4 noise gives I near 1000
 /// (the magnitudes the module documents as realistic).
-pub(super) fn random_weights(c: &FrbConfig, rng: &mut StdRng) -> Vec<u32> {
+pub(super) fn random_weights(c: &FrbConfig, rng: &mut StdRng) -> Vec<Complex<f16>> {
     let w_max = (1000.0 / (4.0 * c.t_ds as f64 * c.dishes as f64 * 21.5)).sqrt() / 2f64.sqrt();
     (0..c.weights_len())
         .map(|_| {
-            let mut h = || f16::from_f64(rng.random_range(-w_max..w_max)).to_bits();
-            pack_f16x2(h(), h())
+            let mut h = || f16::from_f64(rng.random_range(-w_max..w_max));
+            Complex::new(h(), h())
         })
         .collect()
 }
 
-fn run(gpu: &radio_kernels::Gpu, c: FrbConfig, grid: &[(u32, u32)], weights: &[u32], e: &[u8]) -> Vec<f64> {
+fn run(
+    gpu: &radio_kernels::Gpu,
+    c: FrbConfig,
+    grid: &[(u32, u32)],
+    weights: &[Complex<f16>],
+    e: &[Ci4],
+) -> Vec<f64> {
     let beamformer = FrbBeamformer::new(gpu, c, grid, weights).unwrap();
     let e = gpu.upload(e).unwrap();
-    let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let mut i = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
     beamformer.beamform(&e, &mut i).unwrap();
-    i.download().unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
+    i.download().unwrap().into_iter().map(|h| h.to_f64()).collect()
 }
 
 fn run_per_block(
     gpu: &radio_kernels::Gpu,
     c: FrbConfig,
     grid: &[(u32, u32)],
-    weights: &[u32],
-    e: &[u8],
+    weights: &[Complex<f16>],
+    e: &[Ci4],
     per_block: Option<u32>,
 ) -> Vec<f64> {
     let mut beamformer = FrbBeamformer::new(gpu, c, grid, weights).unwrap();
@@ -51,9 +56,9 @@ fn run_per_block(
         beamformer.set_output_samples_per_block(k).unwrap();
     }
     let e = gpu.upload(e).unwrap();
-    let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let mut i = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
     beamformer.beamform(&e, &mut i).unwrap();
-    i.download().unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
+    i.download().unwrap().into_iter().map(|h| h.to_f64()).collect()
 }
 
 /// Full CHORD (the even/odd kernel up to T_ds = 96) at T_ds 1, 3, 40 and 72, with the
@@ -69,7 +74,7 @@ fn full_chord_matches_the_reference_with_several_samples_per_block() {
         let c = FrbConfig { dishes: 512, m: 24, n: 24, freqs: 3, times, t_ds };
         let grid = random_grid(&c, &mut rng);
         let weights = random_weights(&c, &mut rng);
-        let e: Vec<u8> = (0..c.e_len()).map(|_| rng.random()).collect();
+        let e: Vec<Ci4> = (0..c.e_len()).map(|_| Ci4(rng.random())).collect();
         let want = frb_intensity_reference(&c, &e, &grid, &weights).unwrap();
         for per_block in [None, Some(5)] {
             let got = run_per_block(&gpu, c, &grid, &weights, &e, per_block);
@@ -102,7 +107,7 @@ fn first_kernel_matches_the_reference_for_every_case() {
             let c = FrbConfig { dishes: case.dishes, m: case.m, n: case.n, freqs: 3, times, t_ds };
             let grid = random_grid(&c, &mut rng);
             let weights = random_weights(&c, &mut rng);
-            let e: Vec<u8> = (0..c.e_len()).map(|_| rng.random()).collect();
+            let e: Vec<Ci4> = (0..c.e_len()).map(|_| Ci4(rng.random())).collect();
             let got = run(&gpu, c, &grid, &weights, &e);
             let want = frb_intensity_reference(&c, &e, &grid, &weights).unwrap();
             assert!(got.iter().all(|v| v.is_finite()), "{c:?}: unwritten or non-finite I");
@@ -135,7 +140,7 @@ fn plane_wave_lights_up_its_pixel_on_the_gpu() {
         };
         let grid = random_grid(&c, &mut rng);
         let (p0, q0) = (2 * rng.random_range(0..c.m) + 1, 2 * rng.random_range(0..c.n) + 1);
-        let mut e = vec![0u8; c.e_len()];
+        let mut e = vec![Ci4::default(); c.e_len()];
         for tau in 0..c.times {
             for f in 0..c.freqs {
                 for pol in 0..FRB_POLS {
@@ -143,14 +148,14 @@ fn plane_wave_lights_up_its_pixel_on_the_gpu() {
                         let phase = -std::f64::consts::PI
                             * ((m * p0) as f64 / c.m as f64 + (n * q0) as f64 / c.n as f64);
                         let (re, im) = ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
-                        e[c.e_index(tau, f, pol, d as u32)] = pack_ci4(re, im);
+                        e[c.e_index(tau, f, pol, d as u32)] = Ci4::new(re, im);
                     }
                 }
             }
         }
         // |W| = 1 / (8 D) keeps the coherent peak 2 T_ds (7 D / (8 D))^2 well inside f16.
-        let w = f16::from_f64(1.0 / (8.0 * c.dishes as f64)).to_bits();
-        let weights = vec![pack_f16x2(w, 0); c.weights_len()];
+        let w = f16::from_f64(1.0 / (8.0 * c.dishes as f64));
+        let weights = vec![Complex::new(w, f16::ZERO); c.weights_len()];
         let got = run(&gpu, c, &grid, &weights, &e);
         for f in 0..c.freqs {
             for tbar in 0..c.out_times() {
@@ -183,11 +188,11 @@ fn first_kernel_rejects_bad_input() {
     assert!(invalid(FrbBeamformer::new(&gpu, ok, &outside, &weights)));
     assert!(matches!(FrbBeamformer::new(&gpu, ok, &grid, &weights[1..]), Err(Error::ShapeMismatch { .. })));
     let beamformer = FrbBeamformer::new(&gpu, ok, &grid, &weights).unwrap();
-    let e = gpu.alloc::<u8>(ok.e_len(), 0).unwrap();
-    let mut short = gpu.alloc::<u16>(ok.output_len() - 1, POISON).unwrap();
+    let e = gpu.alloc::<Ci4>(ok.e_len(), 0).unwrap();
+    let mut short = gpu.alloc::<f16>(ok.output_len() - 1, POISON).unwrap();
     assert!(matches!(beamformer.beamform(&e, &mut short), Err(Error::ShapeMismatch { .. })));
-    let e_short = gpu.alloc::<u8>(ok.e_len() - 1, 0).unwrap();
-    let mut i = gpu.alloc::<u16>(ok.output_len(), POISON).unwrap();
+    let e_short = gpu.alloc::<Ci4>(ok.e_len() - 1, 0).unwrap();
+    let mut i = gpu.alloc::<f16>(ok.output_len(), POISON).unwrap();
     assert!(matches!(beamformer.beamform(&e_short, &mut i), Err(Error::ShapeMismatch { .. })));
     beamformer.beamform(&e, &mut i).unwrap();
 }
@@ -204,14 +209,14 @@ fn non_finite_weights_are_rejected() {
     for bad in [0x7c00u32, 0xfc00, 0x7e01, 0x7c00 << 16, 0xfe00 << 16] {
         let mut weights = random_weights(&c, &mut rng);
         let at = rng.random_range(0..weights.len());
-        weights[at] = bad;
+        weights[at] = bytemuck::cast(bad);
         let r = FrbBeamformer::new(&gpu, c, &grid, &weights);
         assert!(
             matches!(r, Err(Error::NonFinite { what: "FRB weights", index }) if index == at),
             "{bad:#x} at {at}"
         );
     }
-    let largest = vec![pack_f16x2(f16::MAX.to_bits(), f16::MIN.to_bits()); c.weights_len()];
+    let largest = vec![Complex::new(f16::MAX, f16::MIN); c.weights_len()];
     assert!(FrbBeamformer::new(&gpu, c, &grid, &largest).is_ok());
 }
 
@@ -225,15 +230,15 @@ fn buffers_of_another_device_are_refused() {
     let c = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 2, times: 48, t_ds: 3 };
     let beamformer =
         FrbBeamformer::new(&gpu, c, &random_grid(&c, &mut rng), &random_weights(&c, &mut rng)).unwrap();
-    let (e, foreign_e) = (gpu.alloc::<u8>(c.e_len(), 0).unwrap(), other.alloc::<u8>(c.e_len(), 0).unwrap());
-    let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
-    let mut foreign_i = other.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let (e, foreign_e) = (gpu.alloc::<Ci4>(c.e_len(), 0).unwrap(), other.alloc::<Ci4>(c.e_len(), 0).unwrap());
+    let mut i = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
+    let mut foreign_i = other.alloc::<f16>(c.output_len(), POISON).unwrap();
     assert!(matches!(beamformer.beamform(&foreign_e, &mut i), Err(Error::WrongDevice { .. })));
     assert!(matches!(beamformer.beamform(&e, &mut foreign_i), Err(Error::WrongDevice { .. })));
     beamformer.beamform(&e, &mut i).unwrap();
     let fft = ShortFft::new(&gpu, 16).unwrap();
-    let x = other.alloc::<u32>(16, 0).unwrap();
-    let mut y = gpu.alloc::<u32>(32, POISON).unwrap();
+    let x = other.alloc::<Complex<f16>>(16, 0).unwrap();
+    let mut y = gpu.alloc::<Complex<f16>>(32, POISON).unwrap();
     assert!(matches!(fft.run(&x, &mut y, 1), Err(Error::WrongDevice { .. })));
 }
 
@@ -297,21 +302,21 @@ fn property_random_valid_launches_match_the_reference() {
                 let h = f16::from_f64(w_max / 2f64.sqrt());
                 (0..c.weights_len())
                     .map(|_| {
-                        let mut signed = || if rng.random() { h.to_bits() } else { (-h).to_bits() };
-                        pack_f16x2(signed(), signed())
+                        let mut signed = || if rng.random() { h } else { -h };
+                        Complex::new(signed(), signed())
                     })
                     .collect()
             }
         };
-        let e: Vec<u8> = (0..c.e_len())
+        let e: Vec<Ci4> = (0..c.e_len())
             .map(|_| match fill {
-                Fill::Uniform => rng.random(),
-                Fill::Extreme => pack_ci4(-8, -8),
+                Fill::Uniform => Ci4(rng.random()),
+                Fill::Extreme => Ci4::new(-8, -8),
                 Fill::Sparse => match rng.random_range(0..8) {
-                    0 => pack_ci4(-8, -8),
-                    1 => pack_ci4(7, -8),
-                    2 => rng.random(),
-                    _ => 0,
+                    0 => Ci4::new(-8, -8),
+                    1 => Ci4::new(7, -8),
+                    2 => Ci4(rng.random()),
+                    _ => Ci4(0),
                 },
             })
             .collect();
@@ -346,16 +351,16 @@ fn check_launch_past_2_32(c: FrbConfig, samples: &[(u32, u32)]) {
         }
     }
     let beamformer = FrbBeamformer::new(&gpu, c, &grid, &weights).unwrap();
-    let e_gpu = gpu.upload(&e).unwrap();
-    let mut i = gpu.alloc::<u16>(c.output_len(), POISON).unwrap();
+    let e_gpu = gpu.upload(Ci4::from_bytes(&e)).unwrap();
+    let mut i = gpu.alloc::<f16>(c.output_len(), POISON).unwrap();
     beamformer.beamform(&e_gpu, &mut i).unwrap();
     let got = i.download().unwrap();
     drop((e_gpu, i));
     let k = (4 * c.m * c.n) as usize;
     for &(f, tbar) in samples {
         let at = c.output_index(f, tbar, 0, 0);
-        let sample: Vec<f64> = got[at..at + k].iter().map(|&h| f16::from_bits(h).to_f64()).collect();
-        let want = frb_intensity_reference_sample(&c, &e, &grid, &weights, f, tbar).unwrap();
+        let sample: Vec<f64> = got[at..at + k].iter().map(|&h| h.to_f64()).collect();
+        let want = frb_intensity_reference_sample(&c, Ci4::from_bytes(&e), &grid, &weights, f, tbar).unwrap();
         let err = rel_l2(&sample, &want);
         println!("{c:?} sample (f, tbar) = ({f}, {tbar}), I[{at}..]: relative L2 {err:.2e}");
         assert!(sample.iter().all(|v| v.is_finite()), "({f}, {tbar}): unwritten or non-finite");
@@ -364,7 +369,7 @@ fn check_launch_past_2_32(c: FrbConfig, samples: &[(u32, u32)]) {
     // Every other row of I: zeros, compared row by row (a memcmp each).
     let zeros = vec![0u16; k];
     let checked: Vec<usize> = samples.iter().map(|&(f, tbar)| c.output_index(f, tbar, 0, 0) / k).collect();
-    let wrong: Vec<usize> = got
+    let wrong: Vec<usize> = f16_bits(&got)
         .chunks(k)
         .enumerate()
         .filter(|&(row, values)| !checked.contains(&row) && values != zeros.as_slice())

@@ -31,21 +31,35 @@ use radio_kernels::frb_beamformer::{
     fft_kernel, fft_methods, padded_dft, relative_l2, unpack_c16, FftMethod, ShortFft, C64, FFT_REL_L2_BOUND,
 };
 use radio_kernels::gpu_shared::frb_beamformer::{ffts_per_warp, FFT_SIZES};
-use radio_kernels::gpu_shared::packing::pack_f16x2;
-use radio_kernels::Error;
+use radio_kernels::{Ci4, Complex, Error};
 use rand::Rng;
 
 /// f16 NaN in both halves (0x7e7e): an element the kernel never wrote cannot pass.
 const POISON: u8 = 0x7e;
 
-fn random_c16(rng: &mut impl Rng, len: usize) -> Vec<u32> {
+fn random_c16(rng: &mut impl Rng, len: usize) -> Vec<Complex<f16>> {
     (0..len)
         .map(|_| {
             let re = f16::from_f32(rng.random_range(-1.0f32..1.0));
             let im = f16::from_f32(rng.random_range(-1.0f32..1.0));
-            pack_f16x2(re.to_bits(), im.to_bits())
+            Complex::new(re, im)
         })
         .collect()
+}
+
+/// Complex f16 values as the 32-bit words the kernels' registers hold (re in bits 0..16).
+fn words(values: &[Complex<f16>]) -> Vec<u32> {
+    values.iter().map(|&v| bytemuck::cast(v)).collect()
+}
+
+/// Register words (re in bits 0..16) as the complex f16 values of the launchers (no copy).
+fn c16s(words: &[u32]) -> &[Complex<f16>] {
+    bytemuck::cast_slice(words)
+}
+
+/// The bits of f16 values (no copy), for bit-exact comparisons.
+fn f16_bits(values: &[f16]) -> &[u16] {
+    bytemuck::cast_slice(values)
 }
 
 #[test]
@@ -59,7 +73,7 @@ fn short_fft_matches_the_f64_padded_dft_for_every_n() {
         for batch in [4096, 1003 + 4 * rng.random_range(0..200), 1] {
             let x_words = random_c16(&mut rng, batch * n as usize);
             let x = gpu.upload(&x_words).unwrap();
-            let mut y = gpu.alloc::<u32>(batch * 2 * n as usize, POISON).unwrap();
+            let mut y = gpu.alloc::<Complex<f16>>(batch * 2 * n as usize, POISON).unwrap();
             fft.run(&x, &mut y, batch).unwrap();
             let got = unpack_c16(&y.download().unwrap());
             let input = unpack_c16(&x_words);
@@ -96,12 +110,12 @@ fn short_fft_of_impulses_is_the_dft_matrix() {
     for (n, method) in FFT_SIZES.into_iter().flat_map(|n| fft_methods(n).into_iter().map(move |m| (n, m))) {
         let fft = ShortFft::with_kernel(&gpu, n, &fft_kernel(n, method).unwrap().batch).unwrap();
         let batch = n as usize;
-        let mut x_words = vec![0u32; batch * n as usize];
+        let mut x_words = vec![Complex::new(f16::ZERO, f16::ZERO); batch * n as usize];
         for m in 0..n as usize {
-            x_words[m * n as usize + m] = pack_f16x2(f16::ONE.to_bits(), 0);
+            x_words[m * n as usize + m] = Complex::new(f16::ONE, f16::ZERO);
         }
         let x = gpu.upload(&x_words).unwrap();
-        let mut y = gpu.alloc::<u32>(batch * 2 * n as usize, POISON).unwrap();
+        let mut y = gpu.alloc::<Complex<f16>>(batch * 2 * n as usize, POISON).unwrap();
         fft.run(&x, &mut y, batch).unwrap();
         let got = unpack_c16(&y.download().unwrap());
         let want: Vec<C64> = unpack_c16(&x_words).chunks(n as usize).flat_map(padded_dft).collect();
@@ -125,11 +139,11 @@ fn bad_launches_are_typed_errors() {
     assert!(matches!(ShortFft::with_kernel(&gpu, 20, first), Err(Error::InvalidConfig(_))));
     assert_eq!(ShortFft::with_kernel(&gpu, 20, &direct.looped).unwrap().method(), FftMethod::Direct);
     let fft = ShortFft::new(&gpu, 12).unwrap();
-    let x = gpu.alloc::<u32>(12 * 5, 0).unwrap();
-    let mut y = gpu.alloc::<u32>(24 * 5, POISON).unwrap();
+    let x = gpu.alloc::<Complex<f16>>(12 * 5, 0).unwrap();
+    let mut y = gpu.alloc::<Complex<f16>>(24 * 5, POISON).unwrap();
     assert!(matches!(fft.run(&x, &mut y, 4), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(fft.run(&x, &mut y, 0), Err(Error::InvalidConfig(_))));
-    let mut short = gpu.alloc::<u32>(24 * 5 - 1, POISON).unwrap();
+    let mut short = gpu.alloc::<Complex<f16>>(24 * 5 - 1, POISON).unwrap();
     assert!(matches!(fft.run(&x, &mut short, 5), Err(Error::ShapeMismatch { .. })));
     assert!(matches!(fft.run_loop(&x, &mut y, 0, 1, 0), Err(Error::InvalidConfig(_))));
     assert!(matches!(fft.run_loop(&x, &mut y, 1, 1, 0), Err(Error::ShapeMismatch { .. })));
@@ -155,11 +169,11 @@ fn loop_kernel_runs_the_same_fft() {
             ShortFft::with_kernel(&gpu, n, &fft_kernel(n, FftMethod::ThreeFactor).unwrap().batch).unwrap();
         let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
         // Registers: x[4 t + k] is chain k's input register of thread t.
-        let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
-        let x = gpu.upload(&regs).unwrap();
-        let mut y = gpu.alloc::<u32>(threads, POISON).unwrap();
+        let regs: Vec<u32> = words(&random_c16(&mut rng, 4 * threads));
+        let x = gpu.upload(c16s(&regs)).unwrap();
+        let mut y = gpu.alloc::<Complex<f16>>(threads, POISON).unwrap();
         fft.run_loop(&x, &mut y, 1, 1, 0).unwrap();
-        let got = y.download().unwrap();
+        let got = words(&y.download().unwrap());
         // The same register images as batched FFT inputs: warp w, chain k -> FFTs of warp (w, k).
         let per_warp = ffts_per_warp(n) as usize;
         let mut expect = vec![0u32; threads];
@@ -173,10 +187,10 @@ fn loop_kernel_runs_the_same_fft() {
                             regs[4 * (warp * 32 + lane as usize) + k];
                     }
                 }
-                let xd = gpu.upload(&xb).unwrap();
-                let mut yd = gpu.alloc::<u32>(per_warp * 2 * n as usize, POISON).unwrap();
+                let xd = gpu.upload(c16s(&xb)).unwrap();
+                let mut yd = gpu.alloc::<Complex<f16>>(per_warp * 2 * n as usize, POISON).unwrap();
                 fft.run(&xd, &mut yd, per_warp).unwrap();
-                let yb = yd.download().unwrap();
+                let yb = words(&yd.download().unwrap());
                 for lane in 0..32u32 {
                     let (u, v, s, _) = y_coordinates(n, Location { lane, register: 0, element: 0 });
                     let (a, b) = if u < n / 4 {
@@ -209,11 +223,11 @@ fn direct_loop_kernel_runs_the_same_dft() {
     for n in FFT_SIZES.into_iter().filter(|&n| has_direct_dft(n)) {
         let fft = ShortFft::with_kernel(&gpu, n, &fft_kernel(n, FftMethod::Direct).unwrap().batch).unwrap();
         let threads = radio_kernels::frb_beamformer::FFT_THREADS as usize;
-        let regs: Vec<u32> = random_c16(&mut rng, 4 * threads);
-        let x = gpu.upload(&regs).unwrap();
-        let mut y = gpu.alloc::<u32>(threads, POISON).unwrap();
+        let regs: Vec<u32> = words(&random_c16(&mut rng, 4 * threads));
+        let x = gpu.upload(c16s(&regs)).unwrap();
+        let mut y = gpu.alloc::<Complex<f16>>(threads, POISON).unwrap();
         fft.run_loop(&x, &mut y, 1, 1, 0).unwrap();
-        let got = y.download().unwrap();
+        let got = words(&y.download().unwrap());
         let nn = n as usize;
         let mut expect = vec![0u32; threads];
         for warp in 0..threads / 32 {
@@ -224,10 +238,10 @@ fn direct_loop_kernel_runs_the_same_dft() {
                         xb[(lane / 4) * nn + 4 * m + lane % 4] = regs[4 * (warp * 32 + lane) + (k + m) % 4];
                     }
                 }
-                let xd = gpu.upload(&xb).unwrap();
-                let mut yd = gpu.alloc::<u32>(8 * 2 * nn, POISON).unwrap();
+                let xd = gpu.upload(c16s(&xb)).unwrap();
+                let mut yd = gpu.alloc::<Complex<f16>>(8 * 2 * nn, POISON).unwrap();
                 fft.run(&xd, &mut yd, 8).unwrap();
-                let yb = yd.download().unwrap();
+                let yb = words(&yd.download().unwrap());
                 // Rebuild every result register of every lane from the batch output.
                 let mut words = vec![[0u32; 12]; 32];
                 for s in 0..8u32 {

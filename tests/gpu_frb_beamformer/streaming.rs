@@ -35,7 +35,7 @@ enum Stage<'g> {
 }
 
 impl<'g> Stage<'g> {
-    fn resample(&self, i: &DeviceBuffer<u16>, j: &mut DeviceBuffer<u16>) {
+    fn resample(&self, i: &DeviceBuffer<f16>, j: &mut DeviceBuffer<f16>) {
         match self {
             Stage::Weights(r) => r.resample(i, j).unwrap(),
             Stage::Fused(r) => r.resample(i, j).unwrap(),
@@ -114,16 +114,16 @@ fn chain<'g>(
 }
 
 /// J of one chunk through the one-shot calls on device buffers (outputs poisoned).
-fn one_shot_j(gpu: &Gpu, first: &FrbBeamformer, stage: &Stage, e: &[u8]) -> DeviceBuffer<u16> {
+fn one_shot_j(gpu: &Gpu, first: &FrbBeamformer, stage: &Stage, e: &[Ci4]) -> DeviceBuffer<f16> {
     let beams = match stage {
         Stage::Weights(r) => r.config().output_len(),
         Stage::Fused(r) => r.config().output_len(),
         Stage::Factorized(r) => r.config().output_len(),
     };
     let e = gpu.upload(e).unwrap();
-    let mut i = gpu.alloc::<u16>(first.config().output_len(), POISON).unwrap();
+    let mut i = gpu.alloc::<f16>(first.config().output_len(), POISON).unwrap();
     first.beamform(&e, &mut i).unwrap();
-    let mut j = gpu.alloc::<u16>(beams, POISON).unwrap();
+    let mut j = gpu.alloc::<f16>(beams, POISON).unwrap();
     stage.resample(&i, &mut j);
     j
 }
@@ -132,7 +132,7 @@ fn one_shot_j(gpu: &Gpu, first: &FrbBeamformer, stage: &Stage, e: &[u8]) -> Devi
 fn one_shot(
     gpu: &Gpu,
     (first, stage, quantizer): (&FrbBeamformer, &Stage, &Quantizer),
-    e: &[u8],
+    e: &[Ci4],
     (scale, offset): &(Vec<f32>, Vec<f32>),
 ) -> (Vec<u8>, Vec<u32>) {
     let q = quantizer.config();
@@ -154,13 +154,13 @@ fn take(engine: &mut FrbStream) -> (u64, Vec<u8>, Vec<u32>) {
 /// 1.5 times the range of J over the chunk (all beams and samples) to the largest code (so
 /// some values clip at the top), and the offset puts the smallest J at code 0, give or take a
 /// tenth of the codes (some clip at 0).
-fn levels(q: &QuantizeConfig, j: &[u16], rng: &mut StdRng) -> (Vec<f32>, Vec<f32>) {
+fn levels(q: &QuantizeConfig, j: &[f16], rng: &mut StdRng) -> (Vec<f32>, Vec<f32>) {
     let per_channel = (q.times * q.beams) as usize;
     let max = q.format.max() as f32;
     let mut scale = Vec::with_capacity(q.params_len());
     let mut offset = Vec::with_capacity(q.params_len());
     for f in 0..q.channels as usize {
-        let values = j[f * per_channel..(f + 1) * per_channel].iter().map(|&h| f16::from_bits(h).to_f32());
+        let values = j[f * per_channel..(f + 1) * per_channel].iter().map(|&h| h.to_f32());
         let (low, high) = values.fold((f32::MAX, f32::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
         for _ in 0..q.beams {
             let s = max / ((high - low).max(1e-3) * rng.random_range(0.7..1.5));
@@ -190,8 +190,8 @@ fn streaming_engine_equals_the_one_shot_chain() {
                 let (first, stage, quantizer) = chain(&gpu, &mut rng, kind, format);
                 let (c, q) = (*first.config(), *quantizer.config());
                 let chunks = rng.random_range(4..8usize);
-                let e: Vec<Vec<u8>> =
-                    (0..chunks).map(|_| (0..c.e_len()).map(|_| rng.random()).collect()).collect();
+                let e: Vec<Vec<Ci4>> =
+                    (0..chunks).map(|_| (0..c.e_len()).map(|_| Ci4(rng.random())).collect()).collect();
                 let stages = (&first, &stage, &quantizer);
                 let j0 = one_shot_j(&gpu, &first, &stage, &e[0]).download().unwrap();
                 let old = levels(&q, &j0, &mut rng);
@@ -260,7 +260,7 @@ fn streaming_engine_backlog_and_registered_memory() {
     let (first, stage, quantizer) = chain(&gpu, &mut rng, kind, Format::U8);
     let (c, q) = (*first.config(), *quantizer.config());
     let chunks = 6;
-    let mut all: Vec<u8> = (0..chunks * c.e_len()).map(|_| rng.random()).collect();
+    let mut all: Vec<Ci4> = (0..chunks * c.e_len()).map(|_| Ci4(rng.random())).collect();
     let j0 = one_shot_j(&gpu, &first, &stage, &all[..c.e_len()]).download().unwrap();
     let lv = levels(&q, &j0, &mut rng);
     let stages = (&first, &stage, &quantizer);
@@ -494,7 +494,7 @@ fn first_launch_probe() {
     let qc = QuantizeConfig { channels: 1, times: 16, beams: 8, format: Format::U8 };
     let quantizer = Quantizer::new(&gpu, qc).unwrap();
     let (j, sc, of) = (
-        gpu.alloc::<u16>(qc.input_len(), 0).unwrap(),
+        gpu.alloc::<f16>(qc.input_len(), 0).unwrap(),
         gpu.alloc::<f32>(8, 0).unwrap(),
         gpu.alloc::<f32>(8, 0).unwrap(),
     );
@@ -506,31 +506,30 @@ fn first_launch_probe() {
     timed("quantiser, second launch", &mut || quantizer.quantize(&j, &sc, &of, &mut qo, &mut qs).unwrap());
     // Shape A, the demo's, without the warm-up.
     let demo = FrbConfig { dishes: 64, m: 8, n: 8, freqs: 1024, times: 512, t_ds: 64 };
-    let setup = |c: FrbConfig, rng: &mut StdRng| {
+    /// A shape's dish map, weights and E (raw ci4 bytes).
+    type Inputs = (Vec<(u32, u32)>, Vec<Complex<f16>>, Vec<u8>);
+    let setup = |c: FrbConfig, rng: &mut StdRng| -> Inputs {
         let grid = random_grid(&c, rng);
         let weights = random_weights(&c, rng);
         let mut e = vec![0u8; c.e_len()];
         rng.fill(&mut e[..]);
         (grid, weights, e)
     };
-    let check = |c: &FrbConfig,
-                 (grid, weights, e): &(Vec<(u32, u32)>, Vec<u32>, Vec<u8>),
-                 got: &[u16],
-                 rng: &mut StdRng| {
-        assert!(got.iter().all(|&h| f16::from_bits(h).is_finite()), "{c:?}: unwritten or non-finite I");
+    let check = |c: &FrbConfig, (grid, weights, e): &Inputs, got: &[f16], rng: &mut StdRng| {
+        assert!(got.iter().all(|h| h.is_finite()), "{c:?}: unwritten or non-finite I");
         for _ in 0..2 {
             let (f, tbar) = (rng.random_range(0..c.freqs), rng.random_range(0..c.out_times()));
             let at = c.output_index(f, tbar, 0, 0);
             let k = (4 * c.m * c.n) as usize;
-            let sample: Vec<f64> = got[at..at + k].iter().map(|&h| f16::from_bits(h).to_f64()).collect();
-            let want = frb_intensity_reference_sample(c, e, grid, weights, f, tbar).unwrap();
+            let sample: Vec<f64> = got[at..at + k].iter().map(|&h| h.to_f64()).collect();
+            let want = frb_intensity_reference_sample(c, Ci4::from_bytes(e), grid, weights, f, tbar).unwrap();
             let err = rel_l2(&sample, &want);
             assert!(err <= FRB_REL_L2_BOUND, "{c:?} ({f}, {tbar}): {err}");
         }
     };
     let input_a = setup(demo, &mut rng);
-    let e_a = gpu.upload(&input_a.2).unwrap();
-    let mut i_a = gpu.alloc::<u16>(demo.output_len(), POISON).unwrap();
+    let e_a = gpu.upload(Ci4::from_bytes(&input_a.2)).unwrap();
+    let mut i_a = gpu.alloc::<f16>(demo.output_len(), POISON).unwrap();
     gpu.synchronize().unwrap();
     let mut a = None;
     timed("A demo shape: FrbBeamformer::without_warm_up", &mut || {
@@ -542,13 +541,13 @@ fn first_launch_probe() {
     check(&demo, &input_a, &first_result, &mut rng);
     i_a.poison(POISON).unwrap();
     timed("A: second beamform", &mut || a.beamform(&e_a, &mut i_a).unwrap());
-    assert_eq!(i_a.download().unwrap(), first_result, "second launch differs");
+    assert_eq!(f16_bits(&i_a.download().unwrap()), f16_bits(&first_result), "second launch differs");
     gated("A: third beamform, gated", &mut || a.beamform(&e_a, &mut i_a).unwrap());
     // Shape B: the same kernel, another shape, a fresh beamformer.
     let b_config = FrbConfig { freqs: 512, times: 1024, ..demo };
     let input_b = setup(b_config, &mut rng);
-    let e_b = gpu.upload(&input_b.2).unwrap();
-    let mut i_b = gpu.alloc::<u16>(b_config.output_len(), POISON).unwrap();
+    let e_b = gpu.upload(Ci4::from_bytes(&input_b.2)).unwrap();
+    let mut i_b = gpu.alloc::<f16>(b_config.output_len(), POISON).unwrap();
     let b = FrbBeamformer::without_warm_up(&gpu, b_config, &input_b.0, &input_b.1).unwrap();
     gpu.synchronize().unwrap();
     timed("B same kernel, F = 512, T = 1024, fresh: first beamform", &mut || {
@@ -558,8 +557,8 @@ fn first_launch_probe() {
     // Shape C: another kernel (8 x 12), first launch behind the gate.
     let c_config = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 1024, times: 480, t_ds: 48 };
     let input_c = setup(c_config, &mut rng);
-    let e_c = gpu.upload(&input_c.2).unwrap();
-    let mut i_c = gpu.alloc::<u16>(c_config.output_len(), POISON).unwrap();
+    let e_c = gpu.upload(Ci4::from_bytes(&input_c.2)).unwrap();
+    let mut i_c = gpu.alloc::<f16>(c_config.output_len(), POISON).unwrap();
     let cb = FrbBeamformer::without_warm_up(&gpu, c_config, &input_c.0, &input_c.1).unwrap();
     gpu.synchronize().unwrap();
     gated("C other kernel (8 x 12, f16 sums): first beamform, gated", &mut || {
@@ -570,8 +569,8 @@ fn first_launch_probe() {
     // Shape D: another kernel (8 x 8, T_ds = 128), made by `new` (with the warm-up).
     let d_config = FrbConfig { times: 512, t_ds: 128, ..demo };
     let input_d = setup(d_config, &mut rng);
-    let e_d = gpu.upload(&input_d.2).unwrap();
-    let mut i_d = gpu.alloc::<u16>(d_config.output_len(), POISON).unwrap();
+    let e_d = gpu.upload(Ci4::from_bytes(&input_d.2)).unwrap();
+    let mut i_d = gpu.alloc::<f16>(d_config.output_len(), POISON).unwrap();
     gpu.synchronize().unwrap();
     let mut d = None;
     timed("D other kernel (8 x 8, f32 phase sums): FrbBeamformer::new", &mut || {
@@ -583,8 +582,8 @@ fn first_launch_probe() {
     // Shape E: another kernel (8 x 12, T_ds = 144): warm-up timed on its own.
     let e_config = FrbConfig { dishes: 64, m: 8, n: 12, freqs: 1024, times: 576, t_ds: 144 };
     let input_e = setup(e_config, &mut rng);
-    let e_e = gpu.upload(&input_e.2).unwrap();
-    let mut i_e = gpu.alloc::<u16>(e_config.output_len(), POISON).unwrap();
+    let e_e = gpu.upload(Ci4::from_bytes(&input_e.2)).unwrap();
+    let mut i_e = gpu.alloc::<f16>(e_config.output_len(), POISON).unwrap();
     let eb = FrbBeamformer::without_warm_up(&gpu, e_config, &input_e.0, &input_e.1).unwrap();
     gpu.synchronize().unwrap();
     timed("E other kernel (8 x 12, f32 phase sums): warm_up", &mut || eb.warm_up().unwrap());

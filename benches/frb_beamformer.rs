@@ -32,7 +32,7 @@ const ITERATIONS: u32 = 4096;
 /// Flips the lowest mantissa bit of both halves on odd iterations: fresh data every FFT.
 const SALT: u32 = 0x0001_0001;
 /// The note's Table 1, GFFT/s on an A40.
-const SEED_A40: [f64; 7] = [97.0, 49.0, 49.0, 18.0, 18.0, 18.0, 18.0];
+const NOTE_A40: [f64; 7] = [97.0, 49.0, 49.0, 18.0, 18.0, 18.0, 18.0];
 /// The A40's m16n8k16 f16 rate in the note's cycle model (App. C.2), TOPS.
 const A40_M16N8K16_TOPS: f64 = 84.0 * 1.7e9 * 4096.0 / 4.0 / 1e12;
 /// Batched fp32 cuFFT of length 2N, measured earlier on an H200, GFFT/s.
@@ -82,17 +82,17 @@ fn main() {
     let scale = k16.map(|c| c / A40_M16N8K16_TOPS);
     match scale {
         Some(s) => println!(
-            "seed Table 1 scaled by {s:.2} (m16n8k16 f16 ceiling / A40's {A40_M16N8K16_TOPS:.0} TOPS)"
+            "the FRB note's Table 1 scaled by {s:.2} (m16n8k16 f16 ceiling / A40's {A40_M16N8K16_TOPS:.0} TOPS)"
         ),
         None => println!("no ceilings.json: run the ceilings bench first for the scaled and ceiling columns"),
     }
     println!(
         "{:>3} {:>12} {:>10} {:>12} {:>9} {:>10} {:>9} {:>12}",
-        "N", "method", "GFFT/s", "seed scaled", "of seed", "cuFFT", "x cuFFT", "tensor pipe"
+        "N", "method", "GFFT/s", "note scaled", "of note", "cuFFT", "x cuFFT", "tensor pipe"
     );
     for (n, method, per_group, gffts) in rows {
         let k = FFT_SIZES.iter().position(|&m| m == n).expect("N");
-        let scaled = scale.map(|s| SEED_A40[k] * s);
+        let scaled = scale.map(|s| NOTE_A40[k] * s);
         // Tensor-pipe time of one warp's FFT group at the measured GPU-wide rates (ops per
         // MMA / TOPS): three-factor, one m16n8k8 plus one m16n8k16 (sparse for N <= 16);
         // direct, N / 4 row tiles of 2N / 16 m16n8k16 (plus one m16n8k8 where N % 8 = 4).
@@ -140,7 +140,7 @@ fn first_kernel(gpu: &radio_kernels::Gpu) {
     println!("\nfirst FRB kernel on {}, medians of 5", gpu.name());
     println!(
         "{:>14} {:>5} {:>6} {:>4} {:>10} {:>10} {:>12} {:>9}",
-        "(D, M, N)", "F", "T", "T_ds", "time ms", "real time", "seed (A40)", "per block"
+        "(D, M, N)", "F", "T", "T_ds", "time ms", "real time", "note (A40)", "per block"
     );
     for (case, (freqs, ts_us, t_ds, seed)) in FRB_CASES.into_iter().zip(TABLE_3) {
         // The shortest T that is a multiple of the outer block and of T_ds, at least 1920.

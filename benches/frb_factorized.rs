@@ -30,7 +30,7 @@ fn main() {
     // (label, F, slow samples per second = 1 / t_f, M, N); grids (4M, 4N).
     let mut rows = Vec::new();
     let mut rng = StdRng::seed_from_u64(12);
-    for (label, channels, times, m, n) in common::SEED_TABLE_4 {
+    for (label, channels, times, m, n) in common::FRB_NOTE_TABLE_4 {
         let config = FactorizedConfig { channels, times, m, n, g: 4 * m, g_prime: 4 * n };
         let mut resampler = match FactorizedResampler::new(&gpu, config) {
             Ok(r) => r,

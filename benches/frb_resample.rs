@@ -37,7 +37,7 @@ struct Cublas {
 struct Row {
     label: &'static str,
     config: ResampleConfig,
-    issue_cublas: Option<&'static str>,
+    earlier_cublas: Option<&'static str>,
     wgmma: Option<(f64, f64)>,
     sm80: Option<(f64, f64)>,
     w_ms: f64,
@@ -67,10 +67,10 @@ fn main() {
     // (label, F, slow samples per second = 1 / t_f, M, N, B = 10 MN, cuBLAS ms on the H200).
     let mut rows = Vec::new();
     let mut rng = StdRng::seed_from_u64(11);
-    for (label, channels, times, m, n) in common::SEED_TABLE_4 {
+    for (label, channels, times, m, n) in common::FRB_NOTE_TABLE_4 {
         // Table 4's beam count, 10 MN, and earlier H200 cuBLAS figures (ms per second of data).
         let beams = 10 * m * n;
-        let issue_cublas = match (m, n) {
+        let earlier_cublas = match (m, n) {
             (16, 16) => Some("8.7"),
             (24, 24) => Some("9.2-10.2"),
             _ => None,
@@ -95,8 +95,16 @@ fn main() {
         // Both GEMM kernels where the GPU has wgmma (true first), else the sm_80 one only;
         // each path's W resampler, then its fused one (W dropped first, so that the fused
         // case also runs where W would not fit next to it).
-        let mut row =
-            Row { label, config, issue_cublas, wgmma: None, sm80: None, w_ms: 0.0, u_ms: 0.0, cublas: None };
+        let mut row = Row {
+            label,
+            config,
+            earlier_cublas,
+            wgmma: None,
+            sm80: None,
+            w_ms: 0.0,
+            u_ms: 0.0,
+            cublas: None,
+        };
         for wgmma in [true, false] {
             gpu.set_wgmma_enabled(wgmma);
             if wgmma && !gpu.wgmma_enabled() {
@@ -155,7 +163,7 @@ fn main() {
     println!(
         "\nFRB resampling (non-factorizable, J = I W) on {}, one second of data per launch, medians of {REPS} (ms; \
          cuBLAS = its strided-batched HGEMM on the same I and W, f32 / f16 accumulation; x cuB = time / cuBLAS f32 \
-         (the issue's figure where cuBLAS did not run); TFLOP/s of the fastest GEMM kernel as % of the mma.sync f16 \
+         (an earlier H200 figure where cuBLAS did not run); TFLOP/s of the fastest GEMM kernel as % of the mma.sync f16 \
          ceiling and, for the wgmma GEMM, of the wgmma f16 one; J vs cuBLAS: max |difference| / max |J| of the W \
          path's J against cuBLAS f32's, and the share of equal bits):",
         gpu.name()
@@ -169,7 +177,7 @@ fn main() {
         "cuBLAS f16",
         "x cuB",
         "x cuB",
-        "issue cuB",
+        "H200 cuB",
         "sm80 GEMM",
         "sm80 fused",
         "W ms",
@@ -181,8 +189,8 @@ fn main() {
     );
     let na = || "-".to_string();
     for r in rows {
-        let issue_ms = r.issue_cublas.map(|c| c.split('-').next().unwrap().parse::<f64>().unwrap());
-        let reference_ms = r.cublas.as_ref().map(|c| c.f32_ms).or(issue_ms);
+        let earlier_ms = r.earlier_cublas.map(|c| c.split('-').next().unwrap().parse::<f64>().unwrap());
+        let reference_ms = r.cublas.as_ref().map(|c| c.f32_ms).or(earlier_ms);
         let ratio = |ms: f64| reference_ms.map_or_else(na, |c| format!("{:.2}", ms / c));
         let (wg, wf) = r.wgmma.map_or((na(), na()), |(g, f)| (format!("{g:.3}"), format!("{f:.3}")));
         let (wgr, wfr) = r.wgmma.map_or((na(), na()), |(g, f)| (ratio(g), ratio(f)));
@@ -204,7 +212,7 @@ fn main() {
             c16,
             wgr,
             wfr,
-            r.issue_cublas.unwrap_or("-"),
+            r.earlier_cublas.unwrap_or("-"),
             sg,
             sf,
             r.w_ms,

@@ -201,7 +201,7 @@ fn extreme_values_at_every_shift() {
     let gpu = gpu();
     for dishes in [64, 512, 1024] {
         let c = config(dishes, 32, 1, 128);
-        let e = vec![Ci4::new(-8, -8); c.e_len()];
+        let e = vec![Ci4::wrapping(-8, -8); c.e_len()];
         let mut weights = vec![Complex::new(-128i8, -128); c.weights_len()];
         let mut shifts = vec![Shift::ZERO; c.shifts_len()];
         for p in 0..POLS {
@@ -260,7 +260,7 @@ fn beam_pointed_at_an_injected_plane_wave_is_strongest() {
                     let angle = phase(d, direction(source_beam)) + signal;
                     let re = (5.0 * angle.cos() + rng.random_range(-1.0..1.0)).round() as i8;
                     let im = (5.0 * angle.sin() + rng.random_range(-1.0..1.0)).round() as i8;
-                    e[c.e_index(tau, f, p, d)] = Ci4::new(re.clamp(-7, 7), im.clamp(-7, 7));
+                    e[c.e_index(tau, f, p, d)] = Ci4::wrapping(re.clamp(-7, 7), im.clamp(-7, 7));
                 }
             }
         }
@@ -351,9 +351,9 @@ fn bad_input_gives_typed_errors() {
     // The valid call still works after the rejected ones, and set_weights takes effect: with
     // E = 1 everywhere, A = -128 - 128i and s = 0 every output clamps to -7 - 7i (the first
     // weights, 1 + 0i with s = 4, would give 7 + 0i).
-    let ones = gpu.upload(&vec![Ci4::new(1, 0); good.e_len()]).unwrap();
+    let ones = gpu.upload(&vec![Ci4::wrapping(1, 0); good.e_len()]).unwrap();
     beamformer.beamform(&ones, &mut j).unwrap();
-    assert!(j.download().unwrap().iter().all(|&b| b == Ci4::new(7, 0)));
+    assert!(j.download().unwrap().iter().all(|&b| b == Ci4::wrapping(7, 0)));
     beamformer
         .set_weights(
             &vec![Complex::new(-128, -128); good.weights_len()],
@@ -362,7 +362,7 @@ fn bad_input_gives_typed_errors() {
         .unwrap();
     j.poison(0xA5).unwrap();
     beamformer.beamform(&ones, &mut j).unwrap();
-    assert!(j.download().unwrap().iter().all(|&b| b == Ci4::new(-7, -7)));
+    assert!(j.download().unwrap().iter().all(|&b| b == Ci4::wrapping(-7, -7)));
 }
 
 /// Structured inputs that make each mapping visible on its own: a beam-dependent weight on
@@ -380,7 +380,7 @@ fn structured_inputs_isolate_beam_time_and_dish_mappings() {
     let mut weights = vec![Complex::new(0i8, 0); c.weights_len()];
     for tau in 0..c.times {
         for p in 0..POLS {
-            e[c.e_index(tau, 0, p, 0)] = Ci4::new(1, 0);
+            e[c.e_index(tau, 0, p, 0)] = Ci4::wrapping(1, 0);
         }
     }
     for p in 0..POLS {
@@ -394,7 +394,7 @@ fn structured_inputs_isolate_beam_time_and_dish_mappings() {
     let mut e_time = vec![Ci4::default(); c.e_len()];
     for tau in 0..c.times {
         for p in 0..POLS {
-            e_time[c.e_index(tau, 0, p, 0)] = Ci4::new((tau % 15) as i8 - 7, 0);
+            e_time[c.e_index(tau, 0, p, 0)] = Ci4::wrapping((tau % 15) as i8 - 7, 0);
         }
     }
     let mut w_one = vec![Complex::new(0i8, 0); c.weights_len()];
@@ -418,7 +418,7 @@ fn structured_inputs_isolate_beam_time_and_dish_mappings() {
         for p in 0..POLS {
             for d in 0..c.dishes {
                 e_dish[c.e_index(tau, 0, p, d)] =
-                    Ci4::new(if d % 8 == 3 { 1 } else { 0 }, if d % 8 == 5 { 2 } else { 0 });
+                    Ci4::wrapping(if d % 8 == 3 { 1 } else { 0 }, if d % 8 == 5 { 2 } else { 0 });
             }
         }
     }

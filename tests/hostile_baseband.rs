@@ -192,7 +192,7 @@ fn sizes_of_invalid_configurations_saturate() {
 #[test]
 fn reference_rejects_short_long_and_inconsistent_input() {
     let c = config(64, 8, 2, 128);
-    let e = vec![Ci4::new(-8, -8); c.e_len()];
+    let e = vec![Ci4::wrapping(-8, -8); c.e_len()];
     let w = vec![Complex::new(-128i8, -128); c.weights_len()];
     let s = vec![Shift::new(3).unwrap(); c.shifts_len()];
     let j = beamform_reference(&c, &e, &w, &s).unwrap();

@@ -118,7 +118,7 @@ pub fn read_ceiling(name: &str) -> Option<f64> {
 
 /// The cases of Table 4 of Smith, CHORD FRB beamformer design note (2022), one second of data each:
 /// (label, channels F, slow samples per second, M, N).
-pub const SEED_TABLE_4: [(&str, u32, u32, u32, u32); 5] = [
+pub const FRB_NOTE_TABLE_4: [(&str, u32, u32, u32, u32); 5] = [
     ("pathfinder square (8, 8)", 2048, 917, 8, 8),
     ("pathfinder rect. (8, 12)", 2048, 917, 8, 12),
     ("HIRAX square (16, 16)", 1024, 980, 16, 16),

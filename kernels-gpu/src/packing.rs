@@ -47,20 +47,20 @@ pub const fn unpack_ci4(byte: u8) -> (i8, i8) {
 pub struct Ci4(pub u8);
 
 impl Ci4 {
-    /// The sample `re + i im`, packed as [`pack_ci4`] packs it: only the low 4 bits of each
-    /// part are kept, so values outside `[-8, 7]` wrap modulo 16. Use [`Ci4::checked`] to
-    /// reject them instead.
+    /// The sample `re + i im` with each part wrapped to 4 bits, as [`pack_ci4`] packs it:
+    /// values outside `[-8, 7]` wrap modulo 16, which is what a packer of already-quantised
+    /// data wants. [`Ci4::new`] refuses them instead.
     #[inline]
-    pub const fn new(re: i8, im: i8) -> Ci4 {
+    pub const fn wrapping(re: i8, im: i8) -> Ci4 {
         Ci4(pack_ci4(re, im))
     }
     /// The sample `re + i im`, or `None` when either part is outside `[-8, 7]`.
     #[inline]
-    pub const fn checked(re: i8, im: i8) -> Option<Ci4> {
+    pub const fn new(re: i8, im: i8) -> Option<Ci4> {
         if re < -8 || re > 7 || im < -8 || im > 7 {
             None
         } else {
-            Some(Ci4::new(re, im))
+            Some(Ci4::wrapping(re, im))
         }
     }
     /// The real part, sign-extended, in `[-8, 7]`.

@@ -36,7 +36,7 @@ pub fn beamform_reference(
                     }
                     // |re|, |im| <= 1024 * 2 * 128 * 8 = 2^21: exact in i32.
                     let s = shifts[c.shift_index(f, p, beam)].get();
-                    out[c.output_index(beam, f, p, tau)] = Ci4::new(
+                    out[c.output_index(beam, f, p, tau)] = Ci4::wrapping(
                         shift_round_saturate_i4(re as i32, s),
                         shift_round_saturate_i4(im as i32, s),
                     );

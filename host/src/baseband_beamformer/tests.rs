@@ -75,19 +75,19 @@ fn reference_on_hand_computed_values() {
     let mut s = vec![0i32; c.shifts_len()];
     // E[0][0][0][3] = -8 - 8i; A[0][0][beam 0][3] = -128 - 128i:
     // (-128 - 128i)(-8 - 8i) = 1024 - 1024 + (1024 + 1024) i = 0 + 2048i.
-    e[c.e_index(0, 0, 0, 3)] = Ci4::new(-8, -8);
+    e[c.e_index(0, 0, 0, 3)] = Ci4::wrapping(-8, -8);
     w[c.weight_index(0, 0, 0, 3)] = Complex::new(-128, -128);
     s[c.shift_index(0, 0, 0)] = 8; // 2048 / 256 = 8 -> saturates to 7
                                    // Beam 1: A = 3 + 0i, E = 5 - 3i -> 15 - 9i; s = 1: 7.5 -> 8 (round half up) -> 7,
                                    // -4.5 -> -4.
-    e[c.e_index(0, 0, 0, 4)] = Ci4::new(5, -3);
+    e[c.e_index(0, 0, 0, 4)] = Ci4::wrapping(5, -3);
     w[c.weight_index(0, 0, 1, 4)] = Complex::new(3, 0);
     s[c.shift_index(0, 0, 1)] = 1;
     // Beam 2: same product, s = 2: 3.75 -> 4, -2.25 -> -2.
     w[c.weight_index(0, 0, 2, 4)] = Complex::new(3, 0);
     s[c.shift_index(0, 0, 2)] = 2;
     // Beam 3, polarisation 1 at time 1: A = 0 + 1i, E = 2 + 1i -> -1 + 2i, s = 0.
-    e[c.e_index(1, 0, 1, 0)] = Ci4::new(2, 1);
+    e[c.e_index(1, 0, 1, 0)] = Ci4::wrapping(2, 1);
     w[c.weight_index(0, 1, 3, 0)] = Complex::new(0, 1);
     let j = beamform_reference(&c, &e, &w, &shifts(&s)).unwrap();
     let at = |beam, p, tau| {

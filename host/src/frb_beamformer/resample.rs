@@ -101,7 +101,7 @@ impl ResampleConfig {
     pub fn validate(&self) -> Result<()> {
         if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
             return Err(Error::InvalidConfig(format!(
-                "(M, N) = ({}, {}) is not a case of seed Table 2 ((8, 8), (8, 12), (16, 16), (16, 20), (24, 24))",
+                "(M, N) = ({}, {}) is not a case of Table 2 of the CHORD FRB beamformer note ((8, 8), (8, 12), (16, 16), (16, 20), (24, 24))",
                 self.m, self.n
             )));
         }

@@ -222,7 +222,7 @@ fn plane_wave_lights_up_its_pixel() {
                     let phase =
                         -PI * (m * p0) as f64 / config.m as f64 - PI * (n * q0) as f64 / config.n as f64;
                     let (re, im) = ((7.0 * phase.cos()).round() as i8, (7.0 * phase.sin()).round() as i8);
-                    e[config.e_index(tau, 0, pol, d as u32)] = Ci4::new(re, im);
+                    e[config.e_index(tau, 0, pol, d as u32)] = Ci4::wrapping(re, im);
                 }
             }
         }

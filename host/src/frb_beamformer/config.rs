@@ -27,9 +27,13 @@ pub(super) fn first_non_finite_c16(values: &[Complex<f16>]) -> Option<usize> {
 /// One launch of the first FRB kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbConfig {
-    /// Dishes D and grid (M, N): one of the cases of seed Table 2 ([`FRB_CASES`]).
+    /// Dishes D; with `m` and `n`, one of the compiled (D, M, N) cases ([`FRB_CASES`]: the
+    /// five of the CHORD FRB beamformer design, from the 64-dish pathfinder to full CHORD).
     pub dishes: u32,
+    /// Grid half-size M: dishes sit on an `M x N` grid, beams on the `2M x 2N` half-integer
+    /// grid (I's rows p).
     pub m: u32,
+    /// Grid half-size N (I's columns q); see `m`.
     pub n: u32,
     /// Frequency channels F (one thread block each), 1..=65535.
     pub freqs: u32,

@@ -85,10 +85,18 @@ pub fn u_closed_form(n: u32, q: u32, theta: f64) -> Option<f64> {
 /// half-integer grid, to `beams` beams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResampleConfig {
+    /// Frequency channels F, 1..=65535.
     pub channels: u32,
+    /// Slow (time-downsampled) samples T per channel, positive, with `T 4MN < 2^32` (see
+    /// [`validate`](Self::validate)).
     pub times: u32,
+    /// Grid half-size M along the first axis (I has `2M` rows p); with `n`, one of the
+    /// compiled cases ([`FRB_CASES`]).
     pub m: u32,
+    /// Grid half-size N along the second axis (I has `2N` columns q).
     pub n: u32,
+    /// Beams B per channel, each at its own `(theta[f][beta], theta'[f][beta])`; positive,
+    /// with `B 4MN < 2^32`.
     pub beams: u32,
 }
 
@@ -359,6 +367,7 @@ impl<'g> Resampler<'g> {
         &self.gemm.kernel.spec
     }
 
+    /// The configuration the resampler was built with (validated).
     pub fn config(&self) -> &ResampleConfig {
         &self.config
     }
@@ -614,6 +623,7 @@ impl<'g> FusedResampler<'g> {
         &self.gemm.kernel.spec
     }
 
+    /// The configuration the resampler was built with (validated).
     pub fn config(&self) -> &ResampleConfig {
         &self.config
     }

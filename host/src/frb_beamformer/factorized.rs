@@ -1,7 +1,7 @@
-//! FRB beamformer, second kernel for factorizable beams (sec. 5.3 of the FRB beamformer note),
-//! host side: [`FactorizedConfig`], the f64 two-step reference of eqs. 143-144 and
-//! [`FactorizedResampler`], which builds U^M and U^N per channel on the host in f64
-//! ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
+//! FRB beamformer, second kernel for factorizable beams (K. Smith, "CHORD FRB beamformer",
+//! 2022, sec. 5.3), host side: [`FactorizedConfig`], the f64 two-step reference of eqs.
+//! 143-144 and [`FactorizedResampler`], which builds U^M and U^N per channel on the host in
+//! f64 ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
 //! `frb_factorized_M_N`. Beam `beta = gamma G' + gamma'` sits at
 //! `(theta[f][gamma], theta'[f][gamma'])`. Layouts and kernel:
 //! `radio_kernels_gpu::frb_beamformer::factorized`.
@@ -36,8 +36,8 @@ pub struct FactorizedConfig {
 }
 
 impl FactorizedConfig {
-    /// (M, N) one of seed Table 2's cases; every size positive; G, G' at most
-    /// [`MAX_GRID_AXIS`]; sample indices `f T + t` within 32 bits.
+    /// (M, N) one of the grids of [`FRB_CASES`] (Table 2 of Smith's design); every size
+    /// positive; G, G' at most [`MAX_GRID_AXIS`]; sample indices `f T + t` within 32 bits.
     pub fn validate(&self) -> Result<()> {
         if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
             return Err(Error::InvalidConfig(format!(
@@ -81,11 +81,11 @@ impl FactorizedConfig {
     pub fn intensity_len(&self) -> usize {
         size::product(&[self.channels as u128, self.times as u128, 4 * self.m as u128, self.n as u128])
     }
-    /// theta per channel: `[f][gamma]`, `F G`.
+    /// f32 values of theta (beam-grid row positions, grid units), `[f][gamma]`, `F G`.
     pub fn theta_len(&self) -> usize {
         size::product(&[self.channels as u128, self.g as u128])
     }
-    /// theta' per channel: `[f][gamma']`, `F G'`.
+    /// f32 values of theta' (beam-grid column positions, grid units), `[f][gamma']`, `F G'`.
     pub fn theta_prime_len(&self) -> usize {
         size::product(&[self.channels as u128, self.g_prime as u128])
     }

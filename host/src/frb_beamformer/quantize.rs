@@ -1,8 +1,9 @@
-//! FRB beamformer, third kernel (footnotes 1 and 10 of the FRB beamformer note), host side: the
-//! packet format, the CPU reference and [`Quantizer`], which transposes `J[f][tbar][beta]`
-//! (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit codes
-//! `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the clipped
-//! values per (f, beta). Format, layouts and kernel: `radio_kernels_gpu::frb_beamformer::quantize`.
+//! FRB beamformer, third kernel (K. Smith, "CHORD FRB beamformer", 2022, footnotes 1 and 10),
+//! host side: the packet format, the CPU reference and [`Quantizer`], which transposes
+//! `J[f][tbar][beta]` (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit
+//! codes `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the
+//! clipped values per (f, beta). Format, layouts and kernel:
+//! `radio_kernels_gpu::frb_beamformer::quantize`.
 //!
 //! Non-finite values are quantised, not rejected, and counted as clipped: J is data (an f16
 //! infinity from an overflowed intensity sum is a saturated value), and scale and offset stay
@@ -72,7 +73,8 @@ impl QuantizeConfig {
     pub fn input_len(&self) -> usize {
         size::saturate(self.channels as u128 * self.times as u128 * self.beams as u128)
     }
-    /// Entries of scale, offset and the saturation counts: `[f][beta]`, `F B`.
+    /// Entries of each of scale (f32), offset (f32) and the saturation counts (u32):
+    /// `[f][beta]`, `F B`.
     pub fn params_len(&self) -> usize {
         size::saturate(self.channels as u128 * self.beams as u128)
     }

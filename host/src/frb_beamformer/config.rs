@@ -27,8 +27,7 @@ pub(super) fn first_non_finite_c16(values: &[Complex<f16>]) -> Option<usize> {
 /// One launch of the first FRB kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrbConfig {
-    /// Dishes D; with `m` and `n`, one of the compiled (D, M, N) cases ([`FRB_CASES`]: the
-    /// five of the CHORD FRB beamformer design, from the 64-dish pathfinder to full CHORD).
+    /// Dishes D and grid (M, N): one of the cases of Table 2 of Smith's FRB note ([`FRB_CASES`]).
     pub dishes: u32,
     /// Grid half-size M: dishes sit on an `M x N` grid, beams on the `2M x 2N` half-integer
     /// grid (I's rows p).

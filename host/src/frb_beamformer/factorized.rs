@@ -1,7 +1,8 @@
-//! FRB beamformer, second kernel for factorizable beams (K. Smith, "CHORD FRB beamformer",
-//! 2022, sec. 5.3), host side: [`FactorizedConfig`], the f64 two-step reference of eqs.
-//! 143-144 and [`FactorizedResampler`], which builds U^M and U^N per channel on the host in
-//! f64 ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
+//! FRB beamformer, second kernel for factorizable beams (sec. 5.3 of
+//! Smith, CHORD FRB beamformer design note (2022)),
+//! host side: [`FactorizedConfig`], the f64 two-step reference of eqs. 143-144 and
+//! [`FactorizedResampler`], which builds U^M and U^N per channel on the host in f64
+//! ([`FactorizedResampler::set_grid`], rounded once to f16) and runs the fused kernel
 //! `frb_factorized_M_N`. Beam `beta = gamma G' + gamma'` sits at
 //! `(theta[f][gamma], theta'[f][gamma'])`. Layouts and kernel:
 //! `radio_kernels_gpu::frb_beamformer::factorized`.
@@ -36,8 +37,8 @@ pub struct FactorizedConfig {
 }
 
 impl FactorizedConfig {
-    /// (M, N) one of the grids of [`FRB_CASES`] (Table 2 of Smith's design); every size
-    /// positive; G, G' at most [`MAX_GRID_AXIS`]; sample indices `f T + t` within 32 bits.
+    /// (M, N) one of the note's Table 2 cases; every size positive; G, G' at most
+    /// [`MAX_GRID_AXIS`]; sample indices `f T + t` within 32 bits.
     pub fn validate(&self) -> Result<()> {
         if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
             return Err(Error::InvalidConfig(format!(

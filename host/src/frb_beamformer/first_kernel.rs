@@ -4,22 +4,23 @@ use super::*;
 
 // `I[f][tbar][p][q] = sum_{tau in tbar's T_ds block} sum_pol |Et[tau][f][pol][p][q]|^2`,
 // `Et = sum_{m,n} W[f][pol][m][n] E[tau][f][pol][m][n] exp(2 pi i (m p / 2M + n q / 2N))`
-// (eqs. 50-51), 0 <= p < 2M, 0 <= q < 2N. E complex int4+4 `[tau][f][pol][d]`, gridded by
-// `d -> (m, n)` (no dish: zero); W complex f16 `[f][pol][m][n]`; I `[f][tbar][p][q]`, so the
-// second kernel (sec. 5), a matrix product over the (p, q) pixels for every (f, tbar), reads
-// row-major `(F Tbar) x (2M 2N)` rows.
+// (eqs. 50-51 of Smith, CHORD FRB beamformer design note (2022)), 0 <= p < 2M, 0 <= q < 2N. E
+// complex int4+4 `[tau][f][pol][d]`, gridded by `d -> (m, n)` (no dish: zero); W complex f16
+// `[f][pol][m][n]`; I `[f][tbar][p][q]`, so the second kernel (sec. 5), a matrix product over the
+// (p, q) pixels for every (f, tbar), reads row-major `(F Tbar) x (2M 2N)` rows.
 //
 // The kernel behind [`FrbBeamformer`] is the straightforward version
 // (`radio_kernels_gpu::frb_beamformer::frb_beamform`): blocks of (channel, chunk of whole
 // output samples, [`frb_output_samples_per_block`]), T_inner samples per phase, gridding
 // through shared memory with W E formed in f16x2, both 1-d FFTs with the tensor-core short
 // FFT, |Et|^2 summed in f16x2: over the whole output sample for T_ds <= 96
-// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32. Full CHORD with T_ds <= 96
-// (the production case) takes `frb_beamform_eo` instead: both FFTs as the padded 48-point DFT
-// split by the parity of the input index (no twiddles, no padding; the A image [`eo_image`]),
-// blocks of 6 warps, planar `X` and `G`, the two polarisations of a pixel in the two halves of
-// one f16x2 sum. Smith's two-pass gridding and register-resident pipeline (secs. 4.6-4.11,
-// whose layouts and bank-conflict checks are in place) are not written yet.
+// (`FRB_F16_SUM_MAX_T_DS`), else per phase and the phases in f32. Full CHORD with
+// T_ds <= 96 (the production case) takes `frb_beamform_eo` instead: both FFTs as the
+// padded 48-point DFT split by the parity of the input index (no twiddles, no padding; the
+// A image [`eo_image`]), blocks of 6 warps, planar `X` and `G`, the two polarisations of a
+// pixel in the two halves of one f16x2 sum.
+// The note's two-pass gridding and register-resident pipeline (secs. 4.6-4.11, whose
+// layouts and bank-conflict checks are in place) are not written yet.
 //
 // Sizes. E (`T F 2D` bytes) and I (`F Tbar 4MN` values) pass 2^32 in ordinary launches (full
 // CHORD with F = 16: T = 262176 gives 4.3 GB of E; T = 120000 at T_ds = 1 gives 4.4 G values

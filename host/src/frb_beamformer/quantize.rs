@@ -1,9 +1,9 @@
-//! FRB beamformer, third kernel (K. Smith, "CHORD FRB beamformer", 2022, footnotes 1 and 10),
-//! host side: the packet format, the CPU reference and [`Quantizer`], which transposes
-//! `J[f][tbar][beta]` (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit
-//! codes `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the
-//! clipped values per (f, beta). Format, layouts and kernel:
-//! `radio_kernels_gpu::frb_beamformer::quantize`.
+//! FRB beamformer, third kernel (footnotes 1 and 10 of
+//! Smith, CHORD FRB beamformer design note (2022)), host side: the
+//! packet format, the CPU reference and [`Quantizer`], which transposes `J[f][tbar][beta]`
+//! (f16) to beam-major rows `Q[f][beta][tbar]` of unsigned 8- or 4-bit codes
+//! `clamp(rne(fma(J, scale[f][beta], offset[f][beta])), 0, 255 or 15)` and counts the clipped
+//! values per (f, beta). Format, layouts and kernel: `radio_kernels_gpu::frb_beamformer::quantize`.
 //!
 //! Non-finite values are quantised, not rejected, and counted as clipped: J is data (an f16
 //! infinity from an overflowed intensity sum is a saturated value), and scale and offset stay

@@ -1,18 +1,20 @@
-//! FRB beamformer, second kernel (K. Smith, "CHORD FRB beamformer", 2022, secs. 2.2-2.3 and
-//! 5.2), host side: the U-functions of eqs. 7-8 in f64, the f64 reference of eq. 137, and
-//! [`Resampler`], which builds `W = U^M_p U^N_q` on the GPU ([`Resampler::set_beams`], for
-//! tracking beams at any cadence) and runs the tensor-core GEMM `J = I W` per channel, and
-//! [`FusedResampler`], the same GEMM with W formed on the fly from U (no W in device memory;
-//! in shared memory on sm_80, as the transposed GEMM's A operand in registers on sm_90a).
+//! FRB beamformer, second kernel (Smith, CHORD FRB beamformer design note (2022), secs. 2.2-2.3
+//! and 5.2), host side: the
+//! U-functions of eqs. 7-8 in f64, the f64 reference of eq. 137, and [`Resampler`], which
+//! builds `W = U^M_p U^N_q` on the GPU ([`Resampler::set_beams`], for tracking beams at any
+//! cadence) and runs the tensor-core GEMM `J = I W` per channel, and [`FusedResampler`], the
+//! same GEMM with W formed on the fly from U (no W in device memory; in shared
+//! memory on sm_80, as the transposed GEMM's A operand in registers on sm_90a).
 //! Layouts and kernels: `radio_kernels_gpu::frb_beamformer::resample`.
 //!
 //! Which to use: both give the same J bit for bit. [`Resampler`] holds W (`2 F B 4MN` bytes:
 //! 6.8 GB for full CHORD) and suits beams that stay put for many GEMMs; [`FusedResampler`]
 //! holds only U (`4 F B (2M + 2N)` bytes, 0.57 GB for full CHORD) and re-derives W in every
-//! launch. On Hopper the fused GEMM is the faster one for every case of Smith's Table 4
-//! (BENCHMARKS.md), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the W
-//! path's GEMM is faster, also counting its W kernel, so use [`Resampler`] where W fits in
-//! device memory and [`FusedResampler`] where it does not (or the memory is needed elsewhere).
+//! launch. On Hopper the fused GEMM is the faster one for every case of the note's Table 4
+//! (BENCHMARKS.md), so use [`FusedResampler`] there. With the sm_80 kernels (Ampere) the
+//! W path's GEMM is faster, also counting its W kernel, so use
+//! [`Resampler`] where W fits in device memory and [`FusedResampler`] where it does not (or
+//! the memory is needed elsewhere).
 //!
 //! Kernels: on compute capability 9.0 both resamplers run the sm_90a `wgmma` GEMMs
 //! (`resample::hopper`), chosen when the resampler is made unless
@@ -100,11 +102,10 @@ pub struct ResampleConfig {
 }
 
 impl ResampleConfig {
-    /// (M, N) must be one of the grids of [`FRB_CASES`] (Table 2 of Smith's design); every
-    /// size positive and every array addressable with 32-bit row indices: `T 4MN` and `B 4MN`
-    /// below 2^32 (the kernels' in-channel offsets, and the TMA maps' signed 32-bit
-    /// coordinates: T <= 2^24) and `F T 4MN`, `F B 4MN` at most 2^40; the channel offsets
-    /// themselves are 64-bit.
+    /// (M, N) must be one of the note's Table 2 cases; every size positive and every array
+    /// addressable with 32-bit row indices: `T 4MN` and `B 4MN` below 2^32 (the kernels' in-
+    /// channel offsets, and the TMA maps' signed 32-bit coordinates: T <= 2^24) and `F T 4MN`,
+    /// `F B 4MN` at most 2^40; the channel offsets themselves are 64-bit.
     pub fn validate(&self) -> Result<()> {
         if !FRB_CASES.iter().any(|c| (c.m, c.n) == (self.m, self.n)) {
             return Err(Error::InvalidConfig(format!(
@@ -880,7 +881,7 @@ mod tests {
 
     #[test]
     fn u_resampled_half_integer_intensities_equal_the_direct_beam() {
-        // The main theorem (eq. 6), with T_ds = 3 and every seed grid shape.
+        // The main theorem (eq. 6), with T_ds = 3 and every grid shape of the note's Table 2.
         let mut rng = StdRng::seed_from_u64(0x5eed_0006);
         for case in FRB_CASES {
             let (m, n) = (case.m, case.n);

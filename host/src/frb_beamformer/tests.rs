@@ -7,7 +7,7 @@ fn random_input(rng: &mut StdRng, len: usize) -> Vec<C64> {
     (0..len).map(|_| (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0))).collect()
 }
 
-/// Eqs. 28-30 with the zero padding of eqs. 23-24 reproduce the padded DFT (eq. 18).
+/// Eqs. 28-30 of Smith's FRB note with the zero padding of eqs. 23-24 reproduce the padded DFT (eq. 18).
 #[test]
 fn three_factor_decomposition_is_the_padded_dft() {
     let mut rng = StdRng::seed_from_u64(1);
@@ -288,10 +288,10 @@ fn reference_is_eq_51_and_downsamples() {
     }
 }
 
-/// The split at the configurations of Table 3 of Smith's FRB beamformer design on 132 SMs: 4
-/// output samples per block at full CHORD (4 resident blocks: 528 slots, 3072 blocks), 12 at
-/// the pathfinder, 19 and 16 at HIRAX (at most 480 input samples per block); every split is in
-/// range, and short launches still get several blocks per channel.
+/// The split at the configurations of Table 3 of Smith's FRB note on 132 SMs: 4 output samples per block at
+/// full CHORD (4 resident blocks: 528 slots, 3072 blocks), 12 at the pathfinder, 19 and
+/// 16 at HIRAX (at most 480 input samples per block); every split is in range, and short
+/// launches still get several blocks per channel.
 #[test]
 fn output_samples_per_block_follow_the_measured_rule() {
     let table_3 = |dishes, m, n, freqs, times, t_ds| FrbConfig { dishes, m, n, freqs, times, t_ds };

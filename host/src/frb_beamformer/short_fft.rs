@@ -118,7 +118,7 @@ impl<'g> ShortFft<'g> {
         self.kernels.ffts_per_group()
     }
 
-    /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18).
+    /// FFTs `batch` arrays: `x` complex f16 `[batch][N]` to `y` `[batch][2N]` (eq. 18 of Smith's FRB note).
     pub fn run(
         &self,
         x: &DeviceBuffer<Complex<f16>>,

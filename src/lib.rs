@@ -10,6 +10,8 @@
 //! println!("{} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
 //! # Ok::<(), radio_kernels::Error>(())
 //! ```
+#![warn(missing_docs)]
+
 pub use radio_kernels_gpu as gpu_shared;
 pub use radio_kernels_host::*;
 

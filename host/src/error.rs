@@ -11,36 +11,94 @@ pub enum Error {
     /// No CUDA driver library (libcuda) on this machine.
     NoDriver,
     /// The driver is there but device `ordinal` is not (`count` devices exist).
-    NoDevice { ordinal: usize, count: usize },
+    NoDevice {
+        /// The device number asked for.
+        ordinal: usize,
+        /// How many devices the driver reports (valid ordinals are `0..count`).
+        count: usize,
+    },
     /// The device is older than the PTX target (sm_80).
-    UnsupportedDevice { name: String, major: u32, minor: u32 },
+    UnsupportedDevice {
+        /// The device's name, as the driver reports it.
+        name: String,
+        /// Major compute capability (below 8).
+        major: u32,
+        /// Minor compute capability.
+        minor: u32,
+    },
     /// A CUDA driver call failed; `during` says which step.
-    Driver { during: &'static str, source: DriverError },
+    Driver {
+        /// The step that failed, as a phrase ("creating the CUDA context").
+        during: &'static str,
+        /// The driver's error code.
+        source: DriverError,
+    },
     /// A kernel family's PTX module failed to load (the driver's JIT compilation).
-    ModuleLoad { family: &'static str, arch: &'static str, source: DriverError },
+    ModuleLoad {
+        /// The kernel family's module name ([`Family::name`](crate::Family::name)).
+        family: &'static str,
+        /// The module's target architecture ([`Arch::name`](crate::Arch::name)).
+        arch: &'static str,
+        /// The driver's error code.
+        source: DriverError,
+    },
     /// A kernel the embedded module should hold is missing (a build mismatch).
     MissingKernel(&'static str),
     /// A parameter is out of its documented range.
     InvalidConfig(String),
     /// A buffer or array has the wrong number of elements.
-    ShapeMismatch { what: &'static str, expected: usize, actual: usize },
+    ShapeMismatch {
+        /// The argument or buffer, by its parameter name.
+        what: &'static str,
+        /// The length its configuration requires, in its own elements.
+        expected: usize,
+        /// The length it has.
+        actual: usize,
+    },
     /// A float input holds NaN or an infinity: `what[index]` (the argument, and the index of
     /// its first non-finite value).
-    NonFinite { what: &'static str, index: usize },
+    NonFinite {
+        /// The argument, by its parameter name.
+        what: &'static str,
+        /// Index of its first non-finite value, in its own elements (flat).
+        index: usize,
+    },
     /// A buffer or object belongs to another GPU (CUDA context) than the one it is used with.
-    WrongDevice { what: &'static str },
+    WrongDevice {
+        /// The buffer, stream or object, by its parameter name.
+        what: &'static str,
+    },
     /// A streaming engine refuses further use: an earlier device error struck part-way
     /// through a step, so its kept state may be inconsistent. `reset()` starts a new stream.
-    StreamBroken { engine: &'static str, cause: String },
+    StreamBroken {
+        /// The engine ("channelizer", ...).
+        engine: &'static str,
+        /// The error that broke the stream, as text.
+        cause: String,
+    },
     /// A streaming engine's output slots all hold outputs not yet taken: take one (the
     /// engine's `output()`) before submitting another chunk.
-    Backlog { what: &'static str, slots: usize },
+    Backlog {
+        /// The engine or ring whose slots are full.
+        what: &'static str,
+        /// Its number of output slots.
+        slots: usize,
+    },
     /// A CUDA library the call needs (e.g. `cufft`) cannot be loaded on this machine.
     MissingLibrary(&'static str),
     /// A CUDA library call failed with status `code`; `during` says which step.
-    Library { library: &'static str, during: &'static str, code: i32 },
+    Library {
+        /// The library's name without `lib` (`cufft`).
+        library: &'static str,
+        /// The step that failed, as a phrase.
+        during: &'static str,
+        /// The library's status code (e.g. a `cufftResult`).
+        code: i32,
+    },
 }
 
+/// `std::result::Result` with [`Error`] as the default error: what every fallible host call
+/// returns.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl fmt::Display for Error {
@@ -102,6 +160,8 @@ impl std::error::Error for Error {
 
 /// Attaches the step that failed to a driver error.
 pub trait DriverContext<T> {
+    /// Turns a cudarc [`DriverError`] into [`Error::Driver`] with `during: step` (a phrase
+    /// such as "copying the weights"); passes `Ok` values through.
     fn during(self, step: &'static str) -> Result<T>;
 }
 

@@ -20,6 +20,8 @@
 //! - Buffers, rings and streaming engines are `Send` and used from one thread at a time: move
 //!   an engine to the thread that feeds it. Engines of one GPU on several threads run
 //!   concurrently (each has its own lanes).
+#![warn(missing_docs)]
+
 pub mod baseband_beamformer;
 pub mod correlator;
 pub mod delay_beamformer;

@@ -21,9 +21,15 @@ pub type Stream = Arc<CudaStream>;
 /// them).
 #[derive(Clone, Copy, Debug)]
 pub struct ModuleSource {
+    /// The kernel family whose kernels the module holds.
     pub family: Family,
+    /// The PTX target: [`Arch::Sm80`] (every supported GPU) or [`Arch::Sm90a`] (compute
+    /// capability 9.0 only).
     pub arch: Arch,
+    /// The module's PTX text, which the driver JIT-compiles where no cubin fits the device.
     pub ptx: &'static str,
+    /// Cubins assembled from `ptx`, one per device target; empty when the build had no
+    /// `ptxas`, and in the PTX-only modules `radio_kernels::open_ptx` loads.
     pub cubins: &'static [Cubin],
 }
 
@@ -32,6 +38,7 @@ pub struct ModuleSource {
 pub struct Cubin {
     /// The `ptxas` target (`sm_80`, `sm_86`, `sm_89`, `sm_90`, `sm_90a`).
     pub target: &'static str,
+    /// The cubin (ELF) image, as `ptxas` wrote it.
     pub image: &'static [u8],
 }
 
@@ -183,9 +190,11 @@ impl Gpu {
         Ok(CudaContext::device_count().during("counting CUDA devices")? as usize)
     }
 
+    /// The CUDA device number this `Gpu` was opened on (`0..Gpu::device_count()`).
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }
+    /// The device's name as the driver reports it, e.g. "NVIDIA H200".
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -197,6 +206,8 @@ impl Gpu {
     pub fn max_shared_per_block(&self) -> u32 {
         self.max_shared_per_block
     }
+    /// Number of streaming multiprocessors (132 on an H100 SXM or H200); launchers size
+    /// persistent grids by it.
     pub fn sm_count(&self) -> u32 {
         self.sm_count
     }
@@ -208,6 +219,7 @@ impl Gpu {
     pub fn new_stream(&self) -> Result<Stream> {
         self.context.new_stream().during("creating a stream")
     }
+    /// The device's primary CUDA context (cudarc's), for calls this crate does not wrap.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.context
     }
@@ -462,9 +474,11 @@ impl<T: Pod> Drop for DeviceBuffer<T> {
 }
 
 impl<T: Pod> DeviceBuffer<T> {
+    /// Number of `T` elements (not bytes: the allocation holds `len() * size_of::<T>()`).
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -611,6 +625,8 @@ pub struct Timer {
 }
 
 impl Timer {
+    /// A timer whose two CUDA events record on `stream`; [`Error::Driver`] if an event
+    /// cannot be created.
     pub fn new(stream: &Stream) -> Result<Timer> {
         let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let context = stream.context();
@@ -620,6 +636,8 @@ impl Timer {
             stream: stream.clone(),
         })
     }
+    /// Records the start event on the timer's stream (after the work already queued there);
+    /// it does not wait.
     pub fn start(&self) -> Result<()> {
         self.start.record(&self.stream).during("recording the start event")
     }

@@ -25,7 +25,10 @@ use rand::{Rng, SeedableRng};
 /// The outcome of one check.
 #[derive(Debug, Clone)]
 pub struct Check {
+    /// What was checked, e.g. "m16n8k32 s8 satfinite".
     pub name: String,
+    /// True when something was compared and every compared value matched (within the
+    /// module's tolerances).
     pub passed: bool,
     /// What was compared, and the first mismatch or the error measure.
     pub detail: String,
@@ -95,14 +98,21 @@ fn random_i8(rng: &mut StdRng) -> i8 {
 /// An int8 MMA shape with its tables and kernels.
 #[derive(Clone, Copy, Debug)]
 pub struct Int8Shape {
+    /// The shape as PTX names it, e.g. "m16n8k32 s8".
     pub name: &'static str,
+    /// Register assignment of A (`m x k`, int8, four per register).
     pub a: &'static Fragment,
+    /// Register assignment of B (`k x n`, int8, four per register).
     pub b: &'static Fragment,
+    /// Register assignment of C and D (`m x n`, i32, one per register).
     pub c: &'static Fragment,
+    /// The self-test kernel of the wrapping MMA (i32 sums wrap).
     pub kernel: &'static KernelSpec,
+    /// The self-test kernel of the `.satfinite` MMA (i32 sums clamp to the i32 range).
     pub kernel_satfinite: &'static KernelSpec,
 }
 
+/// `mma.sync.m8n8k16` with int8 A and B and i32 accumulators: an 8x16 by 16x8 product.
 pub const M8N8K16_S8: Int8Shape = Int8Shape {
     name: "m8n8k16 s8",
     a: &layout::M8N8K16_S8_A,
@@ -112,6 +122,7 @@ pub const M8N8K16_S8: Int8Shape = Int8Shape {
     kernel_satfinite: &tools::SELFTEST_MMA_M8N8K16_S8_SATFINITE,
 };
 
+/// `mma.sync.m16n8k32` with int8 A and B and i32 accumulators: a 16x32 by 32x8 product.
 pub const M16N8K32_S8: Int8Shape = Int8Shape {
     name: "m16n8k32 s8",
     a: &layout::M16N8K32_S8_A,
@@ -194,13 +205,20 @@ pub fn check_int8_mma(
 /// An f16 MMA shape with its tables and kernel.
 #[derive(Clone, Copy, Debug)]
 pub struct F16Shape {
+    /// The shape and accumulator type, e.g. "m16n8k16 f16 (f32 accumulate)".
     pub name: &'static str,
+    /// Register assignment of A (`m x k`, f16, two per register).
     pub a: &'static Fragment,
+    /// Register assignment of B (`k x n`, f16, two per register).
     pub b: &'static Fragment,
+    /// Register assignment of C and D (`m x n`: f16 two per register, or f32 one per
+    /// register).
     pub c: &'static Fragment,
+    /// The self-test kernel that runs the MMA.
     pub kernel: &'static KernelSpec,
 }
 
+/// `mma.sync.m16n8k8` with f16 A, B and accumulators: a 16x8 by 8x8 product.
 pub const M16N8K8_F16: F16Shape = F16Shape {
     name: "m16n8k8 f16",
     a: &layout::M16N8K8_F16_A,
@@ -209,6 +227,7 @@ pub const M16N8K8_F16: F16Shape = F16Shape {
     kernel: &tools::SELFTEST_MMA_M16N8K8_F16,
 };
 
+/// `mma.sync.m16n8k16` with f16 A, B and accumulators: a 16x16 by 16x8 product.
 pub const M16N8K16_F16: F16Shape = F16Shape {
     name: "m16n8k16 f16 (f16 accumulate)",
     a: &layout::M16N8K16_F16_A,
@@ -217,6 +236,7 @@ pub const M16N8K16_F16: F16Shape = F16Shape {
     kernel: &tools::SELFTEST_MMA_M16N8K16_F16,
 };
 
+/// `mma.sync.m16n8k16` with f16 A and B and f32 accumulators: a 16x16 by 16x8 product.
 pub const M16N8K16_F16_F32: F16Shape = F16Shape {
     name: "m16n8k16 f16 (f32 accumulate)",
     a: &layout::M16N8K16_F16_A,

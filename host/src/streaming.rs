@@ -142,9 +142,11 @@ impl<T: Pod> PinnedBuffer<T> {
         unsafe { std::ptr::write_bytes(start, 0, bytes.max(1)) };
         Ok(PinnedBuffer { raw, len, element: PhantomData })
     }
+    /// Number of `T` elements (not bytes).
     pub fn len(&self) -> usize {
         self.len
     }
+    /// Whether the buffer holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -231,9 +233,12 @@ impl Gpu {
 }
 
 impl<T: Pod> RegisteredHost<'_, T> {
+    /// Number of `T` elements registered (not bytes).
     pub fn len(&self) -> usize {
         self.data.len()
     }
+    /// Whether no elements are registered (never true: [`Gpu::register_host`] refuses an
+    /// empty slice).
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()
     }
@@ -281,13 +286,15 @@ impl<T: Pod> InputRing<T> {
         }
         Ok(InputRing { host, device, uploaded: 0 })
     }
+    /// Number of slots (at least 1): chunks that can be in flight at once.
     pub fn depth(&self) -> usize {
         self.host.len()
     }
-    /// Elements per chunk.
+    /// `T` elements per chunk (per slot), not bytes.
     pub fn len(&self) -> usize {
         self.host[0].len()
     }
+    /// Whether a chunk holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -388,13 +395,15 @@ impl<T: Pod> OutputRing<T> {
         }
         Ok(OutputRing { device, host, written: 0, taken: 0, what })
     }
+    /// Number of slots (at least 1): outputs that can wait to be taken.
     pub fn slots(&self) -> usize {
         self.host.len()
     }
-    /// Elements per output.
+    /// `T` elements per output (per slot), not bytes.
     pub fn len(&self) -> usize {
         self.host[0].len()
     }
+    /// Whether an output holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

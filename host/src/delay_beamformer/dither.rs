@@ -87,11 +87,16 @@ pub struct DitherState {
     pub(super) buffer: DeviceBuffer<u32>,
     pub(super) count: u32,
     pub(super) plan: Plan,
+    /// The curand seed every state was initialised with.
     pub seed: u64,
+    /// The curand subsequence of state 0 (state i uses `first_subsequence + i`); see
+    /// [`engine_subsequence`] for keeping engines apart.
     pub first_subsequence: u64,
 }
 
 impl DitherState {
+    /// Number of XORWOW generator states (one per thread of every block of the plan's
+    /// launch, [`Plan::state_count`]), each [`STATE_WORDS`](radio_kernels_gpu::xorwow::STATE_WORDS) u32 words on the device.
     pub fn count(&self) -> u32 {
         self.count
     }

@@ -51,9 +51,12 @@ impl<'g> DelayBeamformer<'g> {
         &self.stream
     }
 
+    /// The configuration the beamformer was built with (validated).
     pub fn config(&self) -> &DelayBeamformerConfig {
         &self.config
     }
+    /// The launch plan chosen for this GPU: kernel variant, beam batches, time groups, and so
+    /// the number and order of dither states ([`DitherState`] must be made for it).
     pub fn plan(&self) -> &Plan {
         &self.plan
     }

@@ -113,6 +113,7 @@ pub struct DelayStream<'s, 'g> {
 }
 
 impl DelayStream<'_, '_> {
+    /// The configuration of the beamformer the engine runs (validated).
     pub fn config(&self) -> &DelayBeamformerConfig {
         &self.beamformer.config
     }

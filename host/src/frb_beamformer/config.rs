@@ -29,7 +29,10 @@ pub(super) fn first_non_finite_c16(values: &[Complex<f16>]) -> Option<usize> {
 pub struct FrbConfig {
     /// Dishes D and grid (M, N): one of the cases of Table 2 of Smith's FRB note ([`FRB_CASES`]).
     pub dishes: u32,
+    /// Grid half-size M: dishes sit on an `M x N` grid, beams on the `2M x 2N` half-integer
+    /// grid (I's rows p).
     pub m: u32,
+    /// Grid half-size N (I's columns q); see `m`.
     pub n: u32,
     /// Frequency channels F (one thread block each), 1..=65535.
     pub freqs: u32,

@@ -21,11 +21,18 @@ pub use radio_kernels_gpu::frb_beamformer::factorized::{
 /// the `g x g_prime` beam grid of each channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FactorizedConfig {
+    /// Frequency channels F, 1..=65535 (one grid row of blocks each).
     pub channels: u32,
+    /// Slow (time-downsampled) samples T per channel, positive, with `F T < 2^32`.
     pub times: u32,
+    /// Grid half-size M along the first axis (I has `2M` rows p); with `n`, one of the
+    /// compiled cases ([`FRB_CASES`]).
     pub m: u32,
+    /// Grid half-size N along the second axis (I has `2N` columns q).
     pub n: u32,
+    /// Beam-grid rows G (positions `theta[f][gamma]`), 1..=[`MAX_GRID_AXIS`].
     pub g: u32,
+    /// Beam-grid columns G' (positions `theta'[f][gamma']`), 1..=[`MAX_GRID_AXIS`].
     pub g_prime: u32,
 }
 
@@ -75,11 +82,11 @@ impl FactorizedConfig {
     pub fn intensity_len(&self) -> usize {
         size::product(&[self.channels as u128, self.times as u128, 4 * self.m as u128, self.n as u128])
     }
-    /// theta per channel: `[f][gamma]`, `F G`.
+    /// f32 values of theta (beam-grid row positions, grid units), `[f][gamma]`, `F G`.
     pub fn theta_len(&self) -> usize {
         size::product(&[self.channels as u128, self.g as u128])
     }
-    /// theta' per channel: `[f][gamma']`, `F G'`.
+    /// f32 values of theta' (beam-grid column positions, grid units), `[f][gamma']`, `F G'`.
     pub fn theta_prime_len(&self) -> usize {
         size::product(&[self.channels as u128, self.g_prime as u128])
     }
@@ -179,6 +186,10 @@ pub struct FactorizedResampler<'g> {
 }
 
 impl<'g> FactorizedResampler<'g> {
+    /// Validates `config` ([`FactorizedConfig::validate`], `InvalidConfig`), loads the
+    /// `frb_factorized_M_N` kernel and allocates U^M and U^N on `gpu` (zeroed; no beam grid
+    /// yet: call [`set_grid`](Self::set_grid) before [`resample`](Self::resample)). Driver
+    /// and module-load failures come back as [`Error::Driver`] or [`Error::ModuleLoad`].
     pub fn new(gpu: &'g Gpu, config: FactorizedConfig) -> Result<FactorizedResampler<'g>> {
         config.validate()?;
         let spec = kernel(config.m, config.n)
@@ -202,6 +213,7 @@ impl<'g> FactorizedResampler<'g> {
         Ok(FactorizedResampler { gpu, config, kernel, um, un, grid_set: false, stream })
     }
 
+    /// The configuration the resampler was built with (validated).
     pub fn config(&self) -> &FactorizedConfig {
         &self.config
     }

@@ -178,6 +178,7 @@ impl<'g> FrbBeamformer<'g> {
         Ok(())
     }
 
+    /// The configuration the beamformer was built with (validated).
     pub fn config(&self) -> &FrbConfig {
         &self.config
     }

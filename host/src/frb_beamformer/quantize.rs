@@ -21,9 +21,15 @@ pub use radio_kernels_gpu::frb_beamformer::quantize::{row_bytes, Format, THREADS
 /// One quantisation job: `channels` x `times` x `beams` values of J, to `format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QuantizeConfig {
+    /// Frequency channels F, 1..=65535.
     pub channels: u32,
+    /// Slow samples T (tbar) per channel and beam, positive, in at most 65535 tiles of
+    /// [`TILE_T`].
     pub times: u32,
+    /// Beams B per channel, 1..=[`MAX_BEAMS`].
     pub beams: u32,
+    /// Output code width: [`Format::U8`] (one byte per value) or [`Format::U4`] (two per
+    /// byte, earlier tbar in the low nibble).
     pub format: Format,
 }
 
@@ -67,7 +73,8 @@ impl QuantizeConfig {
     pub fn input_len(&self) -> usize {
         size::saturate(self.channels as u128 * self.times as u128 * self.beams as u128)
     }
-    /// Entries of scale, offset and the saturation counts: `[f][beta]`, `F B`.
+    /// Entries of each of scale (f32), offset (f32) and the saturation counts (u32):
+    /// `[f][beta]`, `F B`.
     pub fn params_len(&self) -> usize {
         size::saturate(self.channels as u128 * self.beams as u128)
     }
@@ -85,7 +92,11 @@ impl QuantizeConfig {
 /// The reference's result: the output bytes and the clip counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Quantized {
+    /// The codes, `[f][beta][row_bytes]` bytes ([`QuantizeConfig::output_len`]), each row's
+    /// padding zero.
     pub output: Vec<u8>,
+    /// Clipped values per `[f][beta]` ([`QuantizeConfig::params_len`] counts), non-finite
+    /// ones included.
     pub saturated: Vec<u32>,
 }
 
@@ -153,6 +164,10 @@ pub struct Quantizer<'g> {
 }
 
 impl<'g> Quantizer<'g> {
+    /// Validates `config` ([`QuantizeConfig::validate`], `InvalidConfig`) and loads the
+    /// quantiser kernel of its format on `gpu` ([`Error::ModuleLoad`] or
+    /// [`Error::MissingKernel`] if that fails). Allocates nothing: the caller owns J, scale,
+    /// offset, the codes and the counts.
     pub fn new(gpu: &'g Gpu, config: QuantizeConfig) -> Result<Quantizer<'g>> {
         config.validate()?;
         let spec = kernel(config.format)
@@ -162,6 +177,7 @@ impl<'g> Quantizer<'g> {
         Ok(Quantizer { gpu, config, kernel, stream: gpu.stream().clone() })
     }
 
+    /// The configuration the quantiser was built with (validated).
     pub fn config(&self) -> &QuantizeConfig {
         &self.config
     }

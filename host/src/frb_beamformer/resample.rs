@@ -86,10 +86,18 @@ pub fn u_closed_form(n: u32, q: u32, theta: f64) -> Option<f64> {
 /// half-integer grid, to `beams` beams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResampleConfig {
+    /// Frequency channels F, 1..=65535.
     pub channels: u32,
+    /// Slow (time-downsampled) samples T per channel, positive, with `T 4MN < 2^32` (see
+    /// [`validate`](Self::validate)).
     pub times: u32,
+    /// Grid half-size M along the first axis (I has `2M` rows p); with `n`, one of the
+    /// compiled cases ([`FRB_CASES`]).
     pub m: u32,
+    /// Grid half-size N along the second axis (I has `2N` columns q).
     pub n: u32,
+    /// Beams B per channel, each at its own `(theta[f][beta], theta'[f][beta])`; positive,
+    /// with `B 4MN < 2^32`.
     pub beams: u32,
 }
 
@@ -156,7 +164,7 @@ impl ResampleConfig {
     pub fn u_len(&self) -> usize {
         size::product(&[self.channels as u128, self.beams as u128, 2 * self.m as u128 + 2 * self.n as u128])
     }
-    /// Beam positions per axis: `[f][beta]`, `F B`.
+    /// f32 beam positions per axis (theta, and theta' alike), `[f][beta]`, `F B`.
     pub fn positions_len(&self) -> usize {
         size::product(&[self.channels as u128, self.beams as u128])
     }
@@ -360,6 +368,7 @@ impl<'g> Resampler<'g> {
         &self.gemm.kernel.spec
     }
 
+    /// The configuration the resampler was built with (validated).
     pub fn config(&self) -> &ResampleConfig {
         &self.config
     }
@@ -615,6 +624,7 @@ impl<'g> FusedResampler<'g> {
         &self.gemm.kernel.spec
     }
 
+    /// The configuration the resampler was built with (validated).
     pub fn config(&self) -> &ResampleConfig {
         &self.config
     }

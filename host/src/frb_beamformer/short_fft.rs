@@ -96,10 +96,14 @@ impl<'g> ShortFft<'g> {
         &self.stream
     }
 
+    /// The FFT's N, one of [`FFT_SIZES`]: `run` takes `N` complex values per array and
+    /// writes `2N`.
     pub fn n(&self) -> u32 {
         self.kernels.n
     }
 
+    /// How the FFT is computed: three tensor-core factors with twiddles, or one direct DFT
+    /// product ([`default_fft_method`] unless [`with_kernel`](Self::with_kernel) chose).
     pub fn method(&self) -> FftMethod {
         self.kernels.method
     }

@@ -104,10 +104,15 @@ impl<'g> FrbResampling<'_, 'g> {
 /// for a beam grid).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResamplingShape {
+    /// Frequency channels F.
     pub channels: u32,
+    /// Slow (time-downsampled) samples T per channel of one resampling launch.
     pub times: u32,
+    /// Grid half-size M (I has `2M` rows p).
     pub m: u32,
+    /// Grid half-size N (I has `2N` columns q).
     pub n: u32,
+    /// Beams B per channel (`G G'` for a factorized beam grid): J is f16 `[f][tbar][beta]`.
     pub beams: u32,
 }
 

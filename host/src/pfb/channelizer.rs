@@ -4,12 +4,17 @@ use super::*;
 /// One output chunk, downloaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OutputChunk {
+    /// Stream index `m` of the chunk's first spectrum (its window nominally starts at
+    /// sample `2 n m`); chunk `j` starts at `j x spectra_per_chunk`.
     pub first_spectrum: i64,
     /// `[heap][channel][spectrum][pol]` in the configured format.
     pub data: Vec<u8>,
     /// Saturated values per `[heap][pol]`.
     pub saturated: Vec<u32>,
+    /// Per spectrum of the chunk (`heaps_per_chunk x spectra_per_heap`): true when either
+    /// polarisation's window touched a missing packet or a sample before the stream.
     pub lost_spectra: Vec<bool>,
+    /// Per heap of the chunk: true when any of its spectra is lost.
     pub lost_heaps: Vec<bool>,
 }
 
@@ -148,6 +153,7 @@ impl<'g> Channelizer<'g> {
         Ok(ch)
     }
 
+    /// The configuration the channelizer was built with (validated).
     pub fn config(&self) -> &ChannelizerConfig {
         &self.config
     }
@@ -253,6 +259,7 @@ impl<'g> Channelizer<'g> {
         Ok(())
     }
 
+    /// The delay models of polarisations 0 and 1 that the next output chunk will use.
     pub fn delay_models(&self) -> &[DelayModel; 2] {
         &self.models
     }

@@ -12,12 +12,16 @@ pub enum OutputFormat {
 }
 
 impl OutputFormat {
+    /// Bytes of one complex output value: 2 for [`Ci8`](Self::Ci8) (real byte first), 1 for
+    /// [`Ci4`](Self::Ci4) (one [`Ci4`](crate::Ci4)).
     pub fn bytes_per_value(self) -> usize {
         match self {
             OutputFormat::Ci8 => 2,
             OutputFormat::Ci4 => 1,
         }
     }
+    /// The largest magnitude of each part after saturation (127 or 7): parts lie in
+    /// `[-max, max]`, symmetric, so -128 and -8 never occur.
     pub fn max(self) -> i32 {
         match self {
             OutputFormat::Ci8 => 127,
@@ -46,6 +50,7 @@ pub struct ChannelizerConfig {
     pub packet_samples: u32,
     /// Largest |coarse delay| in samples the stream may ask for; sizes the kept overlap.
     pub max_delay: u32,
+    /// Sample format of the output chunks ([`OutputFormat::Ci8`] by default).
     pub output: OutputFormat,
 }
 

@@ -10,7 +10,10 @@ pub struct Reference {
     pub output: Vec<u8>,
     /// Saturated values per `[heap][pol]`.
     pub saturated: Vec<u32>,
+    /// Per spectrum of the chunk (`heaps_per_chunk x spectra_per_heap`): true when either
+    /// polarisation's window touched a missing packet or a sample before the stream.
     pub lost_spectra: Vec<bool>,
+    /// Per heap of the chunk: true when any of its spectra is lost.
     pub lost_heaps: Vec<bool>,
 }
 

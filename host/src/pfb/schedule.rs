@@ -7,11 +7,13 @@ use super::*;
 pub struct DelayModel {
     /// Stream sample at which `delay` and `phase` hold.
     pub reference_sample: f64,
-    /// Delay to apply, in samples (may be negative), and its rate in samples per sample.
+    /// Delay to apply at `reference_sample`, in samples (may be negative).
     pub delay: f64,
+    /// Rate of change of `delay`, in samples per sample (dimensionless).
     pub delay_rate: f64,
-    /// Fringe phase in radians and its rate in radians per sample.
+    /// Fringe phase at `reference_sample`, in radians.
     pub phase: f64,
+    /// Rate of change of `phase`, in radians per sample.
     pub phase_rate: f64,
 }
 
@@ -32,6 +34,8 @@ pub const DELAY_MODEL_FIELDS: &str =
     "delay model [pol][reference_sample, delay, delay_rate, phase, phase_rate]";
 
 impl DelayModel {
+    /// Whether all five fields are finite (no NaN or infinity); launchers reject a model that
+    /// is not with [`Error::NonFinite`].
     pub fn is_finite(&self) -> bool {
         self.first_non_finite().is_none()
     }
@@ -69,8 +73,13 @@ pub(super) fn check_models(models: &[DelayModel; 2]) -> Result<()> {
 /// `(exp(j phase), exp(-j pi fine / 4))` computed in f64 (see `radio_kernels_gpu::pfb::rotations`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Schedule {
+    /// `starts[pol][i]`: stream sample at which spectrum `first_spectrum + i`'s window of
+    /// `2 n T` samples starts, `2 n m - coarse` (may be negative near the stream's start).
     pub starts: [Vec<i64>; 2],
+    /// `fine[pol][i]`: residual delay in samples, in `[-1/2, 1/2]`.
     pub fine: [Vec<f32>; 2],
+    /// `rotation[pol][i]`: `[re, im]` of `exp(j phase)` followed by `[re, im]` of
+    /// `exp(-j pi fine / 4)`, the step between the post-processing kernel's channel columns.
     pub rotation: [Vec<[f32; 4]>; 2],
 }
 

@@ -66,7 +66,12 @@ pub const MAX_OUTPUT_SLOTS: usize = 4096;
 /// (`chunk_bytes()` each, pinned) and packet arrival flags (`chunk_packets()` each). They hold
 /// what was last submitted from the slot (zeros and all packets arrived at first).
 pub struct PfbInput<'a> {
+    /// `samples[pol]`: `chunk_bytes()` bytes of real samples of `bits` bits each, packed MSB
+    /// first (see [`pack_samples`](super::pack_samples)), for the chunk's `chunk_samples`
+    /// samples of polarisation `pol`.
     pub samples: [&'a mut [u8]; 2],
+    /// `present[pol][k]`: whether packet `k` of the chunk (`packet_samples` samples) arrived;
+    /// a spectrum whose window touches a missing packet is flagged lost.
     pub present: [&'a mut [bool]; 2],
 }
 
@@ -74,12 +79,16 @@ pub struct PfbInput<'a> {
 /// [`Channelizer::push`]'s [`OutputChunk`].
 #[derive(Clone, Copy, Debug)]
 pub struct PfbOutput<'a> {
+    /// Stream index of the chunk's first spectrum, as [`OutputChunk::first_spectrum`].
     pub first_spectrum: i64,
     /// `[heap][channel][spectrum][pol]` in the configured format.
     pub data: &'a [u8],
     /// Saturated values per `[heap][pol]`.
     pub saturated: &'a [u32],
+    /// Per spectrum of the chunk: true when either polarisation's window touched a missing
+    /// packet or a sample before the stream.
     pub lost_spectra: &'a [bool],
+    /// Per heap of the chunk: true when any of its spectra is lost.
     pub lost_heaps: &'a [bool],
 }
 
@@ -236,6 +245,8 @@ impl<'g> ChannelizerStream<'g> {
         self.channelizer.set_delay_model(pol, model)
     }
 
+    /// The delay models of polarisations 0 and 1 that the next output chunk computed will
+    /// use.
     pub fn delay_models(&self) -> &[DelayModel; 2] {
         self.channelizer.delay_models()
     }

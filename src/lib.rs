@@ -1,15 +1,4 @@
-//! radio-kernels: GPU kernels for radio-telescope F-, X- and B-engines, written in Rust.
-//!
-//! This facade re-exports the host API ([`radio_kernels_host`]) and the shared pure
-//! functions of the device crate ([`gpu_shared`]), and embeds the PTX modules that the
-//! top-level `build.rs` compiles from `kernels-gpu` ([`MODULES`]: one per kernel family and
-//! architecture, each loaded on its family's first use).
-//!
-//! ```no_run
-//! let gpu = radio_kernels::open(0)?; // device 0; no kernel module is loaded yet
-//! println!("{} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
-//! # Ok::<(), radio_kernels::Error>(())
-//! ```
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub use radio_kernels_gpu as gpu_shared;

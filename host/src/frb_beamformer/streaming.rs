@@ -47,6 +47,7 @@ const ENGINE: &str = "FRB beamformer stream";
 /// The resampling stage of an [`FrbStream`]: one of the three resamplers, borrowed, its beams
 /// already set. `From` converts a reference to any of them.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub enum FrbResampling<'r, 'g> {
     /// W in device memory ([`Resampler`], the faster path without `wgmma`).
     Weights(&'r Resampler<'g>),

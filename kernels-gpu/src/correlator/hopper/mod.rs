@@ -57,6 +57,7 @@ const _: () = assert!(2 * TIME_TILE == 128, "one stage is one 128-byte K-major r
 /// The block kinds: one sm_90a kernel each per memory order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum Kind {
     /// One warpgroup per lower-triangle 64-tile pair (channels of one tile).
     Pair = 0,

@@ -4,6 +4,8 @@
 pub use radio_kernels_gpu as gpu_shared;
 pub use radio_kernels_host::*;
 
+pub mod formats;
+
 #[cfg(feature = "cli")]
 pub mod demo;
 #[cfg(feature = "cli")]

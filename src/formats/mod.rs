@@ -1,0 +1,8 @@
+//! Standard file formats for the kernels' outputs, read by the field's own tools.
+//!
+//! - [`filterbank`]: SIGPROC filterbank files (a keyed binary header, then the samples
+//!   `[time][channel]`), for beam intensities: the FRB beamformer's quantised beams and the
+//!   power of the delay beamformer's beams, one file per beam. Read by SIGPROC, PRESTO,
+//!   sigpyproc, your and the FRB search pipelines. Hand-written on `std` (no dependency):
+//!   the format is a few dozen lines and no Rust crate is the field's reference for it.
+pub mod filterbank;

@@ -3,6 +3,6 @@
 //! - [`filterbank`]: SIGPROC filterbank files (a keyed binary header, then the samples
 //!   `[time][channel]`), for beam intensities: the FRB beamformer's quantised beams and the
 //!   power of the delay beamformer's beams, one file per beam. Read by SIGPROC, PRESTO,
-//!   sigpyproc, your and the FRB search pipelines. Hand-written on `std` (no dependency):
+//!   sigpyproc and FRB search pipelines such as Heimdall. Hand-written on `std` (no dependency):
 //!   the format is a few dozen lines and no Rust crate is the field's reference for it.
 pub mod filterbank;

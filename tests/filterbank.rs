@@ -253,12 +253,12 @@ impl Write for Full {
 fn io_failures_are_errors_and_stop_the_writer() {
     let h = header(8, 4);
     assert!(
-        matches!(FilterbankWriter::new(Full { room: 10 }, h.clone()), Err(Error::InvalidConfig(m)) if m.contains("disk full"))
+        matches!(FilterbankWriter::new(Full { room: 10 }, h.clone()), Err(Error::Io { source, .. }) if source.to_string().contains("disk full"))
     );
     let mut writer = FilterbankWriter::new(Full { room: h.encode().unwrap().len() + 6 }, h).unwrap();
     writer.write_spectra_u8(&[0; 4]).unwrap();
     assert!(
-        matches!(writer.write_spectra_u8(&[0; 4]), Err(Error::InvalidConfig(m)) if m.contains("disk full"))
+        matches!(writer.write_spectra_u8(&[0; 4]), Err(Error::Io { source, .. }) if source.to_string().contains("disk full"))
     );
     assert!(
         matches!(writer.write_spectra_u8(&[0; 4]), Err(Error::InvalidConfig(m)) if m.contains("failed earlier"))

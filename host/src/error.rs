@@ -95,6 +95,13 @@ pub enum Error {
         /// The library's status code (e.g. a `cufftResult`).
         code: i32,
     },
+    /// Reading or writing a file failed (the file formats' writers and readers).
+    Io {
+        /// What was being done, as a phrase ("writing /data/beam_0000.fil").
+        during: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 /// `std::result::Result` with [`Error`] as the default error: what every fallible host call
@@ -145,6 +152,7 @@ impl fmt::Display for Error {
                 "the CUDA library lib{library} cannot be loaded (not installed or not on the library path)"
             ),
             Error::Library { library, during, code } => write!(f, "{library} error {code} while {during}"),
+            Error::Io { during, source } => write!(f, "I/O error while {during}: {source}"),
         }
     }
 }
@@ -153,6 +161,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Driver { source, .. } | Error::ModuleLoad { source, .. } => Some(source),
+            Error::Io { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -74,10 +74,10 @@
 //!
 //! Every call returns [`Error`]: `InvalidConfig` for a bad header or a mismatch between the
 //! header and the data's type or shape, `ShapeMismatch` for a buffer of the wrong length,
-//! `NonFinite` for a NaN or infinite f32 sample. The host error type has no I/O variant yet:
-//! I/O failures (and files that are not SIGPROC filterbanks, when read) are `InvalidConfig`
-//! with the operation and the system's message. After an I/O failure a writer refuses
-//! further spectra (the file's length is no longer known to be whole spectra).
+//! `NonFinite` for a NaN or infinite f32 sample, `Io` for a failed read or write (with the
+//! operation), and `InvalidConfig` for a file that is not a SIGPROC filterbank. After an I/O
+//! failure a writer refuses further spectra (the file's length is no longer known to be whole
+//! spectra).
 use crate::delay_beamformer::DelayBeamformerConfig;
 use crate::frb_beamformer::quantize::{Format, QuantizeConfig};
 use crate::{Complex, Error, Result};
@@ -363,10 +363,9 @@ fn put_double(out: &mut Vec<u8>, key: &str, value: f64) {
     out.extend_from_slice(&value.to_le_bytes());
 }
 
-/// An I/O failure as the host's closest error (see the module docs: the host error type has
-/// no I/O variant yet).
+/// An I/O failure, with the operation that failed.
 fn io_error(during: &str, error: std::io::Error) -> Error {
-    Error::InvalidConfig(format!("I/O error while {during}: {error}"))
+    Error::Io { during: during.to_string(), source: error }
 }
 
 /// The sample type of a block of spectra, for the checks shared by the writer and

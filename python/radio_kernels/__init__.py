@@ -1,0 +1,114 @@
+"""radio-kernels: GPU kernels for radio-telescope correlators and beamformers.
+
+The Python binding of the Rust crate ``radio-kernels`` (PyO3, one abi3 wheel for CPython
+3.9+). Every engine runs the same Rust code as the Rust API, so results are bit for bit the
+Rust results.
+
+Arrays (numpy conventions: C order, explicit dtypes, nothing converted):
+
+- Complex integers are a trailing axis of 2, ``[..., 2]`` = (re, im): ``int8`` samples and
+  weights, ``int32`` visibilities per launch, ``int64`` integrated visibilities.
+- Packed complex int4+4 samples (ci4: real part in the low nibble, imaginary in the high,
+  each two's complement in [-8, 7]) are ``uint8``, one sample per byte (:func:`pack_ci4`).
+- Complex float32 is ``complex64``; float16 is ``float16`` (complex float16 ``[..., 2]``).
+- Arrays must be C-contiguous, aligned and of exactly the documented dtype: a wrong dtype
+  raises :class:`DtypeError` (a ``TypeError``), a wrong shape :class:`ShapeMismatchError`,
+  a non-contiguous or read-only array :class:`LayoutError` (both ``ValueError``).
+
+GPU arrays: every GPU call takes numpy arrays (copied to and from the device) or device
+arrays with ``__cuda_array_interface__`` (CuPy, Numba, PyTorch), used in place without a copy.
+The array's stream (interface version 3) is synchronised before the launch and the
+launcher's stream after it, so results are complete when the call returns. With
+``out=None`` a CuPy input gives a CuPy output. ``_native.host_copy_count()`` counts the
+binding's host<->device copies.
+
+Errors: every failure raises a subclass of :class:`Error` whose message is the Rust error's
+text; :class:`NoGpuError` (a ``RuntimeError``) when there is no CUDA driver or device. The CPU
+references (:func:`correlate_reference`, :func:`beamform_reference`) and the packing helpers
+need no GPU.
+
+Example::
+
+    import numpy as np, radio_kernels as rk
+    cfg = rk.CorrelatorConfig(stations=8, pols=2, channels=4, times=64)
+    x = np.random.default_rng(0).integers(-8, 8, cfg.input_shape, dtype=np.int8)
+    v = rk.correlate_reference(x, 8, 2, 4, 64)          # int64 [c][b][pi][pj][2]
+    gpu = rk.open()                                     # NoGpuError without a GPU
+    assert (rk.Correlator(gpu, 8, 2, 4, 64).correlate(x) == v).all()
+"""
+
+from ._native import (
+    BacklogError,
+    BasebandBeamformer,
+    BasebandStream,
+    BeamformerConfig,
+    Correlator,
+    CorrelatorConfig,
+    DriverError,
+    DtypeError,
+    Error,
+    Gpu,
+    Integration,
+    InvalidConfigError,
+    LayoutError,
+    LibraryError,
+    MissingKernelError,
+    MissingLibraryError,
+    ModuleLoadError,
+    NoGpuError,
+    NonFiniteError,
+    ShapeMismatchError,
+    StreamBrokenError,
+    UnsupportedDeviceError,
+    WrongDeviceError,
+    __version__,
+    baseline_index,
+    beamform_reference,
+    ci4_from_offset_binary,
+    ci4_from_real_high,
+    ci4_to_offset_binary,
+    ci4_to_real_high,
+    correlate_reference,
+    device_count,
+    open,
+    pack_ci4,
+    unpack_ci4,
+)
+
+__all__ = [
+    "BacklogError",
+    "BasebandBeamformer",
+    "BasebandStream",
+    "BeamformerConfig",
+    "Correlator",
+    "CorrelatorConfig",
+    "DriverError",
+    "DtypeError",
+    "Error",
+    "Gpu",
+    "Integration",
+    "InvalidConfigError",
+    "LayoutError",
+    "LibraryError",
+    "MissingKernelError",
+    "MissingLibraryError",
+    "ModuleLoadError",
+    "NoGpuError",
+    "NonFiniteError",
+    "ShapeMismatchError",
+    "StreamBrokenError",
+    "UnsupportedDeviceError",
+    "WrongDeviceError",
+    "__version__",
+    "baseline_index",
+    "beamform_reference",
+    "ci4_from_offset_binary",
+    "ci4_from_real_high",
+    "ci4_to_offset_binary",
+    "ci4_to_real_high",
+    "correlate_reference",
+    "device_count",
+    "open",
+    "pack_ci4",
+    "unpack_ci4",
+]

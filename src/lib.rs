@@ -6,6 +6,7 @@ pub use radio_kernels_host::*;
 
 #[cfg(feature = "cli")]
 pub mod demo;
+pub mod formats;
 #[cfg(feature = "cli")]
 pub mod stream;
 #[cfg(feature = "cli")]

@@ -425,3 +425,39 @@ pub fn one_shot<'py, TI: Elem, DI: Pod, TO: Elem, DO: Pod>(
 pub fn shape_of(object: &Bound<'_, PyAny>) -> Vec<usize> {
     object.cast::<PyUntypedArray>().map(|a| a.shape().to_vec()).unwrap_or_default()
 }
+
+/// A numpy view of `len` elements of type `T` at `ptr` (a streaming engine's pinned slot),
+/// shaped `shape` and owned by `owner`: the array's base object is `owner`, so the memory
+/// stays valid for as long as the array lives. Writeable for an input slot, read-only for an
+/// output slot. No copy: this is how a pipeline fills an engine's input (e.g.
+/// `socket.recv_into(stream.input())`) and reads its output at the PCIe rate.
+///
+/// # Safety
+///
+/// `ptr` must point to `len` initialised `T`s that `owner` keeps allocated, unmoved, for its
+/// whole life (the engines' pinned slots are allocated once, when the engine is made).
+pub unsafe fn slot_view<'py, T: Elem>(
+    owner: Bound<'py, PyAny>,
+    ptr: *mut T,
+    len: usize,
+    shape: &[usize],
+    writeable: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = owner.py();
+    if shape.iter().product::<usize>() != len {
+        return Err(Error::ShapeMismatch {
+            what: "stream slot",
+            expected: shape.iter().product(),
+            actual: len,
+        })
+        .py(py);
+    }
+    // SAFETY: the caller guarantees `len` valid elements at `ptr` for the owner's life.
+    let view = unsafe { numpy::ndarray::ArrayViewD::from_shape_ptr(shape, ptr as *const T) };
+    // SAFETY: `owner` keeps the memory allocated and unmoved while the array (its base) lives.
+    let array = unsafe { PyArrayDyn::borrow_from_array(&view, owner) };
+    if !writeable {
+        array.readwrite().make_nonwriteable();
+    }
+    Ok(array.into_any())
+}

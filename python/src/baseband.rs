@@ -9,7 +9,7 @@
 //! - ``weights`` (A): int8 ``[freqs][2][beams][dishes][2]`` (complex int8, trailing re, im).
 //! - ``shifts`` (s): int32 ``[freqs][2][beams]``, each in 0..=31.
 //! - Output J: uint8 ``[beams][freqs][2][times]``, packed ci4.
-use crate::arrays::{count_copy, host_from, host_in, new_host, one_shot};
+use crate::arrays::{count_copy, host_from, host_in, new_host, one_shot, slot_view};
 use crate::errors::PyResultExt;
 use crate::gpu::PyGpu;
 use crate::tied::Tied;
@@ -280,10 +280,30 @@ impl PyBasebandStream {
 
 #[pymethods]
 impl PyBasebandStream {
-    /// Submits one E chunk (numpy uint8 ci4 ``[times][freqs][2][dishes]``): copied into the
-    /// next pinned slot, uploaded, beamformed, and its J downloaded. Raises
-    /// :class:`BacklogError` (changing nothing) when every output slot holds a J not taken.
-    fn submit(&self, py: Python<'_>, e: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// The next input slot, as a writeable numpy uint8 ci4 ``[times][freqs][2][dishes]``
+    /// view of the engine's pinned memory (waiting for that slot only): fill it in place
+    /// (e.g. ``sock.recv_into(stream.input())``), then :meth:`submit` with no argument. No
+    /// copy. The view stays valid memory while the stream lives; its contents belong to the
+    /// next chunk submitted.
+    fn input<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let (ptr, len) = this.with(slf.py(), |s| {
+            let slot = s.input()?;
+            Ok((slot.as_mut_ptr() as usize, slot.len()))
+        })?;
+        // SAFETY: the pinned slot is allocated with the engine, which `slf` owns, and never
+        // moves; `Ci4` is a transparent u8.
+        unsafe { slot_view::<u8>(slf.clone().into_any(), ptr as *mut u8, len, &e_shape(&this.config), true) }
+    }
+    /// Submits one E chunk: with ``e`` (numpy uint8 ci4 ``[times][freqs][2][dishes]``), a copy
+    /// of it; without, the slot :meth:`input` returned, filled in place (no copy). The chunk is
+    /// uploaded, beamformed, and its J downloaded. Raises :class:`BacklogError` (changing
+    /// nothing) when every output slot holds a J not taken.
+    #[pyo3(signature = (e = None))]
+    fn submit(&self, py: Python<'_>, e: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let Some(e) = e else {
+            return self.with(py, |s| s.submit());
+        };
         let e = host_in::<u8>(e, "e", &e_shape(&self.config))?;
         let samples: &[Ci4] = Ci4::from_bytes(e.as_slice()?);
         self.with(py, |s| {
@@ -292,6 +312,20 @@ impl PyBasebandStream {
         })?;
         count_copy();
         Ok(())
+    }
+    /// The oldest J not yet taken as a read-only numpy view of the engine's pinned output
+    /// slot (uint8 ci4 ``[beams][freqs][2][times]``), or None: no copy. The view's contents
+    /// are valid until the next call of :meth:`output` or :meth:`output_view` (the slot is
+    /// then reused); copy what must be kept. :meth:`output` returns a copy instead.
+    fn output_view<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let this = slf.get();
+        let taken = this.with(slf.py(), |s| Ok(s.output()?.map(|j| (j.as_ptr() as usize, j.len()))))?;
+        let Some((ptr, len)) = taken else { return Ok(None) };
+        // SAFETY: as for `input`: the pinned output slot lives, unmoved, with the engine.
+        unsafe {
+            slot_view::<u8>(slf.clone().into_any(), ptr as *mut u8, len, &output_shape(&this.config), false)
+        }
+        .map(Some)
     }
     /// The oldest J not yet taken (uint8 ci4 ``[beams][freqs][2][times]``), or None.
     fn output<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {

@@ -11,7 +11,7 @@
 //!   packed int4+4 sample per byte (:func:`pack_ci4`).
 //! - Output: int32 ``[channels][baselines][pols][pols][2]`` per launch, int64 for integrations
 //!   and the CPU reference.
-use crate::arrays::{count_copy, host_in, new_host, one_shot, Elem};
+use crate::arrays::{count_copy, host_in, new_host, one_shot, slot_view, Elem};
 use crate::errors::{invalid, PyResultExt};
 use crate::gpu::PyGpu;
 use crate::tied::Tied;
@@ -438,11 +438,35 @@ impl PyIntegration {
 
 #[pymethods]
 impl PyIntegration {
-    /// Submits one chunk (numpy, the correlator's input layout): copies it into the next
-    /// pinned input slot, uploads it and adds its correlation to the integration. Raises
+    /// The next input slot as a writeable numpy view of the engine's pinned memory, in the
+    /// correlator's input layout (int8 ``[..., 2]`` for ci8, uint8 for ci4), waiting for that
+    /// slot only: fill it in place, then :meth:`submit` with no argument. No copy.
+    fn input<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let (ptr, len) = this.with(slf.py(), |e| {
+            let slot = e.input()?;
+            Ok((slot.as_mut_ptr() as usize, slot.len()))
+        })?;
+        let (owner, shape) = (slf.clone().into_any(), input_shape(&this.config));
+        // SAFETY: the pinned slot is allocated with the engine, which `slf` owns, and never
+        // moves; `len` bytes are `len` u8 or `len` i8 values.
+        unsafe {
+            match this.config.format {
+                Format::Ci8 => slot_view::<i8>(owner, ptr as *mut i8, len, &shape, true),
+                Format::Ci4 => slot_view::<u8>(owner, ptr as *mut u8, len, &shape, true),
+            }
+        }
+    }
+    /// Submits one chunk: with ``chunk`` (numpy, the correlator's input layout), a copy of it
+    /// into the next pinned input slot; without, the slot :meth:`input` returned, filled in
+    /// place (no copy). The chunk is uploaded and its correlation added to the integration. Raises
     /// :class:`BacklogError` (changing nothing) when it would start an integration while
     /// every output slot holds one not yet taken.
-    fn submit(&self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[pyo3(signature = (chunk = None))]
+    fn submit(&self, py: Python<'_>, chunk: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let Some(chunk) = chunk else {
+            return self.with(py, |e| e.submit());
+        };
         let chunk = host_input(&self.config, chunk)?;
         let bytes = chunk.bytes()?;
         self.with(py, |e| {

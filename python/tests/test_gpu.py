@@ -123,6 +123,47 @@ def test_baseband_stream(gpu, rng):
         np.testing.assert_array_equal(j, rk.beamform_reference(chunk, weights, shifts, *dims))
 
 
+def test_baseband_stream_slot_views_copy_nothing(gpu, rng):
+    dims = (64, 8, 2, 128)
+    config = rk.BeamformerConfig(*dims)
+    e0, weights, shifts = baseband(rng, config)
+    stream = rk.BasebandBeamformer(gpu, *dims, weights, shifts).streaming(depth=3)
+    chunks = [e0] + [baseband(rng, config)[0] for _ in range(4)]
+    before = rk._native.host_copy_count()
+    got = []
+    for chunk in chunks:
+        if stream.pending == 3:
+            got.append(np.array(stream.output_view()))
+        slot = stream.input()
+        assert slot.shape == tuple(config.e_shape) and slot.dtype == np.uint8 and slot.flags.writeable
+        slot[...] = chunk
+        stream.submit()
+    while stream.pending:
+        view = stream.output_view()
+        assert not view.flags.writeable
+        got.append(np.array(view))
+    assert rk._native.host_copy_count() == before
+    assert stream.output_view() is None
+    for chunk, j in zip(chunks, got):
+        np.testing.assert_array_equal(j, rk.beamform_reference(chunk, weights, shifts, *dims))
+
+
+def test_integration_input_slot_copies_nothing(gpu, rng):
+    args = CONFIGS[0]
+    config = rk.CorrelatorConfig(*args)
+    engine = rk.Correlator(gpu, *args).integration(chunks_per_integration=2, depth=3)
+    chunks = [random_input(rng, config) for _ in range(2)]
+    before = rk._native.host_copy_count()
+    for chunk in chunks:
+        slot = engine.input()
+        assert slot.shape == chunk.shape and slot.dtype == chunk.dtype
+        slot[...] = chunk
+        engine.submit()
+    assert rk._native.host_copy_count() == before
+    refs = [rk.correlate_reference(c, *args) for c in chunks]
+    np.testing.assert_array_equal(engine.output(), refs[0] + refs[1])
+
+
 class HostPointer:
     """Claims host memory is device memory through the CUDA Array Interface."""
 

@@ -248,3 +248,402 @@ class BasebandStream:
     @property
     def submitted(self) -> int: ...
     def synchronize(self) -> None: ...
+
+# --- PFB channelizer, delay beamformer, FRB beamformer (helper pyf) ---
+
+# PFB channelizer (F-engine). Input chunk uint8 [2][chunk_bytes] (MSB-first packed samples),
+# flags bool [2][chunk_packets]; output [heap][channel][spectrum][pol]: ci8 int8 [..., 2],
+# ci4 uint8.
+class ChannelizerConfig:
+    """What one channelizer computes; MeerKAT-like defaults; InvalidConfigError when invalid."""
+    def __init__(
+        self,
+        channels: int,
+        taps: Optional[int] = None,
+        bits: Optional[int] = None,
+        spectra_per_heap: Optional[int] = None,
+        heaps_per_chunk: Optional[int] = None,
+        chunk_samples: Optional[int] = None,
+        packet_samples: Optional[int] = None,
+        max_delay: Optional[int] = None,
+        output: str = "ci8",
+    ) -> None: ...
+    channels: int
+    taps: int
+    bits: int
+    spectra_per_heap: int
+    heaps_per_chunk: int
+    chunk_samples: int
+    packet_samples: int
+    max_delay: int
+    output: str
+    spectra_per_chunk: int
+    window: int
+    chunk_bytes: int
+    chunk_packets: int
+    max_outputs_per_push: int
+    @property
+    def input_shape(self) -> List[int]:
+        """uint8 ``(2, chunk_bytes)``."""
+    @property
+    def flags_shape(self) -> List[int]:
+        """bool ``(2, chunk_packets)``."""
+    @property
+    def output_shape(self) -> List[int]:
+        """ci8: int8 ``(heaps, channels, spectra_per_heap, 2, 2)``; ci4: uint8 ``(heaps, channels, spectra_per_heap, 2)``."""
+    @property
+    def output_dtype(self) -> str: ...
+
+class DelayModel:
+    """Linear delay (samples) and fringe phase (radians) of one polarisation."""
+    def __init__(
+        self,
+        delay: float = 0.0,
+        delay_rate: float = 0.0,
+        phase: float = 0.0,
+        phase_rate: float = 0.0,
+        reference_sample: float = 0.0,
+    ) -> None: ...
+    delay: float
+    delay_rate: float
+    phase: float
+    phase_rate: float
+    reference_sample: float
+
+class PfbOutputChunk:
+    """One output chunk: data, saturated uint32 [heaps][2], lost_spectra bool [spectra], lost_heaps bool [heaps];
+    values complex128 [heaps][channels][spectra_per_heap][2] from the reference only."""
+    first_spectrum: int
+    data: npt.NDArray[Any]
+    saturated: npt.NDArray[np.uint32]
+    lost_spectra: npt.NDArray[np.bool_]
+    lost_heaps: npt.NDArray[np.bool_]
+    values: Optional[npt.NDArray[np.complex128]]
+
+def channelize_reference(
+    config: ChannelizerConfig,
+    samples: npt.NDArray[np.int32],
+    present: Optional[npt.NDArray[np.bool_]] = None,
+    first_spectrum: int = 0,
+    weights: Optional[npt.NDArray[np.float32]] = None,
+    gains: Optional[npt.NDArray[np.complex64]] = None,
+    models: Optional[Tuple[DelayModel, DelayModel]] = None,
+) -> PfbOutputChunk:
+    """The f64 reference of the output chunk from ``first_spectrum``; samples int32 [2][len] from sample 0."""
+def hann_sinc_weights(channels: int, taps: int) -> npt.NDArray[np.float32]:
+    """Default PFB weights ``w[t + 2n j]``, float32 [2 n taps]."""
+def pack_samples(samples: npt.NDArray[np.int32], bits: int) -> npt.NDArray[np.uint8]:
+    """Packs signed ``bits``-bit samples MSB first."""
+def unpack_samples(packed: npt.NDArray[np.uint8], bits: int, count: int) -> npt.NDArray[np.int32]:
+    """Unpacks ``count`` MSB-first samples."""
+
+class Channelizer:
+    """The F-engine of one antenna on one GPU."""
+    def __init__(self, gpu: Gpu, config: ChannelizerConfig, weights: Optional[npt.NDArray[np.float32]] = None) -> None: ...
+    @property
+    def config(self) -> ChannelizerConfig: ...
+    @property
+    def gpu(self) -> Gpu: ...
+    @property
+    def path(self) -> str:
+        """``"fused"`` or ``"three_kernel"``."""
+    @property
+    def kernels(self) -> List[str]: ...
+    def set_gains(self, gains: npt.NDArray[np.complex64]) -> None:
+        """complex64 [2][channels]."""
+    def set_delay_model(self, pol: int, model: DelayModel) -> None: ...
+    @property
+    def delay_models(self) -> Tuple[DelayModel, DelayModel]: ...
+    def push(self, samples: npt.NDArray[np.uint8], present: Optional[npt.NDArray[np.bool_]] = None) -> List[PfbOutputChunk]:
+        """Appends one chunk per polarisation; returns the output chunks now complete."""
+    def reset(self) -> None: ...
+    @property
+    def failure(self) -> Optional[str]: ...
+    def streaming(self, depth: int = 3) -> ChannelizerStream:
+        """A streaming engine starting at sample 0 with this channelizer's weights, gains and models."""
+
+class ChannelizerStream:
+    """The streaming F-engine: the same bytes as Channelizer.push."""
+    def submit(self, samples: npt.NDArray[np.uint8], present: Optional[npt.NDArray[np.bool_]] = None) -> None: ...
+    def output(self) -> Optional[PfbOutputChunk]: ...
+    def set_gains(self, gains: npt.NDArray[np.complex64]) -> None: ...
+    def set_delay_model(self, pol: int, model: DelayModel) -> None: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def free_outputs(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def output_slots(self) -> int: ...
+    @property
+    def max_outputs_per_submit(self) -> int: ...
+    @property
+    def failure(self) -> Optional[str]: ...
+    def reset(self) -> None: ...
+
+# Delay beamformer (B-engine). x int8 [antennas][channels][times][pols][2]; weights complex64
+# and delays float32 [antennas][beams]; y int8 [beams][channels][times][2]; saturated uint32
+# [beams]; dither states uint32 [count][6].
+class Beam:
+    """One beam: the input polarisation it forms from, and whether it is dithered."""
+    def __init__(self, pol: int, dither: bool = False) -> None: ...
+    pol: int
+    dither: bool
+
+class DelayBeamformerConfig:
+    """What one delay-beamformer launch computes; InvalidConfigError when invalid."""
+    def __init__(
+        self, antennas: int, pols: int, channels: int, times: int, beams: List[Beam], first_channel: int = 0
+    ) -> None: ...
+    antennas: int
+    pols: int
+    channels: int
+    first_channel: int
+    times: int
+    beams: List[Beam]
+    dithered: bool
+    input_shape: List[int]
+    steering_shape: List[int]
+    output_shape: List[int]
+
+class DelayPlan:
+    """The block mapping of a launch; fixes the dither states' number and order."""
+    def __init__(self, config: DelayBeamformerConfig, tiles_per_group: int) -> None: ...
+    @staticmethod
+    def for_blocks(config: DelayBeamformerConfig, concurrent_blocks: int) -> DelayPlan: ...
+    batches: int
+    tiles: int
+    tiles_per_group: int
+    groups: int
+    state_count: int
+
+class DitherState:
+    """Dither generators on the GPU, advanced by every dithered launch."""
+    count: int
+    seed: int
+    first_subsequence: int
+    def states(self) -> npt.NDArray[np.uint32]:
+        """uint32 [count][6]."""
+
+class DeviceSteering:
+    """Weights and delays on the GPU, checked once."""
+
+class DelayBeamformer:
+    """A delay beamformer of one configuration on one GPU."""
+    def __init__(self, gpu: Gpu, config: DelayBeamformerConfig) -> None: ...
+    @property
+    def config(self) -> DelayBeamformerConfig: ...
+    @property
+    def plan(self) -> DelayPlan: ...
+    @property
+    def gpu(self) -> Gpu: ...
+    def dither_state(self, seed: int, first_subsequence: int = 0, offset: int = 0) -> DitherState: ...
+    def upload_steering(self, weights: npt.NDArray[np.complex64], delays: npt.NDArray[np.float32]) -> DeviceSteering: ...
+    def beamform(
+        self,
+        input: ArrayLike,
+        weights: ArrayLike,
+        delays: ArrayLike,
+        dither: Optional[DitherState] = None,
+        out: Optional[ArrayLike] = None,
+        saturated: Optional[ArrayLike] = None,
+    ) -> Tuple[Any, Any]:
+        """(y int8, saturated uint32); numpy in, numpy out; CuPy in, CuPy out."""
+    def beamform_steered(
+        self,
+        input: ArrayLike,
+        steering: DeviceSteering,
+        dither: Optional[DitherState] = None,
+        out: Optional[ArrayLike] = None,
+        saturated: Optional[ArrayLike] = None,
+    ) -> Tuple[Any, Any]: ...
+    def streaming(self, steering: DeviceSteering, dither: Optional[DitherState] = None, depth: int = 3) -> DelayStream: ...
+
+class DelayStream:
+    """The streaming delay beamformer; holds its DitherState until dropped."""
+    def submit(self, x: npt.NDArray[np.int8]) -> None: ...
+    def output(self) -> Optional[Tuple[npt.NDArray[np.int8], npt.NDArray[np.uint32]]]: ...
+    def set_steering(self, weights: npt.NDArray[np.complex64], delays: npt.NDArray[np.float32]) -> None: ...
+    def set_device_steering(self, steering: DeviceSteering) -> None: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def submitted(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    def synchronize(self) -> None: ...
+
+def delay_beamform_reference(
+    config: DelayBeamformerConfig,
+    input: npt.NDArray[np.int8],
+    weights: npt.NDArray[np.complex64],
+    delays: npt.NDArray[np.float32],
+    plan: Optional[DelayPlan] = None,
+    states: Optional[npt.NDArray[np.uint32]] = None,
+) -> Tuple[npt.NDArray[np.int8], npt.NDArray[np.uint32], npt.NDArray[np.complex128], npt.NDArray[np.float64]]:
+    """(y, saturated, values, magnitude); ``states`` advanced in place."""
+def coefficient_reference(w: complex, d: float, channel: int) -> complex:
+    """``w exp(j pi channel d)`` in f64."""
+def curand_init(seed: int, subsequence: int, offset: int) -> npt.NDArray[np.uint32]:
+    """curand's XORWOW state, uint32 [6]."""
+def delay_reference_states(seed: int, first_subsequence: int, offset: int, count: int) -> npt.NDArray[np.uint32]:
+    """uint32 [count][6]."""
+def dither_value(r: int) -> float: ...
+def engine_subsequence(engine: int) -> int: ...
+
+# FRB beamformer. E uint8 ci4 [times][freqs][2][dishes]; weights float16 [freqs][2][m][n][2];
+# I float16 [freqs][out_times][2m][2n]; J float16 [channels][times][beams]; codes uint8
+# [channels][beams][row_bytes]; clip counts uint32 [channels][beams].
+FRB_REL_L2_BOUND: float
+FFT_REL_L2_BOUND: float
+
+class FrbConfig:
+    """One launch of the first FRB kernel; InvalidConfigError when invalid."""
+    def __init__(self, dishes: int, m: int, n: int, freqs: int, times: int, t_ds: int = 1) -> None: ...
+    dishes: int
+    m: int
+    n: int
+    freqs: int
+    times: int
+    t_ds: int
+    out_times: int
+    e_shape: List[int]
+    weights_shape: List[int]
+    output_shape: List[int]
+
+def frb_cases() -> List[Tuple[int, int, int, int]]:
+    """(dishes, m, n, outer_block) of each compiled case."""
+def frb_intensity_reference(
+    config: FrbConfig, e: npt.NDArray[np.uint8], grid: npt.NDArray[np.int32], weights: npt.NDArray[np.float16]
+) -> npt.NDArray[np.float64]: ...
+
+class FrbBeamformer:
+    """The first FRB kernel with its dish map (int32 [dishes][2]) and weights on the device."""
+    def __init__(self, gpu: Gpu, config: FrbConfig, grid: npt.NDArray[np.int32], weights: npt.NDArray[np.float16]) -> None: ...
+    @property
+    def config(self) -> FrbConfig: ...
+    @property
+    def gpu(self) -> Gpu: ...
+    def beamform(self, e: ArrayLike, out: Optional[ArrayLike] = None) -> Any:
+        """I float16; numpy in, numpy out; CuPy in, CuPy out."""
+    def streaming(
+        self,
+        resampler: Any,
+        quantizer: Quantizer,
+        scale: npt.NDArray[np.float32],
+        offset: npt.NDArray[np.float32],
+        depth: int = 3,
+    ) -> FrbStream: ...
+
+class ShortFft:
+    """The tensor-core short FFT of length n."""
+    def __init__(self, gpu: Gpu, n: int) -> None: ...
+    n: int
+    def run(self, x: ArrayLike, out: Optional[ArrayLike] = None) -> Any:
+        """float16 [batch][n][2] to [batch][2n][2]."""
+def short_fft_reference(x: npt.NDArray[np.float16]) -> npt.NDArray[np.complex128]:
+    """complex128 [batch][2n]."""
+
+class ResampleConfig:
+    def __init__(self, channels: int, times: int, m: int, n: int, beams: int) -> None: ...
+    channels: int
+    times: int
+    m: int
+    n: int
+    beams: int
+    intensity_shape: List[int]
+    positions_shape: List[int]
+    output_shape: List[int]
+
+class Resampler:
+    """Non-factorizable resampler with W in device memory."""
+    def __init__(self, gpu: Gpu, config: ResampleConfig) -> None: ...
+    config: ResampleConfig
+    kernel: str
+    def set_beams(self, theta: ArrayLike, theta_prime: ArrayLike) -> None: ...
+    def resample(self, intensity: ArrayLike, out: Optional[ArrayLike] = None) -> Any: ...
+
+class FusedResampler:
+    """Non-factorizable resampler forming W on the fly."""
+    def __init__(self, gpu: Gpu, config: ResampleConfig) -> None: ...
+    config: ResampleConfig
+    kernel: str
+    def set_beams(self, theta: ArrayLike, theta_prime: ArrayLike) -> None: ...
+    def resample(self, intensity: ArrayLike, out: Optional[ArrayLike] = None) -> Any: ...
+
+def u_function(n: int, q: int, theta: float) -> float: ...
+def resample_reference(
+    config: ResampleConfig,
+    intensity: npt.NDArray[np.float16],
+    theta: npt.NDArray[np.float32],
+    theta_prime: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float64]: ...
+
+class FactorizedConfig:
+    def __init__(self, channels: int, times: int, m: int, n: int, g: int, g_prime: int) -> None: ...
+    channels: int
+    times: int
+    m: int
+    n: int
+    g: int
+    g_prime: int
+    beams: int
+    intensity_shape: List[int]
+    output_shape: List[int]
+
+class FactorizedResampler:
+    def __init__(self, gpu: Gpu, config: FactorizedConfig) -> None: ...
+    config: FactorizedConfig
+    def set_grid(self, theta: npt.NDArray[np.float32], theta_prime: npt.NDArray[np.float32]) -> None: ...
+    def resample(self, intensity: ArrayLike, out: Optional[ArrayLike] = None) -> Any: ...
+
+def factorized_reference(
+    config: FactorizedConfig,
+    intensity: npt.NDArray[np.float16],
+    theta: npt.NDArray[np.float32],
+    theta_prime: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float64]: ...
+
+class QuantizeConfig:
+    def __init__(self, channels: int, times: int, beams: int, format: str = "u8") -> None: ...
+    channels: int
+    times: int
+    beams: int
+    format: str
+    row_bytes: int
+    input_shape: List[int]
+    params_shape: List[int]
+    output_shape: List[int]
+
+def quantize_reference(
+    config: QuantizeConfig,
+    j: npt.NDArray[np.float16],
+    scale: npt.NDArray[np.float32],
+    offset: npt.NDArray[np.float32],
+) -> Tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint32]]: ...
+
+class Quantizer:
+    def __init__(self, gpu: Gpu, config: QuantizeConfig) -> None: ...
+    config: QuantizeConfig
+    def quantize(
+        self,
+        j: ArrayLike,
+        scale: ArrayLike,
+        offset: ArrayLike,
+        out: Optional[ArrayLike] = None,
+        saturated: Optional[ArrayLike] = None,
+    ) -> Tuple[Any, Any]: ...
+
+class FrbStream:
+    """E chunks in, quantised beams out."""
+    def submit(self, e: npt.NDArray[np.uint8]) -> None: ...
+    def output(self) -> Optional[Tuple[int, npt.NDArray[np.uint8], npt.NDArray[np.uint32]]]: ...
+    def set_levels(self, scale: npt.NDArray[np.float32], offset: npt.NDArray[np.float32]) -> None: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def depth(self) -> int: ...
+    def reset(self) -> None: ...
+
+# --- end PFB, delay, FRB ---

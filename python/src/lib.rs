@@ -16,6 +16,11 @@ mod errors;
 mod gpu;
 mod packing;
 mod tied;
+// --- pfb, delay, frb families (helper pyf) ---
+mod delay;
+mod frb;
+mod pfb;
+// --- end pfb, delay, frb ---
 
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -28,5 +33,10 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     packing::register(module)?;
     correlator::register(module)?;
     baseband::register(module)?;
+    // --- pfb, delay, frb families (helper pyf) ---
+    pfb::register(module)?;
+    delay::register(module)?;
+    frb::register(module)?;
+    // --- end pfb, delay, frb ---
     Ok(())
 }

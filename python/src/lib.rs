@@ -13,6 +13,9 @@ mod arrays;
 mod baseband;
 mod correlator;
 mod errors;
+// --- file writers (SIGPROC filterbank, UVH5) ---
+mod formats;
+// --- end file writers ---
 mod gpu;
 mod packing;
 mod tied;
@@ -28,5 +31,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     packing::register(module)?;
     correlator::register(module)?;
     baseband::register(module)?;
+    // --- file writers (SIGPROC filterbank, UVH5) ---
+    formats::register(module)?;
+    // --- end file writers ---
     Ok(())
 }

@@ -4,8 +4,12 @@
 //! whole F-X-B chain ([`radio_kernels::demo`]) on the GPU, check every stage against its CPU
 //! reference, print a table and write figures; without a GPU they say so and run the chain on
 //! the CPU references at a smaller size. `radio-kernels selftest` checks every tensor-core
-//! wrapper and intrinsic against the CPU. `radio-kernels bench` measures the headline
-//! configuration of each kernel family ([`radio_kernels::summary`]). `radio-kernels stream`
+//! wrapper and intrinsic against the CPU. The demo's `--uvh5 FILE` writes its integrated
+//! visibilities as a UVH5 file (pyuvdata's format; builds with the `uvh5` feature only, which
+//! `cli` does not turn on: it builds HDF5 from source and needs cmake, so a plain `cargo run`
+//! stays free of it) and `--filterbank DIR` its beams as SIGPROC filterbank files.
+//! `radio-kernels bench` measures the headline configuration of each kernel family
+//! ([`radio_kernels::summary`]). `radio-kernels stream`
 //! runs each streaming engine from host memory for a few seconds of data and reports its
 //! sustained rate against the transfer ceilings measured in the same run
 //! ([`radio_kernels::stream`]).
@@ -120,6 +124,15 @@ struct DemoArgs {
     /// Random seed of the simulated sky, 0..=2^64-1 [default: 1]
     #[arg(long, value_name = "N", value_parser = seed, allow_negative_numbers = true)]
     seed: Option<u64>,
+    /// Write the correlator's integrated visibilities (every channel but DC) as a UVH5 file,
+    /// pyuvdata's format. Needs a build with `--features uvh5` (off by default: it builds
+    /// HDF5 from source and needs cmake); other builds refuse it
+    #[arg(long, value_name = "FILE", value_parser = file)]
+    uvh5: Option<PathBuf>,
+    /// Write the beams as SIGPROC filterbank files, one per beam: the FRB beams' 8-bit codes
+    /// in DIR/frb, the delay beams' power (f32) in DIR/delay
+    #[arg(long, value_name = "DIR", value_parser = folder)]
+    filterbank: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -244,6 +257,12 @@ fn folder(text: &str) -> Result<PathBuf, String> {
     }
     Ok(PathBuf::from(text))
 }
+fn file(text: &str) -> Result<PathBuf, String> {
+    if text.is_empty() {
+        return Err("the value is empty (a file)".into());
+    }
+    Ok(PathBuf::from(text))
+}
 fn device(text: &str) -> Result<usize, String> {
     whole(text, "a CUDA device ordinal, 0 or more", |_| true)
 }
@@ -293,6 +312,8 @@ impl DemoArgs {
             sources: self.sources.unwrap_or(base.sources),
             out: self.out.clone().unwrap_or(base.out),
             seed: self.seed.unwrap_or(base.seed),
+            uvh5: self.uvh5.clone().or(base.uvh5),
+            filterbank: self.filterbank.clone().or(base.filterbank),
             ..base
         };
         if let Some(s) = self.seconds {
@@ -539,6 +560,9 @@ fn run_demo(args: &DemoArgs) -> ExitCode {
     if args.cpu && args.device.is_some() {
         return usage_error("--device: cannot be combined with --cpu (which runs on the CPU)");
     }
+    if args.uvh5.is_some() && !cfg!(feature = "uvh5") {
+        return usage_error(demo::UVH5_MISSING);
+    }
     // Checked on the CPU's defaults if `--cpu`, else on the GPU's; a run that finds no GPU
     // checks them again on the CPU's.
     let base = if args.cpu { DemoOptions::cpu_default() } else { DemoOptions::gpu_default() };
@@ -546,6 +570,10 @@ fn run_demo(args: &DemoArgs) -> ExitCode {
         Ok(options) => options,
         Err(message) => return usage_error(&message),
     };
+    // The data files' paths do not depend on the sizes: checked before a GPU is opened.
+    if let Err((option, why)) = demo::check_files(args.uvh5.as_deref(), args.filterbank.as_deref()) {
+        return usage_error(&format!("{option}: {why}"));
+    }
     let gpu = if args.cpu {
         None
     } else {

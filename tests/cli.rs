@@ -228,7 +228,18 @@ fn each_subcommand_has_its_own_help() {
     let options: [(&str, &[&str]); 4] = [
         (
             "demo",
-            &["--dishes", "--channels", "--seconds", "--sources", "--out", "--cpu", "--device", "--seed"],
+            &[
+                "--dishes",
+                "--channels",
+                "--seconds",
+                "--sources",
+                "--out",
+                "--cpu",
+                "--device",
+                "--seed",
+                "--uvh5",
+                "--filterbank",
+            ],
         ),
         ("selftest", &["--device", "--ptx", "--cases", "--seed"]),
         ("bench", &["--device", "--ptx"]),
@@ -247,6 +258,8 @@ fn each_subcommand_has_its_own_help() {
         ),
     ];
     let all = [
+        "--uvh5",
+        "--filterbank",
         "--dishes",
         "--sources",
         "--out",
@@ -424,5 +437,109 @@ fn stream_without_a_gpu_fails_with_the_typed_error_not_a_panic() {
     };
     assert!(stderr.contains("needs a GPU") && stderr.contains(&expected), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The small CPU run of [`a_small_valid_cpu_run_exits_zero_and_writes_its_figures`] with
+/// `extra` options, in `dir`; returns stdout after checking the exit status 0.
+fn small_cpu_run(dir: &Path, subcommand: Option<&str>, extra: &[&str]) -> String {
+    let out = dir.join("figures");
+    let mut args: Vec<&str> = subcommand.into_iter().collect();
+    args.extend(["--cpu", "--channels", "64", "--seconds", "1e-6", "--sources", "1", "--seed", "7"]);
+    args.extend(["--out", out.to_str().expect("a UTF-8 temp path")]);
+    args.extend(extra);
+    let output = radio_kernels(dir, &args);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stdout {stdout}\nstderr {stderr}");
+    stdout
+}
+
+#[test]
+fn filterbank_files_are_written_one_per_beam_and_read_back() {
+    use radio_kernels::formats::filterbank::{read_file, Spectra};
+    let dir = scratch("filterbank");
+    let fil = dir.join("beams");
+    // Without a subcommand, as the demo's other options.
+    let stdout = small_cpu_run(&dir, None, &["--filterbank", fil.to_str().unwrap()]);
+    assert!(stdout.contains("data files:"), "{stdout}");
+    // 64 channels at 3.2 GHz: channel k at 25 k MHz; channel 0 (DC) is left out.
+    for (sub, nbits, spectra) in [("frb", 8, 128 / 64), ("delay", 32, 128)] {
+        let mut means = Vec::new();
+        for beam in 0..8u32 {
+            let path = fil.join(sub).join(format!("beam_{beam:04}.fil"));
+            assert!(stdout.contains(path.to_str().unwrap()), "{sub} {beam} not listed: {stdout}");
+            let file = read_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let h = &file.header;
+            assert_eq!((h.nbits, h.nchans, h.nbeams, h.ibeam), (nbits, 63, 8, beam), "{sub} {beam}");
+            assert_eq!((h.fch1, h.foff), (25.0, 25.0), "{sub} {beam}");
+            assert_eq!(h.source_name, "radio-kernels demo");
+            assert_eq!(h.tstart, radio_kernels::demo::EPOCH_MJD);
+            let want_tsamp = if sub == "frb" { 64.0 * 128.0 / 3.2e9 } else { 128.0 / 3.2e9 };
+            assert!((h.tsamp - want_tsamp).abs() < 1e-15, "{sub}: tsamp {}", h.tsamp);
+            assert_eq!(file.spectra(), spectra, "{sub} {beam}");
+            let values: Vec<f64> = match &file.data {
+                Spectra::U8(v) => v.iter().map(|&x| x as f64).collect(),
+                Spectra::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            };
+            means.push(values.iter().sum::<f64>() / values.len() as f64);
+        }
+        // Beam 0 points at the only source: it must be the brightest file.
+        assert!(means[1..].iter().all(|&m| m < means[0]), "{sub}: mean per beam {means:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unwritable_data_file_paths_are_refused_before_any_work() {
+    let dir = scratch("bad-files");
+    let file = dir.join("a-file");
+    std::fs::write(&file, b"not a folder").expect("write the file");
+    let under_file = file.join("beams");
+    let line =
+        demo_refuses("bad-filterbank", &["--filterbank", under_file.to_str().unwrap()], &["--filterbank"]);
+    assert!(line.contains(under_file.to_str().unwrap()), "{line}");
+    if cfg!(feature = "uvh5") {
+        let line =
+            demo_refuses("bad-uvh5", &["--uvh5", under_file.join("v.uvh5").to_str().unwrap()], &["--uvh5"]);
+        assert!(line.contains("a-file"), "{line}");
+        let line = demo_refuses("uvh5-folder", &["--uvh5", dir.to_str().unwrap()], &["--uvh5"]);
+        assert!(line.contains("is a folder"), "{line}");
+    }
+    assert_eq!(std::fs::read(&file).expect("the file is still there"), b"not a folder");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[cfg(not(feature = "uvh5"))]
+#[test]
+fn uvh5_without_the_feature_is_a_usage_error() {
+    let dir = scratch("no-uvh5");
+    let file = dir.join("v.uvh5");
+    for args in [&["--uvh5"][..], &["demo", "--uvh5"][..]] {
+        let mut all = args.to_vec();
+        all.push(file.to_str().unwrap());
+        let line = refuses(&dir, &all, &["--uvh5"]);
+        assert!(line.contains("--features uvh5"), "{line}");
+    }
+    assert!(!file.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[cfg(feature = "uvh5")]
+#[test]
+fn uvh5_file_is_written_with_every_channel_but_dc() {
+    let dir = scratch("uvh5");
+    let path = dir.join("vis.uvh5");
+    let stdout = small_cpu_run(&dir, Some("demo"), &["--uvh5", path.to_str().unwrap()]);
+    assert!(stdout.contains(path.to_str().unwrap()), "{stdout}");
+    let f = hdf5::File::open(&path).expect("an HDF5 file");
+    let int = |name: &str| f.dataset(&format!("Header/{name}")).unwrap().read_scalar::<i64>().unwrap();
+    // 64 dishes, 63 channels (DC left out), one integration, four pols.
+    assert_eq!(
+        [int("Nants_data"), int("Nbls"), int("Ntimes"), int("Nfreqs"), int("Npols")],
+        [64, 64 * 65 / 2, 1, 63, 4]
+    );
+    let freq = f.dataset("Header/freq_array").unwrap().read_raw::<f64>().unwrap();
+    assert_eq!((freq[0], freq[62]), (25e6, 63.0 * 25e6));
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -150,3 +150,83 @@ fn public_helpers_refuse_what_they_cannot_do() {
     assert!(!png.exists());
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The demo's data files carry its results: the delay beams' filterbank files average to the
+/// demo's own delay beam powers (file channel `k` is the demo's channel `k + 1`), and the
+/// FRB files hold 8-bit codes of the brightest beam first. With the `uvh5` feature, the
+/// UVH5 file's visibilities of the one source have the phase `+2 pi f uvw . s / c` that
+/// pyuvdata's `phase` removes.
+#[test]
+fn data_files_hold_the_demo_results() {
+    use radio_kernels::formats::filterbank::{read_file, Spectra};
+    let dir = std::env::temp_dir().join(format!("radio-kernels-demo-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let uvh5 = cfg!(feature = "uvh5").then(|| dir.join("vis.uvh5"));
+    let options = Options {
+        channels: 64,
+        sources: 1,
+        out: dir.join("figures"),
+        filterbank: Some(dir.join("beams")),
+        uvh5: uvh5.clone(),
+        ..Options::cpu_default()
+    };
+    let outcome = demo::run(&options, None, &|_| {}).expect("the CPU chain runs");
+    assert_eq!(outcome.files.len(), 16 + uvh5.is_some() as usize, "{:?}", outcome.files);
+    for beam in 0..8usize {
+        let file =
+            read_file(dir.join("beams/delay").join(format!("beam_{beam:04}.fil"))).expect("delay beam");
+        let Spectra::F32(power) = &file.data else { panic!("delay beams are f32") };
+        // The demo's mean over channels 16..64 (its upper three quarters) and all times.
+        let (nchans, spectra) = (63, file.spectra());
+        let mut sum = 0.0;
+        for t in 0..spectra {
+            for k in 15..nchans {
+                sum += power[t * nchans + k] as f64;
+            }
+        }
+        let mean = sum / (48 * spectra) as f64;
+        let want = outcome.beam_power[2][beam];
+        assert!((mean - want).abs() <= 1e-9 * want, "beam {beam}: file {mean} vs demo {want}");
+    }
+    #[cfg(feature = "uvh5")]
+    {
+        use radio_kernels::Complex;
+        let f = hdf5::File::open(uvh5.as_ref().unwrap()).expect("the UVH5 file");
+        let uvw = f.dataset("Header/uvw_array").unwrap().read_raw::<f64>().unwrap();
+        let freq = f.dataset("Header/freq_array").unwrap().read_raw::<f64>().unwrap();
+        let ant1 = f.dataset("Header/ant_1_array").unwrap().read_raw::<i64>().unwrap();
+        let ant2 = f.dataset("Header/ant_2_array").unwrap().read_raw::<i64>().unwrap();
+        let data = f.dataset("Data/visdata").unwrap().read_raw::<Complex<f64>>().unwrap();
+        let src = outcome.sources[0];
+        // ENU direction of the source: l is toward north, m toward east.
+        let s = [src.m, src.l, (1.0 - src.l * src.l - src.m * src.m).sqrt()];
+        // Coherence of XX after removing the predicted phase (sign +1) or its opposite (-1).
+        let coherence = |sign: f64| {
+            let (mut sum, mut norm) = (Complex::new(0.0, 0.0), 0.0);
+            for b in 0..ant1.len() {
+                if ant1[b] == ant2[b] {
+                    continue;
+                }
+                let w: f64 = (0..3).map(|k| uvw[3 * b + k] * s[k]).sum();
+                for (c, &nu) in freq.iter().enumerate().skip(15) {
+                    let v = data[(b * freq.len() + c) * 4];
+                    sum +=
+                        v * Complex::from_polar(1.0, -sign * std::f64::consts::TAU * nu * w / 299_792_458.0);
+                    norm += v.norm();
+                }
+            }
+            sum.norm() / norm
+        };
+        let (right, wrong) = (coherence(1.0), coherence(-1.0));
+        assert!(right > 0.5 && wrong < 0.2, "coherence {right} with pyuvdata's sign, {wrong} without");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[cfg(not(feature = "uvh5"))]
+#[test]
+fn uvh5_needs_the_feature() {
+    let options = Options { uvh5: Some("v.uvh5".into()), ..Options::cpu_default() };
+    let e = options.validate().expect_err("no UVH5 writer in this build");
+    assert!(e.to_string().contains("--features uvh5"), "{e}");
+}

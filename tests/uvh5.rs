@@ -1,7 +1,7 @@
 //! The UVH5 writer (`formats::uvh5`), read back with the HDF5 library: shapes, metadata, the
 //! baseline order and conjugation of known baselines, flags, nsamples and the typed errors.
-use radio_kernels::formats::uvh5::{self, FeedBasis, Uvh5Error, Uvh5Metadata};
-use radio_kernels::Complex;
+use radio_kernels::formats::uvh5::{self, FeedBasis, Uvh5Metadata};
+use radio_kernels::{Complex, Error};
 use std::path::PathBuf;
 
 fn tmp(name: &str) -> PathBuf {
@@ -138,31 +138,51 @@ fn typed_errors() {
     uvh5::write(&path, &m, &v, None, None).unwrap();
     v[7].im = -(1 << 53) - 1;
     match uvh5::write(&path, &m, &v, None, None) {
-        Err(Uvh5Error::NotExact { index: 7, value }) => assert_eq!(value, -(1 << 53) - 1),
+        Err(Error::InvalidConfig(msg)) => {
+            assert!(msg.contains("visibility 7") && msg.contains("2^53"), "{msg}");
+            assert!(msg.contains(&(-(1i64 << 53) - 1).to_string()), "{msg}");
+        }
         other => panic!("{other:?}"),
     }
     let short = &vis(&m)[1..];
     assert!(matches!(
         uvh5::write(&path, &m, short, None, None),
-        Err(Uvh5Error::ShapeMismatch { what: "visibilities", .. })
+        Err(Error::ShapeMismatch { what: "visibilities", .. })
     ));
     let v = vis(&m);
     assert!(matches!(
         uvh5::write(&path, &m, &v, Some(&[false; 5]), None),
-        Err(Uvh5Error::ShapeMismatch { what: "flags", expected: 6, actual: 5 })
+        Err(Error::ShapeMismatch { what: "flags", expected: 6, actual: 5 })
     ));
     let mut ns = vec![1.0f32; 6];
     ns[3] = f32::NAN;
     assert!(matches!(
         uvh5::write(&path, &m, &v, None, Some(&ns)),
-        Err(Uvh5Error::NonFinite { what: "nsamples", index: 3 })
+        Err(Error::NonFinite { what: "nsamples", index: 3 })
     ));
     let mut vf: Vec<Complex<f32>> = vec![Complex::new(1.0, 1.0); m.vis_len()];
     vf[9].im = f32::INFINITY;
     assert!(matches!(
         uvh5::write(&path, &m, &vf, None, None),
-        Err(Uvh5Error::NonFinite { what: "visibilities", index: 9 })
+        Err(Error::NonFinite { what: "visibilities", index: 9 })
     ));
+    ns[3] = -0.5;
+    match uvh5::write(&path, &m, &v, None, Some(&ns)) {
+        Err(Error::InvalidConfig(msg)) => {
+            assert!(msg.contains("nsamples[3]") && msg.contains("negative"), "{msg}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // HDF5 failures are `Io`, naming the step and the file; nothing was validated away.
+    let missing = tmp("no-such-folder").join("x.uvh5");
+    match uvh5::write(&missing, &m, &v, None, None) {
+        Err(Error::Io { during, source }) => {
+            assert!(during.contains("creating") && during.contains("no-such-folder"), "{during}");
+            assert!(!source.to_string().is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!missing.exists());
     // Metadata: each bad field is named.
     type Edit = Box<dyn Fn(&mut Uvh5Metadata)>;
     let cases: Vec<(Edit, &str)> = vec![
@@ -187,7 +207,9 @@ fn typed_errors() {
         let mut bad = meta();
         edit(&mut bad);
         match bad.validate() {
-            Err(Uvh5Error::InvalidMetadata(msg)) => assert!(msg.contains(field), "{field}: {msg}"),
+            Err(Error::InvalidConfig(msg)) => {
+                assert!(msg.starts_with("UVH5 metadata: ") && msg.contains(field), "{field}: {msg}")
+            }
             other => panic!("{field}: {other:?}"),
         }
     }

@@ -27,6 +27,12 @@ text; :class:`NoGpuError` (a ``RuntimeError``) when there is no CUDA driver or d
 references (:func:`correlate_reference`, :func:`beamform_reference`) and the packing helpers
 need no GPU.
 
+Files: :func:`write_filterbank` (SIGPROC filterbank, ``(time, channel)`` uint8 or float32
+with a header mapping), :func:`write_frb_beams` and :func:`write_delay_beams` (one file per
+beam), and :func:`write_uvh5` (pyuvdata's UVH5, integrated visibilities with their metadata;
+in wheels built with the ``uvh5`` feature, ``HAS_UVH5``). They need no GPU; a failed write
+raises :class:`IoError` (an ``OSError``).
+
 Example::
 
     import numpy as np, radio_kernels as rk
@@ -75,6 +81,19 @@ from ._native import (
     unpack_ci4,
 )
 
+# --- file writers (SIGPROC filterbank, UVH5) ---
+from ._native import (  # noqa: E402
+    HAS_UVH5,
+    IoError,
+    write_delay_beams,
+    write_filterbank,
+    write_frb_beams,
+)
+
+if HAS_UVH5:
+    from ._native import write_uvh5  # noqa: E402
+# --- end file writers ---
+
 __all__ = [
     "BacklogError",
     "BasebandBeamformer",
@@ -111,6 +130,13 @@ __all__ = [
     "open",
     "pack_ci4",
     "unpack_ci4",
+    # --- file writers (SIGPROC filterbank, UVH5) ---
+    "HAS_UVH5",
+    "IoError",
+    "write_delay_beams",
+    "write_filterbank",
+    "write_frb_beams",
+    # --- end file writers ---
 ]
 
 # --- PFB channelizer, delay beamformer, FRB beamformer (helper pyf) ---
@@ -206,3 +232,7 @@ __all__ += [
     "FFT_REL_L2_BOUND",
 ]
 # --- end PFB, delay, FRB ---
+# --- file writers (SIGPROC filterbank, UVH5) ---
+if HAS_UVH5:
+    __all__.append("write_uvh5")
+# --- end file writers ---

@@ -2,7 +2,8 @@
 ``radio_kernels``). Array arguments are numpy arrays or device arrays with
 ``__cuda_array_interface__``; dtypes and shapes are in each docstring."""
 
-from typing import Any, List, Optional, Tuple
+from os import PathLike
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -647,3 +648,72 @@ class FrbStream:
     def reset(self) -> None: ...
 
 # --- end PFB, delay, FRB ---
+# --- file writers (SIGPROC filterbank, UVH5) ---
+class IoError(Error, OSError):
+    """Reading or writing a file failed; ``during`` names the step and the file."""
+    during: str
+
+HAS_UVH5: bool
+"""Whether this build has :func:`write_uvh5` (the ``uvh5`` feature)."""
+
+StrPath = Union[str, "PathLike[str]"]
+
+def write_filterbank(
+    path: StrPath,
+    header: Mapping[str, Any],
+    data: npt.NDArray[Any],
+) -> None:
+    """Writes a SIGPROC filterbank file: ``data`` C-contiguous ``(time, channel)`` uint8
+    (nbits 8) or float32 (nbits 32); ``header`` the SIGPROC keys (``source_name``, ``fch1``,
+    ``foff`` MHz, ``tsamp`` s, ``tstart`` MJD required; ``rawdatafile``, ``telescope_id``,
+    ``machine_id``, ``src_raj``, ``src_dej``, ``az_start``, ``za_start``, ``nbeams``,
+    ``ibeam``, ``nchans``, ``nbits`` optional). Channel ``k`` is at ``fch1 + k * foff``."""
+
+def write_frb_beams(
+    directory: StrPath,
+    header: Mapping[str, Any],
+    codes: npt.NDArray[np.uint8],
+    *,
+    times: int,
+    format: str = "u8",
+) -> List[str]:
+    """One nbits-8 filterbank file per FRB beam (``beam_0000.fil``, ...) from the quantiser's
+    codes, uint8 ``[channels][beams][row_bytes]``; returns the paths."""
+
+def write_delay_beams(
+    directory: StrPath,
+    header: Mapping[str, Any],
+    y: npt.NDArray[np.int8],
+) -> List[str]:
+    """One nbits-32 filterbank file of ``|y|^2`` per delay beam (``beam_0000.fil``, ...)
+    from int8 ``[beams][channels][times][2]``; returns the paths."""
+
+def write_uvh5(
+    path: StrPath,
+    vis: npt.NDArray[Any],
+    *,
+    freq_hz: npt.ArrayLike,
+    channel_width_hz: float,
+    times_jd: npt.ArrayLike,
+    integration_time_s: float,
+    antenna_positions_enu: npt.ArrayLike,
+    flags: Optional[npt.NDArray[np.bool_]] = None,
+    nsamples: Optional[npt.ArrayLike] = None,
+    latitude_deg: float = 49.3207,
+    longitude_deg: float = -119.6237,
+    altitude_m: float = 545.0,
+    telescope_name: str = "CHORD",
+    instrument: str = "radio-kernels",
+    antenna_names: Optional[Sequence[str]] = None,
+    antenna_numbers: Optional[Sequence[int]] = None,
+    lst_rad: Optional[npt.ArrayLike] = None,
+    feed_basis: str = "linear",
+    x_orientation: str = "east",
+    history: str = "",
+) -> None:
+    """Writes a UVH5 file (pyuvdata's HDF5 format). ``vis``: ``[times][channels]
+    [baselines][pols][pols]`` complex128/complex64, or ``[...][2]`` int64/int32 (the
+    correlator's output per integration, stacked), baselines ``b(i, j) = i (i + 1) / 2 + j``,
+    ``i >= j``. Baseline (i, j) is pyuvdata's (ant1 = j, ant2 = i), unconjugated,
+    ``uvw = x_ant2 - x_ant1``. Only in builds with ``HAS_UVH5``."""
+# --- end file writers ---

@@ -6,7 +6,7 @@
 //! (`InvalidConfigError(Error, ValueError)`, `NoGpuError(Error, RuntimeError)`, ...), which
 //! needs multiple inheritance, so they are made at import with `type(name, bases, dict)`
 //! rather than with `create_exception!` (one base only).
-use pyo3::exceptions::{PyException, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -28,6 +28,7 @@ enum Parent {
     Value,
     Runtime,
     Type,
+    Os,
 }
 
 /// The classes, in the order of [`CLASSES`] (a parent comes before its children).
@@ -49,9 +50,10 @@ pub enum Kind {
     Library,
     Dtype,
     Layout,
+    Io,
 }
 
-use Parent::{Exception, Ours, Runtime, Type, Value};
+use Parent::{Exception, Os, Ours, Runtime, Type, Value};
 
 const CLASSES: &[Class] = &[
     Class {
@@ -138,6 +140,12 @@ const CLASSES: &[Class] = &[
         doc: "An array is not C-contiguous, not aligned, or read-only where it is written \
               (checked by the binding).",
     },
+    Class {
+        name: "IoError",
+        parents: &[Ours(Kind::Error), Os],
+        doc: "Reading or writing a file failed (the file writers); `during` names the step and \
+              the file, and the message ends with the operating system's or HDF5's error.",
+    },
 ];
 
 static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
@@ -156,6 +164,7 @@ fn types(py: Python<'_>) -> PyResult<&Vec<Py<PyType>>> {
                     Value => py.get_type::<PyValueError>(),
                     Runtime => py.get_type::<PyRuntimeError>(),
                     Type => py.get_type::<PyTypeError>(),
+                    Os => py.get_type::<PyOSError>(),
                 })
                 .collect::<Vec<_>>();
             let namespace = PyDict::new(py);
@@ -259,6 +268,7 @@ pub fn to_py(py: Python<'_>, error: Error) -> PyErr {
                 ("code", object(py, *code)),
             ],
         ),
+        Error::Io { during, .. } => (Kind::Io, vec![("during", object(py, during.as_str()))]),
         // `Error` is non-exhaustive: a family added later is still an `Error`.
         _ => (Kind::Error, vec![]),
     };

@@ -13,6 +13,9 @@ mod arrays;
 mod baseband;
 mod correlator;
 mod errors;
+// --- file writers (SIGPROC filterbank, UVH5) ---
+mod formats;
+// --- end file writers ---
 mod gpu;
 mod packing;
 mod tied;
@@ -38,5 +41,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     delay::register(module)?;
     frb::register(module)?;
     // --- end pfb, delay, frb ---
+    // --- file writers (SIGPROC filterbank, UVH5) ---
+    formats::register(module)?;
+    // --- end file writers ---
     Ok(())
 }

@@ -150,3 +150,34 @@ def test_non_finite_error_names_the_sample(tmp_path):
     data[2, 3] = np.nan
     with pytest.raises(ValueError, match="not finite"):
         rk.write_filterbank(tmp_path / "nan.fil", full_header(), data)
+
+
+def test_delay_beams_one_file_per_beam_of_power(tmp_path, rng=np.random.default_rng(3)):
+    beams, chans, times = 3, 6, 16
+    y = rng.integers(-128, 128, size=(beams, chans, times, 2), dtype=np.int8)
+    header = {"source_name": "delay", "fch1": 600.0, "foff": 0.4, "tsamp": 2.56e-6, "tstart": 60676.0}
+    paths = rk.write_delay_beams(tmp_path / "delay", header, y)
+    assert [p.split("/")[-1] for p in paths] == [f"beam_{b:04}.fil" for b in range(beams)]
+    power = y[..., 0].astype(np.int64) ** 2 + y[..., 1].astype(np.int64) ** 2  # (b, c, t)
+    for b, path in enumerate(paths):
+        read, samples = read_back(path)
+        assert (read.nbits, read.nchans, read.nsamples, read.ibeam, read.nbeams) == (32, chans, times, b, beams)
+        np.testing.assert_array_equal(samples, power[b].T.astype(np.float32))
+    with pytest.raises(rk.InvalidConfigError, match="ibeam"):
+        rk.write_delay_beams(tmp_path / "bad", {**header, "ibeam": 1}, y)
+
+
+def test_frb_beams_unpack_4_bit_codes(tmp_path):
+    chans, beams, times = 4, 2, 20
+    codes = np.arange(chans * beams * times).reshape(chans, beams, times) % 16  # (f, beta, t)
+    row = 16  # 20 codes of 4 bits = 10 bytes, padded to 16
+    packed = np.zeros((chans, beams, row), np.uint8)
+    packed[:, :, : times // 2] = (codes[:, :, 0::2] | (codes[:, :, 1::2] << 4)).astype(np.uint8)
+    header = {"source_name": "frb", "fch1": 400.0, "foff": 0.1, "tsamp": 1e-3, "tstart": 60676.0}
+    paths = rk.write_frb_beams(tmp_path / "frb", header, packed, times=times, format="u4")
+    for b, path in enumerate(paths):
+        read, samples = read_back(path)
+        assert (read.nbits, read.nchans, read.nsamples, read.ibeam) == (8, chans, times, b)
+        np.testing.assert_array_equal(samples, codes[:, b, :].T)
+    with pytest.raises(rk.ShapeMismatchError):
+        rk.write_frb_beams(tmp_path / "short", header, packed[:, :, :8].copy(), times=times, format="u4")

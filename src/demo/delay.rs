@@ -3,6 +3,7 @@
 //! per beam is one of the science checks.
 use super::chain::{cpu_stage, real_time, sustained_ms, Chain};
 use super::fengine::Channelized;
+use super::files::DelayBeams;
 use super::sky::SAMPLE_RATE;
 use super::{Stage, BEAMS, CHECK_CHANNELS, DEPTH};
 use radio_kernels_host::delay_beamformer::{self as db, Beam, DelayBeamformer, DelayBeamformerConfig, Plan};
@@ -49,9 +50,9 @@ fn steer(chain: &Chain, config: &DelayBeamformerConfig) -> Result<(Vec<Complex<f
 }
 
 /// The delay beamformer on every channel, [`BEAMS`] single-polarisation beams without
-/// dither: the mean power `|y|^2` per beam over the upper three quarters of the band. On the
-/// GPU, the streaming engine, checked on [`CHECK_CHANNELS`] channels within 1 LSB.
-pub(super) fn beamform(chain: &Chain, x: &Channelized) -> Result<(Vec<f64>, Stage)> {
+/// dither ([`power`] gives their mean power). On the GPU, the streaming engine, checked on
+/// [`CHECK_CHANNELS`] channels within 1 LSB.
+pub(super) fn beamform(chain: &Chain, x: &Channelized) -> Result<(DelayBeams, Stage)> {
     let (d_n, n, t_n) = (chain.d_n, chain.n, chain.t_n);
     let beams: Vec<Beam> = (0..BEAMS).map(|_| Beam { pol: 0, dither: false }).collect();
     let config =
@@ -67,7 +68,13 @@ pub(super) fn beamform(chain: &Chain, x: &Channelized) -> Result<(Vec<f64>, Stag
             (db::beamform_reference(&config, &plan, &full, &w, &dl, None)?.output, stage)
         }
     };
-    let power: Vec<f64> = (0..BEAMS)
+    Ok((DelayBeams { config, y: out }, stage))
+}
+
+/// The mean power `|y|^2` per beam over the upper three quarters of the band.
+pub(super) fn power(chain: &Chain, beams: &DelayBeams) -> Vec<f64> {
+    let (n, t_n, config, out) = (chain.n, chain.t_n, &beams.config, &beams.y);
+    (0..BEAMS)
         .map(|beam| {
             let mut sum = 0.0;
             for c in n / 4..n {
@@ -78,8 +85,7 @@ pub(super) fn beamform(chain: &Chain, x: &Channelized) -> Result<(Vec<f64>, Stag
             }
             sum / (3 * n / 4 * t_n) as f64
         })
-        .collect();
-    Ok((power, stage))
+        .collect()
 }
 
 fn beamform_gpu(

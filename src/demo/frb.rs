@@ -5,6 +5,7 @@
 //! chains both with the quantiser from `E` to 8-bit codes ([`stream`]).
 use super::baseband::Int4Voltages;
 use super::chain::{cpu_stage, percent, real_time, relative_l2, sustained_ms, timed, Chain};
+use super::files::FrbCodes;
 use super::sky::{self, LIGHT};
 use super::{Stage, BEAMS, CHECK_CHANNELS, DEPTH, T_DS};
 use half::f16;
@@ -236,23 +237,27 @@ fn resample_gpu(
 }
 
 /// The FRB streaming engine, `E` to quantised beams (u8 codes, scale 1 and offset 0), on the
-/// GPU only: timed in its steady state and checked bit-exact against the second stage's
-/// beams quantised on the CPU. `progress` hears of it when it starts.
+/// GPU: timed in its steady state and checked bit-exact against the second stage's beams
+/// quantised on the CPU; `progress` hears of it when it starts. On the CPU references, the
+/// second stage's beams quantised on the CPU. Returns the codes.
 pub(super) fn stream(
     chain: &Chain,
     e: &Int4Voltages,
     intensity: &Intensity,
     beams: &Beams,
     progress: &dyn Fn(&str),
-) -> Result<Stage> {
+) -> Result<(FrbCodes, Stage)> {
     let (n, tbar) = (chain.n, beams.config.times);
     let codes = QuantizeConfig { channels: n, times: tbar, beams: BEAMS, format: CodeFormat::U8 };
     let shape = format!("E -> I -> {BEAMS} beams -> u8 codes, F={n} x {tbar} samples");
+    let (scale, offset) = (vec![1.0f32; codes.params_len()], vec![0.0f32; codes.params_len()]);
+    // The stage above's beams (f16, exact in f64) quantised on the CPU.
+    let j: Vec<f16> = beams.data.iter().map(|&v| f16::from_f64(v)).collect();
+    let want = quantize_reference(&codes, &j, &scale, &offset)?.output;
     let Some(gpu) = chain.gpu else {
-        return Ok(cpu_stage("FRB engine", shape));
+        return Ok((FrbCodes { config: codes, q: want }, cpu_stage("FRB engine", shape)));
     };
     progress("FRB beamformer (streaming engine)");
-    let (scale, offset) = (vec![1.0f32; codes.params_len()], vec![0.0f32; codes.params_len()]);
     let quantizer = Quantizer::new(gpu, codes)?;
     let first = FrbBeamformer::new(gpu, intensity.config, &intensity.grid, &intensity.weights)?;
     let (theta_dev, theta_prime_dev) = (gpu.upload(&beams.theta)?, gpu.upload(&beams.theta_prime)?);
@@ -275,11 +280,8 @@ pub(super) fn stream(
     let got = engine.output()?.ok_or_else(|| Error::InvalidConfig("no FRB codes".into()))?.beams.to_vec();
     while engine.output()?.is_some() {}
     let ms = sustained_ms(&mut engine)?;
-    // The stage above's beams (f16, exact in f64) quantised on the CPU.
-    let j: Vec<f16> = beams.data.iter().map(|&v| f16::from_f64(v)).collect();
-    let want = quantize_reference(&codes, &j, &scale, &offset)?.output;
     let differ = got.iter().zip(&want).filter(|(a, b)| a != b).count() + got.len().abs_diff(want.len());
-    Ok(Stage {
+    let stage = Stage {
         name: "FRB engine",
         shape,
         ms: Some(ms),
@@ -292,7 +294,8 @@ pub(super) fn stream(
         } else {
             Err(format!("{differ} codes differ"))
         },
-    })
+    };
+    Ok((FrbCodes { config: codes, q: got }, stage))
 }
 
 /// Mean resampled intensity per beam over the upper three quarters of the band.

@@ -17,11 +17,13 @@ mod chain;
 mod delay;
 mod fengine;
 mod figures;
+mod files;
 mod frb;
 mod report;
 mod xengine;
 
 pub use figures::channel_response;
+pub use files::{check_files, EPOCH_MJD};
 pub use report::{image_tolerance, report, science_ok};
 
 use chain::Chain;
@@ -42,6 +44,10 @@ const SUSTAIN_CHUNKS: u64 = 12;
 const SUSTAIN_SECONDS: f64 = 0.3;
 /// Channels each GPU stage is checked on against its CPU reference.
 const CHECK_CHANNELS: u32 = 2;
+/// Why `--uvh5` is refused by a build without the `uvh5` feature.
+pub const UVH5_MISSING: &str = "--uvh5: this radio-kernels was built without the UVH5 writer; build it with \
+     `--features uvh5` (e.g. `cargo run --release --features uvh5 -- demo --uvh5 FILE`), which builds the \
+     HDF5 library from source and needs cmake (`pip install cmake`)";
 /// The most spectra an observation may hold (every stage keeps the whole observation in
 /// host memory, and the CPU references run it all).
 pub const MAX_SPECTRA: u32 = 16384;
@@ -64,6 +70,14 @@ pub struct Options {
     pub out: PathBuf,
     /// Seed of the simulated sky: the sources' noise and the receiver noise.
     pub seed: u64,
+    /// Where to write the correlator's integrated visibilities as a UVH5 file (`None`: not
+    /// written). Needs the cargo feature `uvh5` ([`validate`](Options::validate) refuses it
+    /// otherwise); the contents are described in the `files` module docs.
+    pub uvh5: Option<PathBuf>,
+    /// The folder for the beams as SIGPROC filterbank files, one per beam: the FRB engine's
+    /// quantised beams in `frb/`, the delay beamformer's beam powers in `delay/` (`None`: not
+    /// written).
+    pub filterbank: Option<PathBuf>,
 }
 
 impl Options {
@@ -77,6 +91,8 @@ impl Options {
             sources: 3,
             out: "demo-out".into(),
             seed: 1,
+            uvh5: None,
+            filterbank: None,
         }
     }
     /// The CPU default: the pathfinder, 128 channels, 128 spectra.
@@ -132,6 +148,9 @@ impl Options {
         }
         if !(1..=8).contains(&self.sources) {
             return bad(format!("--sources must be 1..=8, got {}", self.sources));
+        }
+        if self.uvh5.is_some() && !cfg!(feature = "uvh5") {
+            return bad(UVH5_MISSING.into());
         }
         let spectra = self.spectra_per_heap.checked_mul(self.heaps);
         let fits = spectra.is_some_and(|t| (128..=MAX_SPECTRA).contains(&t));
@@ -200,6 +219,9 @@ pub struct Outcome {
     pub beam_power: [Vec<f64>; 3],
     /// The figures written (a figure that failed is logged and left out).
     pub images: Vec<PathBuf>,
+    /// The data files written ([`Options::uvh5`], then the filterbank files of
+    /// [`Options::filterbank`]: FRB beams, then delay beams).
+    pub files: Vec<PathBuf>,
     /// Seconds of sky observed.
     pub duration: f64,
 }
@@ -227,11 +249,15 @@ pub fn stage_count(on_gpu: bool) -> u64 {
 /// Checks `options` and that the output folder is writable ([`check_out`]) before any work.
 /// The stages, in order: the sky and its digitisers, the F-engine, the correlator (and its
 /// dirty image), the baseband beamformer, the FRB beamformer's two kernels and its streaming
-/// engine, the delay beamformer, and the figures.
+/// engine, the delay beamformer, and the figures with the data files asked for
+/// ([`Options::uvh5`], [`Options::filterbank`]; their paths are checked before any work, by
+/// [`check_files`]).
 pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Result<Outcome> {
     options.validate()?;
     check_out(&options.out)
         .map_err(|why| Error::InvalidConfig(format!("the output folder {}: {why}", options.out.display())))?;
+    check_files(options.uvh5.as_deref(), options.filterbank.as_deref())
+        .map_err(|(option, why)| Error::InvalidConfig(format!("{option}: {why}")))?;
     let chain = Chain::new(options, gpu)?;
     let mut stages = Vec::new();
 
@@ -257,16 +283,24 @@ pub fn run(options: &Options, gpu: Option<&Gpu>, progress: &dyn Fn(&str)) -> Res
     let frb_map = frb::map(&chain, &intensity);
     progress("FRB beamformer (resampling to the beams)");
     let beams = row(&mut stages, frb::resample(&chain, &intensity)?);
-    stages.push(frb::stream(&chain, &e, &intensity, &beams, progress)?);
+    let frb_codes = row(&mut stages, frb::stream(&chain, &e, &intensity, &beams, progress)?);
     let frb_power = frb::power(&chain, &beams);
 
     progress("delay beamformer");
-    let delay_power = row(&mut stages, delay::beamform(&chain, &channelized)?);
+    let delay_beams = row(&mut stages, delay::beamform(&chain, &channelized)?);
+    let delay_power = delay::power(&chain, &delay_beams);
 
-    progress(&format!("writing figures to {}", options.out.display()));
+    let writing_files = options.uvh5.is_some() || options.filterbank.is_some();
+    progress(&format!(
+        "writing figures to {}{}",
+        options.out.display(),
+        if writing_files { " and the data files" } else { "" }
+    ));
     let beam_power = [baseband_power, frb_power, delay_power];
     let images = figures::write(&chain, &visibilities, &frb_map, &beam_power)?;
+    let files = files::write(&chain, &visibilities, &frb_codes, &delay_beams)?;
     Ok(Outcome {
+        files,
         stages,
         image_peak,
         frb_peak: frb_map.peak,

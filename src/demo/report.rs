@@ -87,5 +87,11 @@ pub fn report(outcome: &Outcome) -> String {
             let _ = writeln!(out, "  {}", image.display());
         }
     }
+    if !outcome.files.is_empty() {
+        let _ = writeln!(out, "data files:");
+        for file in &outcome.files {
+            let _ = writeln!(out, "  {}", file.display());
+        }
+    }
     out
 }

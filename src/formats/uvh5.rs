@@ -57,9 +57,19 @@
 //!
 //! Integer sums (`Complex<i64>` from the integrating engine, `Complex<i32>` from one launch)
 //! are stored as f64, exact up to `2^53` in magnitude; a larger part is refused
-//! ([`Uvh5Error::NotExact`]) rather than rounded. Float input must be finite. Flags and
+//! ([`Error::InvalidConfig`], its message naming the value and `2^53`) rather than rounded.
+//! Float input must be finite ([`Error::NonFinite`]). Flags and
 //! nsamples are per integration and channel (data lost in the F-engine or the network), the
 //! same for every baseline and polarisation.
+//!
+//! # Errors
+//!
+//! Every call returns the crate's [`Error`], and everything is checked before the file is
+//! created: `InvalidConfig` for metadata out of range (`"UVH5 metadata: ..."`, naming the
+//! field), for an integer part beyond `2^53` and for a negative nsamples; `ShapeMismatch` for
+//! an input of the wrong length; `NonFinite` for a NaN or infinite float (its index); and `Io`
+//! for a failure of the HDF5 library, `during` naming the step and the file ("writing the UVH5
+//! dataset /Data/visdata of out.uvh5"), its source the HDF5 error stack.
 //!
 //! # LST
 //!
@@ -69,9 +79,8 @@
 //! unprojected `phase_center_app_ra` with [`approximate_lst`] (IAU 2006 GMST with UT1 = UTC,
 //! good to about 2 s of time), which `phase` does not use. Pass exact LSTs (for example from
 //! astropy) to write `lst_array` too.
+use crate::{Complex, Error, Result};
 use hdf5::types::FixedAscii;
-use radio_kernels_host::Complex;
-use std::fmt;
 use std::path::Path;
 
 /// Latitude of the nominal CHORD site at the Dominion Radio Astrophysical Observatory (DRAO),
@@ -86,71 +95,15 @@ pub const DRAO_ALTITUDE_M: f64 = 545.0;
 /// Largest magnitude an integer part may have to be stored exactly as f64 (`2^53`).
 pub const EXACT_LIMIT: i64 = 1 << 53;
 
-/// What writing a UVH5 file can fail with.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Uvh5Error {
-    /// The metadata is inconsistent or out of range (the message says which field).
-    InvalidMetadata(String),
-    /// An input slice has the wrong length.
-    ShapeMismatch {
-        /// Which input.
-        what: &'static str,
-        /// Elements expected.
-        expected: usize,
-        /// Elements given.
-        actual: usize,
-    },
-    /// A float input holds a NaN or an infinity (or a negative nsamples).
-    NonFinite {
-        /// Which input.
-        what: &'static str,
-        /// Flat index of the first bad element.
-        index: usize,
-    },
-    /// An integer visibility part exceeds `2^53` in magnitude: f64 would round it.
-    NotExact {
-        /// Flat index (in the input layout) of the first such visibility.
-        index: usize,
-        /// The offending part.
-        value: i64,
-    },
-    /// The HDF5 library failed (creating, writing or closing the file).
-    Hdf5(hdf5::Error),
+/// An HDF5 failure while `during` (a phrase naming the dataset and the file), as the crate's
+/// [`Error::Io`] with the HDF5 error stack as its source.
+fn hdf5_error(during: impl FnOnce() -> String) -> impl FnOnce(hdf5::Error) -> Error {
+    move |e| Error::Io { during: during(), source: std::io::Error::other(e) }
 }
 
-impl fmt::Display for Uvh5Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Uvh5Error::InvalidMetadata(m) => write!(f, "invalid UVH5 metadata: {m}"),
-            Uvh5Error::ShapeMismatch { what, expected, actual } => {
-                write!(f, "{what}: expected {expected} elements, got {actual}")
-            }
-            Uvh5Error::NonFinite { what, index } => {
-                write!(f, "{what}: element {index} is not finite (or is negative)")
-            }
-            Uvh5Error::NotExact { index, value } => write!(
-                f,
-                "visibility {index}: part {value} exceeds 2^53 in magnitude and would be rounded in f64"
-            ),
-            Uvh5Error::Hdf5(e) => write!(f, "HDF5: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for Uvh5Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Uvh5Error::Hdf5(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<hdf5::Error> for Uvh5Error {
-    fn from(e: hdf5::Error) -> Self {
-        Uvh5Error::Hdf5(e)
-    }
+/// `Error::InvalidConfig` for bad metadata, the message prefixed `UVH5 metadata: `.
+fn invalid_metadata(message: String) -> Error {
+    Error::InvalidConfig(format!("UVH5 metadata: {message}"))
 }
 
 /// The feeds of the two correlator polarisations: index 0 is X (R), index 1 is Y (L).
@@ -257,9 +210,10 @@ impl Uvh5Metadata {
         self.times_jd.len() * self.freq_hz.len() * self.baselines() * p * p
     }
 
-    /// Checks every field; returns [`Uvh5Error::InvalidMetadata`] naming the first bad one.
-    pub fn validate(&self) -> Result<(), Uvh5Error> {
-        let bad = |m: String| Err(Uvh5Error::InvalidMetadata(m));
+    /// Checks every field; returns [`Error::InvalidConfig`] (`"UVH5 metadata: ..."`) naming the
+    /// first bad one.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(invalid_metadata(m));
         for (what, s) in [("telescope_name", &self.telescope_name), ("instrument", &self.instrument)] {
             if s.is_empty() || s.len() > 1024 || !s.is_ascii() || s.contains('\0') {
                 return bad(format!("{what} must be 1 ..= 1024 ASCII characters without NUL"));
@@ -459,7 +413,7 @@ pub fn write<T: VisPart>(
     vis: &[Complex<T>],
     flags: Option<&[bool]>,
     nsamples: Option<&[f32]>,
-) -> Result<(), Uvh5Error> {
+) -> Result<()> {
     meta.validate()?;
     let (nt, nf, nb, p) = (meta.times_jd.len(), meta.freq_hz.len(), meta.baselines(), meta.pols as usize);
     let n = meta.stations();
@@ -469,8 +423,14 @@ pub fn write<T: VisPart>(
     }
     if let Some(s) = nsamples {
         check_len("nsamples", nt * nf, s.len())?;
-        if let Some(index) = s.iter().position(|x| !(x.is_finite() && *x >= 0.0)) {
-            return Err(Uvh5Error::NonFinite { what: "nsamples", index });
+        if let Some(index) = s.iter().position(|x| !x.is_finite()) {
+            return Err(Error::NonFinite { what: "nsamples", index });
+        }
+        if let Some(index) = s.iter().position(|x| *x < 0.0) {
+            return Err(Error::InvalidConfig(format!(
+                "UVH5 nsamples[{index}] = {} is negative (the fraction of the integration present)",
+                s[index]
+            )));
         }
     }
     let pols = meta.polarizations();
@@ -493,8 +453,11 @@ pub fn write<T: VisPart>(
                     let v = vis[index];
                     let part = |x: T| {
                         x.to_exact_f64().map_err(|e| match e {
-                            Some(value) => Uvh5Error::NotExact { index, value },
-                            None => Uvh5Error::NonFinite { what: "visibilities", index },
+                            Some(value) => Error::InvalidConfig(format!(
+                                "visibility {index}: part {value} exceeds 2^53 in magnitude and would be \
+                                 rounded in f64"
+                            )),
+                            None => Error::NonFinite { what: "visibilities", index },
                         })
                     };
                     data[out + k] = Complex::new(part(v.re)?, part(v.im)?);
@@ -529,8 +492,18 @@ pub fn write<T: VisPart>(
     };
     let lst_blt: Vec<f64> = lst.iter().flat_map(|&l| std::iter::repeat_n(l, nb)).collect();
 
-    let file = hdf5::File::create(path)?;
-    let h = file.create_group("Header")?;
+    let path = path.as_ref();
+    let file = hdf5::File::create(path).map_err(hdf5_error(|| format!("creating {}", path.display())))?;
+    let group = |parent: &hdf5::Group, name: &str| {
+        parent.create_group(name).map_err(hdf5_error(|| {
+            format!(
+                "creating the UVH5 group {}/{name} of {}",
+                parent.name().trim_end_matches('/'),
+                path.display()
+            )
+        }))
+    };
+    let h = group(&file, "Header")?;
     scalar_str(&h, "version", "1.2")?;
     scalar_str(&h, "telescope_name", &meta.telescope_name)?;
     scalar_str(&h, "telescope_frame", "itrs")?;
@@ -575,7 +548,7 @@ pub fn write<T: VisPart>(
     // The phase-centre catalog of unprojected (drift-scan) data.
     scalar(&h, "Nphase", 1i64)?;
     array(&h, "phase_center_id_array", &[nblts], &vec![0i64; nblts])?;
-    let pc = h.create_group("phase_center_catalog")?.create_group("0")?;
+    let pc = group(&group(&h, "phase_center_catalog")?, "0")?;
     scalar_str(&pc, "cat_name", "unprojected")?;
     scalar_str(&pc, "cat_type", "unprojected")?;
     scalar_str(&pc, "cat_frame", "altaz")?;
@@ -583,7 +556,10 @@ pub fn write<T: VisPart>(
     scalar(&pc, "cat_lat", std::f64::consts::FRAC_PI_2)?;
     scalar_str(&pc, "info_source", "user")?;
     for key in ["cat_epoch", "cat_times", "cat_pm_ra", "cat_pm_dec", "cat_vrad", "cat_dist"] {
-        pc.new_dataset::<f32>().shape(hdf5::Extents::Null).create(key)?;
+        pc.new_dataset::<f32>()
+            .shape(hdf5::Extents::Null)
+            .create(key)
+            .map_err(hdf5_error(|| writing(&pc, key)))?;
     }
     array(&h, "phase_center_app_ra", &[nblts], &lst_blt)?;
     array(&h, "phase_center_app_dec", &[nblts], &vec![meta.latitude_deg.to_radians(); nblts])?;
@@ -595,31 +571,35 @@ pub fn write<T: VisPart>(
     history.push_str(&format!("Written by radio-kernels {} (formats::uvh5).", env!("CARGO_PKG_VERSION")));
     scalar_str(&h, "history", &history)?;
 
-    let d = file.create_group("Data")?;
+    let d = group(&file, "Data")?;
     let shape = [nblts, nf, npol];
     array(&d, "visdata", &shape, &data)?;
     array(&d, "flags", &shape, &flag_out)?;
     array(&d, "nsamples", &shape, &nsmp_out)?;
-    file.close()?;
+    file.close().map_err(hdf5_error(|| format!("closing {}", path.display())))?;
     Ok(())
 }
 
-fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<(), Uvh5Error> {
+fn check_len(what: &'static str, expected: usize, actual: usize) -> Result<()> {
     if expected == actual {
         Ok(())
     } else {
-        Err(Uvh5Error::ShapeMismatch { what, expected, actual })
+        Err(Error::ShapeMismatch { what, expected, actual })
     }
 }
 
-fn scalar<T: hdf5::H5Type>(g: &hdf5::Group, name: &str, value: T) -> Result<(), Uvh5Error> {
-    g.new_dataset::<T>().create(name)?.write_scalar(&value)?;
-    Ok(())
+/// "writing <group>/<name> of <file>", for the `Io` error of a failed dataset.
+fn writing(g: &hdf5::Group, name: &str) -> String {
+    format!("writing the UVH5 dataset {}/{name} of {}", g.name().trim_end_matches('/'), g.filename())
 }
 
-fn array<T: hdf5::H5Type>(g: &hdf5::Group, name: &str, shape: &[usize], data: &[T]) -> Result<(), Uvh5Error> {
-    g.new_dataset::<T>().shape(shape).create(name)?.write_raw(data)?;
-    Ok(())
+fn scalar<T: hdf5::H5Type>(g: &hdf5::Group, name: &str, value: T) -> Result<()> {
+    (|| g.new_dataset::<T>().create(name)?.write_scalar(&value))().map_err(hdf5_error(|| writing(g, name)))
+}
+
+fn array<T: hdf5::H5Type>(g: &hdf5::Group, name: &str, shape: &[usize], data: &[T]) -> Result<()> {
+    (|| g.new_dataset::<T>().shape(shape).create(name)?.write_raw(data))()
+        .map_err(hdf5_error(|| writing(g, name)))
 }
 
 /// Longest string the writer stores (the history included): fixed-length strings are
@@ -629,23 +609,19 @@ pub const MAX_STRING: usize = 65536;
 /// Writes ASCII `values` as fixed-length strings (numpy's `S<len>`, what pyuvdata writes
 /// with `np.bytes_` and decodes on read), `len` the longest value (at least 1), `shape`
 /// `None` for a scalar.
-fn fixed_strings(
-    g: &hdf5::Group,
-    name: &str,
-    shape: Option<&[usize]>,
-    values: &[&str],
-) -> Result<(), Uvh5Error> {
+fn fixed_strings(g: &hdf5::Group, name: &str, shape: Option<&[usize]>, values: &[&str]) -> Result<()> {
     let len = values.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
     if len > MAX_STRING || values.iter().any(|s| !s.is_ascii() || s.contains('\0')) {
-        return Err(Uvh5Error::InvalidMetadata(format!(
+        return Err(invalid_metadata(format!(
             "{name}: strings must be ASCII without NUL, at most {MAX_STRING} bytes"
         )));
     }
     let builder = g.new_dataset_builder().empty_as(hdf5::types::TypeDescriptor::FixedAscii(len));
     let ds = match shape {
-        Some(s) => builder.shape(s).create(name)?,
-        None => builder.create(name)?,
-    };
+        Some(s) => builder.shape(s).create(name),
+        None => builder.create(name),
+    }
+    .map_err(hdf5_error(|| writing(g, name)))?;
     // The memory type is the smallest FixedAscii<N> that holds `len` bytes; HDF5 converts
     // it to the file's S<len> (its soft string conversion, which pads or cuts NULs only).
     macro_rules! write_as {
@@ -655,8 +631,8 @@ fn fixed_strings(
                     .iter()
                     .map(|s| FixedAscii::<$n>::from_ascii(s.as_bytes()))
                     .collect::<Result<_, _>>()
-                    .map_err(|e| Uvh5Error::InvalidMetadata(format!("{name}: {e}")))?;
-                ds.write_raw(&v)?;
+                    .map_err(|e| invalid_metadata(format!("{name}: {e}")))?;
+                ds.write_raw(&v).map_err(hdf5_error(|| writing(g, name)))?;
                 return Ok(());
             }
         )*};
@@ -665,11 +641,11 @@ fn fixed_strings(
     unreachable!("len <= MAX_STRING was checked")
 }
 
-fn scalar_str(g: &hdf5::Group, name: &str, value: &str) -> Result<(), Uvh5Error> {
+fn scalar_str(g: &hdf5::Group, name: &str, value: &str) -> Result<()> {
     fixed_strings(g, name, None, &[value])
 }
 
-fn strings(g: &hdf5::Group, name: &str, values: &[String]) -> Result<(), Uvh5Error> {
+fn strings(g: &hdf5::Group, name: &str, values: &[String]) -> Result<()> {
     let v: Vec<&str> = values.iter().map(|s| s.as_str()).collect();
     fixed_strings(g, name, Some(&[v.len()]), &v)
 }

@@ -21,7 +21,8 @@
 //! conventions of `arrays.rs` (one host copy counted per array moved; device arrays used in
 //! place, their `__cuda_array_interface__` stream synchronised first).
 use crate::arrays::{
-    array_in, array_out, count_copy, cupy_empty, host_in, new_host, shape_text, ArrayIn, ArrayOut, Elem,
+    array_in, array_out, count_copy, cupy_empty, host_in, new_host, shape_text, slot_view, ArrayIn, ArrayOut,
+    Elem,
 };
 use crate::errors::{dtype_error, invalid, layout_error, shape_error, PyResultExt};
 use crate::gpu::PyGpu;
@@ -936,11 +937,56 @@ impl PyDelayStream {
 
 #[pymethods]
 impl PyDelayStream {
-    /// Submits one chunk of x (numpy int8 ``[antennas][channels][times][pols][2]``): copied
-    /// into the next pinned slot, uploaded, beamformed and downloaded. Raises
-    /// :class:`BacklogError` (changing nothing) when every output slot holds an output not
-    /// taken.
-    fn submit(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// The next input slot as a writeable numpy int8 ``[antennas][channels][times][pols][2]``
+    /// view of the engine's pinned memory (waiting for that slot only): fill it in place,
+    /// then :meth:`submit` with no argument. No copy.
+    fn input<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let (ptr, len) = this.with(slf.py(), |s| {
+            let slot = s.input()?;
+            Ok((slot.as_mut_ptr() as usize, 2 * slot.len()))
+        })?;
+        // SAFETY: the pinned slot is allocated with the engine, which `slf` owns, and never
+        // moves; `len` int8 values are the slot's `len / 2` complex int8 values.
+        unsafe { slot_view::<i8>(slf.clone().into_any(), ptr as *mut i8, len, &x_shape(&this.config), true) }
+    }
+    /// The oldest output not yet taken as read-only numpy views of the engine's pinned output
+    /// slot, ``(y, saturated)`` (int8 ``[beams][channels][times][2]``, uint32 ``[beams]``), or
+    /// None: no copy. Valid until the next :meth:`output` or :meth:`output_view`; copy what
+    /// must be kept.
+    #[allow(clippy::type_complexity)]
+    fn output_view<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let this = slf.get();
+        let taken = this.with(slf.py(), |s| {
+            Ok(s.output()?.map(|o| {
+                (
+                    o.beams.as_ptr() as usize,
+                    2 * o.beams.len(),
+                    o.saturated.as_ptr() as usize,
+                    o.saturated.len(),
+                )
+            }))
+        })?;
+        let Some((y, y_len, n, n_len)) = taken else { return Ok(None) };
+        let owner = slf.clone().into_any();
+        let c = &this.config;
+        // SAFETY: as for `input`: the pinned output slot lives, unmoved, with the engine.
+        unsafe {
+            Ok(Some((
+                slot_view::<i8>(owner.clone(), y as *mut i8, y_len, &y_shape(c), false)?,
+                slot_view::<u32>(owner, n as *mut u32, n_len, &[c.beams.len()], false)?,
+            )))
+        }
+    }
+    /// Submits one chunk of x: with ``x`` (numpy int8 ``[antennas][channels][times][pols][2]``)
+    /// a copy of it; without, the slot :meth:`input` returned, filled in place (no copy). The
+    /// chunk is uploaded, beamformed and downloaded. Raises :class:`BacklogError` (changing
+    /// nothing) when every output slot holds an output not taken.
+    #[pyo3(signature = (x = None))]
+    fn submit(&self, py: Python<'_>, x: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let Some(x) = x else {
+            return self.with(py, |s| s.submit());
+        };
         let x = host_in::<i8>(x, "x", &x_shape(&self.config))?;
         let samples: &[Complex<i8>] = bytemuck::cast_slice(x.as_slice()?);
         self.with(py, |s| {

@@ -23,7 +23,7 @@
 //!
 //! Float outputs are checked against the references by relative L2 (``FRB_REL_L2_BOUND``
 //! for the first kernel, ``FFT_REL_L2_BOUND`` for the FFT); the quantiser is exact.
-use crate::arrays::{array_in, count_copy, host_from, host_in, new_host, one_shot, shape_of};
+use crate::arrays::{array_in, count_copy, host_from, host_in, new_host, one_shot, shape_of, slot_view};
 use crate::delay::{dst, np_from_vec, on_device, output, src};
 use crate::errors::{invalid, shape_error, PyResultExt};
 use crate::gpu::PyGpu;
@@ -1036,10 +1036,58 @@ impl PyFrbStream {
 
 #[pymethods]
 impl PyFrbStream {
-    /// Submits one E chunk (numpy uint8 ci4 ``[times][freqs][2][dishes]``). Raises
+    /// The next input slot as a writeable numpy uint8 ci4 ``[times][freqs][2][dishes]`` view
+    /// of the engine's pinned memory (waiting for that slot only): fill it in place, then
+    /// :meth:`submit` with no argument. No copy.
+    fn input<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let this = slf.get();
+        let (ptr, len) = this.with(slf.py(), |s| {
+            let slot = s.input()?;
+            Ok((slot.as_mut_ptr() as usize, slot.len()))
+        })?;
+        // SAFETY: the pinned slot is allocated with the engine, which `slf` owns, and never
+        // moves; `Ci4` is a transparent u8.
+        unsafe { slot_view::<u8>(slf.clone().into_any(), ptr as *mut u8, len, &e_shape(&this.first), true) }
+    }
+    /// The oldest output not yet taken as read-only numpy views of the engine's pinned output
+    /// slot, ``(chunk, codes, saturated)`` (as :meth:`output`), or None: no copy. Valid until
+    /// the next :meth:`output` or :meth:`output_view`; copy what must be kept.
+    #[allow(clippy::type_complexity)]
+    fn output_view<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<Option<(u64, Bound<'py, PyAny>, Bound<'py, PyAny>)>> {
+        let this = slf.get();
+        let taken = this.with(slf.py(), |s| {
+            Ok(s.output()?.map(|o| {
+                (
+                    o.chunk,
+                    o.beams.as_ptr() as usize,
+                    o.beams.len(),
+                    o.saturated.as_ptr() as usize,
+                    o.saturated.len(),
+                )
+            }))
+        })?;
+        let Some((chunk, b, b_len, n, n_len)) = taken else { return Ok(None) };
+        let (owner, q) = (slf.clone().into_any(), &this.output);
+        // SAFETY: as for `input`: the pinned output slot lives, unmoved, with the engine.
+        unsafe {
+            Ok(Some((
+                chunk,
+                slot_view::<u8>(owner.clone(), b as *mut u8, b_len, &q_output_shape(q), false)?,
+                slot_view::<u32>(owner, n as *mut u32, n_len, &q_params_shape(q), false)?,
+            )))
+        }
+    }
+    /// Submits one E chunk: with ``e`` (numpy uint8 ci4 ``[times][freqs][2][dishes]``) a copy
+    /// of it; without, the slot :meth:`input` returned, filled in place (no copy). Raises
     /// :class:`BacklogError` (nothing changed) when every output slot holds an output not
     /// yet taken.
-    fn submit(&self, py: Python<'_>, e: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[pyo3(signature = (e = None))]
+    fn submit(&self, py: Python<'_>, e: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        let Some(e) = e else {
+            return self.with(py, |s| s.submit());
+        };
         let e = host_in::<u8>(e, "e", &e_shape(&self.first))?;
         let samples: &[Ci4] = Ci4::from_bytes(e.as_slice()?);
         self.with(py, |s| {

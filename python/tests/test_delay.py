@@ -231,6 +231,33 @@ def test_stream_equals_one_shot_calls(gpu, rng):
     np.testing.assert_array_equal(stream_state.states(), one_shot_state.states())
 
 
+def test_stream_slot_views_copy_nothing(gpu, rng):
+    config, _, w, d = make(rng, antennas=8, channels=2, times=64, beams=[rk.Beam(0), rk.Beam(1)])
+    bf = rk.DelayBeamformer(gpu, config)
+    steering = bf.upload_steering(w, d)
+    chunks = [rng.integers(-128, 128, config.input_shape, dtype=np.int8) for _ in range(5)]
+    want = [bf.beamform_steered(x, steering) for x in chunks]
+    stream = bf.streaming(steering, depth=3)
+    before = rk._native.host_copy_count()
+    got = []
+    for x in chunks:
+        if stream.pending == 3:
+            y, s = stream.output_view()
+            got.append((np.array(y), np.array(s)))
+        slot = stream.input()
+        assert slot.shape == x.shape and slot.dtype == np.int8
+        slot[...] = x
+        stream.submit()
+    while stream.pending:
+        y, s = stream.output_view()
+        assert not y.flags.writeable
+        got.append((np.array(y), np.array(s)))
+    assert rk._native.host_copy_count() == before
+    for (y, s), (gy, gs) in zip(want, got):
+        np.testing.assert_array_equal(gy, y)
+        np.testing.assert_array_equal(gs, s)
+
+
 def test_cupy_zero_copy(gpu, rng):
     cupy = pytest.importorskip("cupy")
     config, x, w, d = make(rng, antennas=16, channels=2, times=64)

@@ -262,6 +262,32 @@ def test_stream_equals_one_shot_chain(gpu, rng, kind):
     resampler.set_beams(np.zeros((2, 24), np.float32), np.zeros((2, 24), np.float32))
 
 
+def test_stream_slot_views_copy_nothing(gpu, rng):
+    config, first, resampler, quantizer, scale, offset = chain(gpu, rng, "FusedResampler")
+    chunks = [rng.integers(0, 256, config.e_shape, dtype=np.uint8) for _ in range(4)]
+    want = [quantizer.quantize(resampler.resample(first.beamform(e)), scale, offset) for e in chunks]
+    stream = first.streaming(resampler, quantizer, scale, offset, depth=3)
+    before = _native.host_copy_count()
+    got = []
+    for e in chunks:
+        if stream.pending == stream.depth:
+            chunk, codes, saturated = stream.output_view()
+            got.append((chunk, np.array(codes), np.array(saturated)))
+        slot = stream.input()
+        assert slot.shape == e.shape and slot.dtype == np.uint8
+        slot[...] = e
+        stream.submit()
+    while stream.pending:
+        chunk, codes, saturated = stream.output_view()
+        assert not codes.flags.writeable
+        got.append((chunk, np.array(codes), np.array(saturated)))
+    assert _native.host_copy_count() == before
+    for k, ((chunk, codes, saturated), (w_codes, w_saturated)) in enumerate(zip(got, want)):
+        assert chunk == k
+        np.testing.assert_array_equal(codes, w_codes)
+        np.testing.assert_array_equal(saturated, w_saturated)
+
+
 def test_cupy_zero_copy(gpu, rng):
     cupy = pytest.importorskip("cupy")
     config, first, resampler, quantizer, scale, offset = chain(gpu, rng, "FusedResampler")

@@ -325,7 +325,7 @@ pub fn cupy_empty<'py, T: Elem>(
 /// Waits for the work on a stream given by a `__cuda_array_interface__` (a `CUstream`
 /// handle, or 1 and 2 for the legacy and per-thread default streams, which the driver API
 /// takes as the same values).
-fn synchronize_foreign(gpu: &Gpu, stream: usize) -> Result<(), Error> {
+pub fn synchronize_foreign(gpu: &Gpu, stream: usize) -> Result<(), Error> {
     gpu.context().bind_to_thread().during("binding the CUDA context")?;
     // SAFETY: the handle comes from the array's owner, which keeps its stream alive while it
     // exports the array; 1 and 2 are CU_STREAM_LEGACY and CU_STREAM_PER_THREAD.

@@ -16,7 +16,7 @@
 //!   [channels][spectra_per_heap][2]``. Saturation counts uint32 ``[heaps_per_chunk][2]``,
 //!   lost flags bool ``[spectra_per_chunk]`` and ``[heaps_per_chunk]``.
 //! - Weights float32 ``[2 n taps]`` (``w[t + 2n j]``); gains complex64 ``[2][channels]``.
-use crate::arrays::{count_copy, host_in, new_host, Elem};
+use crate::arrays::{array_in, count_copy, host_in, new_host, synchronize_foreign, ArrayIn, Elem};
 use crate::delay::{host_array, np_from_vec};
 use crate::errors::{invalid, PyResultExt};
 use crate::gpu::PyGpu;
@@ -311,11 +311,15 @@ fn chunk_in(
     present: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<u8>, Vec<bool>)> {
     let bytes = host_in::<u8>(samples, "samples", &[2, c.chunk_bytes()])?;
-    let flags = match present {
+    Ok((bytes.as_slice()?.to_vec(), flags_in(c, present)?))
+}
+
+/// A chunk's packet flags (bool ``[2][chunk_packets]``; None: every packet arrived).
+fn flags_in(c: &ChannelizerConfig, present: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<bool>> {
+    Ok(match present {
         Some(p) => host_array::<bool>(p, "present", "bool", &[2, c.chunk_packets()])?.as_slice()?.to_vec(),
         None => vec![true; 2 * c.chunk_packets()],
-    };
-    Ok((bytes.as_slice()?.to_vec(), flags))
+    })
 }
 
 fn gains_in(c: &ChannelizerConfig, gains: &Bound<'_, PyAny>) -> PyResult<Vec<Complex<f32>>> {
@@ -550,9 +554,10 @@ impl PyChannelizer {
         let [a, b] = self.with(py, |c| Ok(*c.delay_models()))?;
         Ok((PyDelayModel { model: a }, PyDelayModel { model: b }))
     }
-    /// Appends one chunk per polarisation (uint8 ``[2][chunk_bytes]``) with its packet flags
-    /// (bool ``[2][chunk_packets]``, None: all arrived) and returns every output chunk now
-    /// complete (a list of :class:`PfbOutputChunk`). A push is checked whole first: an
+    /// Appends one chunk per polarisation (uint8 ``[2][chunk_bytes]``, numpy or a device array
+    /// such as CuPy's, which is copied device to device without passing the host) with its
+    /// packet flags (bool ``[2][chunk_packets]``, None: all arrived) and returns every output
+    /// chunk now complete (a list of :class:`PfbOutputChunk`, downloaded to numpy). A push is checked whole first: an
     /// invalid one (e.g. a delay past ``max_delay``) raises and changes nothing.
     #[pyo3(signature = (samples, present = None))]
     fn push(
@@ -562,8 +567,37 @@ impl PyChannelizer {
         present: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyOutputChunk>> {
         let c = &self.config;
-        let (bytes, flags) = chunk_in(c, samples, present)?;
         let (b, f) = (c.chunk_bytes(), c.chunk_packets());
+        if let ArrayIn::Device(device) = array_in::<u8>(samples, "samples", &[2, b])? {
+            let flags = flags_in(c, present)?;
+            let (address, foreign) = (device.address, device.stream);
+            let inner = &self.inner;
+            let chunks = py
+                .detach(|| -> Result<Vec<OutputChunk>, Error> {
+                    let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+                    let gpu = guard.0.owner().clone();
+                    if let Some(stream) = foreign {
+                        synchronize_foreign(&gpu, stream)?;
+                    }
+                    // SAFETY: `device` (the Python object owning the memory) is alive for the
+                    // whole call; its stream was synchronised above, and the push copies the
+                    // samples on the channelizer's stream before it returns.
+                    let halves = unsafe {
+                        [gpu.wrap_device::<u8>(address, b)?, gpu.wrap_device::<u8>(address + b as u64, b)?]
+                    };
+                    guard.0.get_mut().push_device([&halves[0], &halves[1]], [&flags[..f], &flags[f..]])
+                })
+                .py(py)?;
+            drop(device);
+            return chunks
+                .into_iter()
+                .map(|o| {
+                    count_copy();
+                    owned_chunk(py, c, o)
+                })
+                .collect();
+        }
+        let (bytes, flags) = chunk_in(c, samples, present)?;
         let chunks = self.with(py, |ch| ch.push([&bytes[..b], &bytes[b..]], [&flags[..f], &flags[f..]]))?;
         count_copy();
         chunks

@@ -215,3 +215,29 @@ def test_stream_equals_push(gpu, rng):
         np.testing.assert_array_equal(a.saturated, b.saturated)
         np.testing.assert_array_equal(a.lost_spectra, b.lost_spectra)
         np.testing.assert_array_equal(a.lost_heaps, b.lost_heaps)
+
+
+def test_push_takes_device_arrays_without_a_host_copy(gpu, rng):
+    cupy = pytest.importorskip("cupy")
+    config = tiny()
+    samples = rng.integers(-128, 128, (2, 4096), dtype=np.int32)
+    present = rng.random((8, 2, config.chunk_packets)) > 0.1
+    on_host, on_device = rk.Channelizer(gpu, config), rk.Channelizer(gpu, config)
+    for ch in (on_host, on_device):
+        ch.set_delay_model(0, rk.DelayModel(delay=1.5))
+    want, got = [], []
+    with cupy.cuda.Device(gpu.ordinal):
+        for k, chunk in enumerate(stream_chunks(config, samples)):
+            want += on_host.push(chunk, present[k])
+            device_chunk = cupy.asarray(chunk)
+            before = _native.host_copy_count()
+            out = on_device.push(device_chunk, present[k])
+            # Only the completed outputs come to the host; the samples never do.
+            assert _native.host_copy_count() - before == len(out)
+            got += out
+    assert len(want) == len(got) >= 2
+    for a, b in zip(want, got):
+        assert a.first_spectrum == b.first_spectrum
+        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_array_equal(a.saturated, b.saturated)
+        np.testing.assert_array_equal(a.lost_spectra, b.lost_spectra)

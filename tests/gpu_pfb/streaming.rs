@@ -563,3 +563,40 @@ fn caller_streams_and_engine_setup_errors() {
         assert_eq!(got, pushed(&mut reference, &bytes, &flags, &changes));
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn push_device_gives_the_bytes_of_push() {
+    let (gpu, mut rng) = (gpu(), rng());
+    for channels in [256u32, 1024] {
+        let config = ChannelizerConfig { max_delay: 3000, ..ChannelizerConfig::new(channels) };
+        config.validate().unwrap();
+        let span = 2 * channels as usize * config.spectra_per_chunk() as usize;
+        let chunks = (3 * span + config.window() as usize).div_ceil(config.chunk_samples as usize) + 2;
+        let (bytes, mut flags) = random_chunks(&config, chunks, 30, &mut rng);
+        flags[1][chunks / 2][0] = false;
+        let changes = random_changes(&config, chunks, &mut rng);
+        for path in paths(&gpu, &config) {
+            let mut host = on_path(&gpu, config.clone(), path).unwrap();
+            host.poison_before_runs(Some(POISON));
+            let want = pushed(&mut host, &bytes, &flags, &changes);
+            assert!(want.len() >= 2, "the stream completed {} chunks", want.len());
+            let mut device = on_path(&gpu, config.clone(), path).unwrap();
+            device.poison_before_runs(Some(POISON));
+            let mut got = Vec::new();
+            for k in 0..chunks {
+                apply(&mut device, &changes[k]);
+                let on_gpu = [gpu.upload(&bytes[0][k]).unwrap(), gpu.upload(&bytes[1][k]).unwrap()];
+                got.extend(
+                    device.push_device([&on_gpu[0], &on_gpu[1]], [&flags[0][k], &flags[1][k]]).unwrap(),
+                );
+            }
+            assert_eq!(got, want, "n = {channels}, {path:?}");
+            // A chunk of the wrong length changes nothing.
+            let short = gpu.upload(&bytes[0][0][1..]).unwrap();
+            let full = gpu.upload(&bytes[1][0]).unwrap();
+            let present = [&flags[0][0][..], &flags[1][0][..]];
+            assert!(matches!(device.push_device([&short, &full], present), Err(Error::ShapeMismatch { .. })));
+        }
+    }
+}

@@ -18,6 +18,14 @@ pub struct OutputChunk {
     pub lost_heaps: Vec<bool>,
 }
 
+/// Where a pushed chunk's samples are: host memory (copied in) or device memory of the
+/// channelizer's GPU (copied device to device).
+#[derive(Clone, Copy)]
+pub(crate) enum ChunkSource<'a> {
+    Host([&'a [u8]; 2]),
+    Device([&'a DeviceBuffer<u8>; 2]),
+}
+
 /// What a checked push (or submit) will do: the kept input's base once room is made for the
 /// chunk, and the number of output chunks it completes, whose schedules are the first
 /// `complete` of the channelizer's schedule pool, followed by the pending chunk's.
@@ -306,7 +314,35 @@ impl<'g> Channelizer<'g> {
         }
         self.check_flags(present)?;
         let plan = self.plan()?;
-        let result = self.execute_push(&plan, chunk, present);
+        let result = self.execute_push(&plan, ChunkSource::Host(chunk), present);
+        self.fail(result)
+    }
+
+    /// [`push`](Self::push) with the chunk in device memory of this GPU (`chunk_bytes()` bytes
+    /// per polarisation, e.g. another library's buffers joined with
+    /// [`Gpu::wrap_device`](crate::Gpu::wrap_device)): copied device to device on the
+    /// channelizer's stream, after the buffers' pending writes, and checked and applied as
+    /// `push` is. The outputs are the same bytes as `push` of the same samples.
+    pub fn push_device(
+        &mut self,
+        chunk: [&DeviceBuffer<u8>; 2],
+        present: [&[bool]; 2],
+    ) -> Result<Vec<OutputChunk>> {
+        self.check_usable()?;
+        let expected = self.config.chunk_bytes();
+        for bytes in chunk {
+            self.gpu.check_owner(bytes, "PFB input chunk")?;
+            if bytes.len() != expected {
+                return Err(Error::ShapeMismatch {
+                    what: "PFB input chunk (bytes)",
+                    expected,
+                    actual: bytes.len(),
+                });
+            }
+        }
+        self.check_flags(present)?;
+        let plan = self.plan()?;
+        let result = self.execute_push(&plan, ChunkSource::Device(chunk), present);
         self.fail(result)
     }
 
@@ -400,16 +436,23 @@ impl<'g> Channelizer<'g> {
     pub(super) fn execute_push(
         &mut self,
         plan: &PushPlan,
-        chunk: [&[u8]; 2],
+        chunk: ChunkSource<'_>,
         present: [&[bool]; 2],
     ) -> Result<Vec<OutputChunk>> {
         let stream = self.stream.clone();
         self.move_kept_input(plan.base, &stream)?;
         let at = self.append_at();
         let bytes = self.config.chunk_bytes();
-        for (pol, data) in chunk.iter().enumerate() {
+        for pol in 0..2 {
             let mut view = self.inputs[pol].arg_mut().slice_mut(4 * at..4 * at + bytes);
-            stream.memcpy_htod(*data, &mut view).during("copying an input chunk to the device")?;
+            match chunk {
+                ChunkSource::Host(data) => {
+                    stream.memcpy_htod(data[pol], &mut view).during("copying an input chunk to the device")?
+                }
+                ChunkSource::Device(data) => stream
+                    .memcpy_dtod(data[pol].raw(), &mut view)
+                    .during("copying an input chunk on the device")?,
+            }
         }
         self.append_flags(present);
         let mut out = Vec::with_capacity(plan.complete);

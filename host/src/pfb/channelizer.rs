@@ -301,21 +301,7 @@ impl<'g> Channelizer<'g> {
     /// [`failure`](Self::failure)d, refusing further pushes with [`Error::StreamBroken`] until
     /// [`reset`](Self::reset).
     pub fn push(&mut self, chunk: [&[u8]; 2], present: [&[bool]; 2]) -> Result<Vec<OutputChunk>> {
-        self.check_usable()?;
-        let expected = self.config.chunk_bytes();
-        for bytes in chunk {
-            if bytes.len() != expected {
-                return Err(Error::ShapeMismatch {
-                    what: "PFB input chunk (bytes)",
-                    expected,
-                    actual: bytes.len(),
-                });
-            }
-        }
-        self.check_flags(present)?;
-        let plan = self.plan()?;
-        let result = self.execute_push(&plan, ChunkSource::Host(chunk), present);
-        self.fail(result)
+        self.checked_push(ChunkSource::Host(chunk), present)
     }
 
     /// [`push`](Self::push) with the chunk in device memory of this GPU (`chunk_bytes()` bytes
@@ -328,21 +314,28 @@ impl<'g> Channelizer<'g> {
         chunk: [&DeviceBuffer<u8>; 2],
         present: [&[bool]; 2],
     ) -> Result<Vec<OutputChunk>> {
-        self.check_usable()?;
-        let expected = self.config.chunk_bytes();
         for bytes in chunk {
             self.gpu.check_owner(bytes, "PFB input chunk")?;
-            if bytes.len() != expected {
-                return Err(Error::ShapeMismatch {
-                    what: "PFB input chunk (bytes)",
-                    expected,
-                    actual: bytes.len(),
-                });
-            }
+        }
+        self.checked_push(ChunkSource::Device(chunk), present)
+    }
+
+    /// [`push`](Self::push) and [`push_device`](Self::push_device) after their own checks: the
+    /// stream is usable, each polarisation's chunk has `chunk_bytes()` bytes and its flags
+    /// `chunk_packets()` entries, and the plan is valid; then the push.
+    fn checked_push(&mut self, chunk: ChunkSource<'_>, present: [&[bool]; 2]) -> Result<Vec<OutputChunk>> {
+        self.check_usable()?;
+        let expected = self.config.chunk_bytes();
+        let lengths = match chunk {
+            ChunkSource::Host(c) => [c[0].len(), c[1].len()],
+            ChunkSource::Device(c) => [c[0].len(), c[1].len()],
+        };
+        if let Some(&actual) = lengths.iter().find(|&&len| len != expected) {
+            return Err(Error::ShapeMismatch { what: "PFB input chunk (bytes)", expected, actual });
         }
         self.check_flags(present)?;
         let plan = self.plan()?;
-        let result = self.execute_push(&plan, ChunkSource::Device(chunk), present);
+        let result = self.execute_push(&plan, chunk, present);
         self.fail(result)
     }
 

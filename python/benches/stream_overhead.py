@@ -2,7 +2,8 @@
 
 Runs the baseband beamformer (full CHORD), the correlator's integration (N=512 P=2 C=16
 T=8192 int8, 64 chunks per integration), the delay beamformer (64 antennas, 512 channels,
-8 dithered beams) and the FRB engine (full CHORD to 5760 beams) from Python with the zero-copy slot views
+8 dithered beams), the FRB engine (full CHORD to 5760 beams) and the F-engine (n = 1024 and
+32768, 2^24 samples per polarisation per chunk) from Python with the zero-copy slot views
 (``input()`` / ``submit()`` / ``output_view()``), the way a pipeline would, and prints the
 sustained time per chunk; compare with ``radio-kernels stream --engine E`` run in the same session (BENCHMARKS.md, "Python"). Medians of
 ``--rounds`` rounds of ``--chunks`` chunks each, after ``--warmup`` chunks.
@@ -107,6 +108,39 @@ def frb(gpu, args):
     return "frb full CHORD D=512 24x24 F=256 T=1920 T_ds=40 -> 5760 beams u8", times, 1920 * 27.30667e-6
 
 
+def pfb(channels):
+    def bench(gpu, args):
+        heap = 2 * channels * 256
+        config = rk.ChannelizerConfig(
+            channels, taps=16, bits=10, spectra_per_heap=256, heaps_per_chunk=(1 << 24) // heap,
+            chunk_samples=1 << 24, output="ci8",
+        )
+        rng = np.random.default_rng(5)
+        stream = rk.Channelizer(gpu, config).streaming(depth=3)
+        for pol in stream.input():
+            pol[...] = rng.integers(0, 256, pol.shape, dtype=np.uint8)
+
+        def take(s):
+            s.output_view()
+
+        def run_pfb(chunks):
+            start = time.perf_counter()
+            for _ in range(chunks):
+                while stream.free_outputs < stream.max_outputs_per_submit:
+                    take(stream)
+                stream.input()  # the pinned slots; a pipeline would fill them in place here
+                stream.submit()
+            while stream.pending:
+                take(stream)
+            return (time.perf_counter() - start) / chunks
+
+        run_pfb(args.warmup)
+        times = [run_pfb(args.chunks) for _ in range(args.rounds)]
+        return f"pfb n={channels} T=16 10-bit int8, 2^24 samples/pol per chunk", times, (1 << 24) / 1.712e9
+
+    return bench
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=32)
@@ -115,7 +149,7 @@ def main():
     args = parser.parse_args()
     gpu = rk.open()
     print(f"Python streaming on {gpu.name}, radio_kernels {rk.__version__ if hasattr(rk, '__version__') else ''}")
-    for bench in (baseband, correlator, delay, frb):
+    for bench in (baseband, correlator, delay, frb, pfb(1024), pfb(32768)):
         name, times, real = bench(gpu, args)
         ms = [1e3 * t for t in times]
         line = f"  {name}: {statistics.median(ms):.3f} ms per chunk (rounds {min(ms):.3f}-{max(ms):.3f})"

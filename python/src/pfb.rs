@@ -16,7 +16,7 @@
 //!   [channels][spectra_per_heap][2]``. Saturation counts uint32 ``[heaps_per_chunk][2]``,
 //!   lost flags bool ``[spectra_per_chunk]`` and ``[heaps_per_chunk]``.
 //! - Weights float32 ``[2 n taps]`` (``w[t + 2n j]``); gains complex64 ``[2][channels]``.
-use crate::arrays::{array_in, count_copy, host_in, new_host, synchronize_foreign, ArrayIn, Elem};
+use crate::arrays::{array_in, count_copy, host_in, new_host, slot_view, synchronize_foreign, ArrayIn, Elem};
 use crate::delay::{host_array, np_from_vec};
 use crate::errors::{invalid, PyResultExt};
 use crate::gpu::PyGpu;
@@ -680,18 +680,31 @@ impl PyChannelizerStream {
 
 #[pymethods]
 impl PyChannelizerStream {
-    /// Submits one chunk (uint8 ``[2][chunk_bytes]``, flags bool ``[2][chunk_packets]`` or
-    /// None): copied into the next pinned slot and enqueued. Checked whole first as
-    /// :meth:`Channelizer.push`; :class:`BacklogError` (nothing changed) when the output
-    /// slots it needs hold outputs not yet taken.
-    #[pyo3(signature = (samples, present = None))]
+    /// Submits one chunk: with ``samples`` (uint8 ``[2][chunk_bytes]``) a copy of them into
+    /// the next pinned slot; without, the slot :meth:`input` returned, filled in place (no
+    /// copy). ``present``: its packet flags (bool ``[2][chunk_packets]``, None: all arrived).
+    /// Checked whole first as :meth:`Channelizer.push`; :class:`BacklogError` (nothing
+    /// changed) when the output slots it needs hold outputs not yet taken.
+    #[pyo3(signature = (samples = None, present = None))]
     fn submit(
         &self,
         py: Python<'_>,
-        samples: &Bound<'_, PyAny>,
+        samples: Option<&Bound<'_, PyAny>>,
         present: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let c = &self.config;
+        let Some(samples) = samples else {
+            // The samples are in the slot `input()` returned; only the flags are copied.
+            let flags = flags_in(c, present)?;
+            let f = c.chunk_packets();
+            return self.with(py, |s| {
+                let input = s.input()?;
+                for (pol, slot) in input.present.into_iter().enumerate() {
+                    slot.copy_from_slice(&flags[pol * f..(pol + 1) * f]);
+                }
+                s.submit()
+            });
+        };
         let bytes = host_in::<u8>(samples, "samples", &[2, c.chunk_bytes()])?;
         let bytes = bytes.as_slice()?;
         let flags = match present {
@@ -717,6 +730,58 @@ impl PyChannelizerStream {
         })?;
         count_copy();
         Ok(())
+    }
+    /// The next input slot as two writeable numpy uint8 ``[chunk_bytes]`` views of the
+    /// engine's pinned memory, one per polarisation (waiting for that slot only): fill them in
+    /// place (e.g. ``sock.recv_into(views[0])``), then :meth:`submit` without samples. No copy.
+    fn input<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        let this = slf.get();
+        let slots = this.with(slf.py(), |s| {
+            let input = s.input()?;
+            Ok(input.samples.map(|pol| (pol.as_mut_ptr() as usize, pol.len())))
+        })?;
+        let (owner, b) = (slf.clone().into_any(), this.config.chunk_bytes());
+        // SAFETY: the pinned sample slots are allocated with the engine, which `slf` owns, and
+        // never move.
+        unsafe {
+            Ok((
+                slot_view::<u8>(owner.clone(), slots[0].0 as *mut u8, slots[0].1, &[b], true)?,
+                slot_view::<u8>(owner, slots[1].0 as *mut u8, slots[1].1, &[b], true)?,
+            ))
+        }
+    }
+    /// The oldest output chunk not yet taken, its ``data`` a read-only numpy view of the
+    /// engine's pinned output slot (no copy; the small flag and count arrays are copies), or
+    /// None. The view is valid until the next :meth:`output` or :meth:`output_view`; copy
+    /// what must be kept. :meth:`output` returns a copy instead.
+    fn output_view<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<PyOutputChunk>> {
+        let (this, py) = (slf.get(), slf.py());
+        let c = &this.config;
+        let taken = this.with(py, |s| {
+            Ok(s.output()?.map(|o| {
+                let data = (o.data.as_ptr() as usize, o.data.len());
+                (o.first_spectrum, data, o.saturated.to_vec(), o.lost_spectra.to_vec(), o.lost_heaps.to_vec())
+            }))
+        })?;
+        let Some((first, (ptr, len), saturated, lost_spectra, lost_heaps)) = taken else {
+            return Ok(None);
+        };
+        let (owner, shape, heaps) = (slf.clone().into_any(), output_shape(c), c.heaps_per_chunk as usize);
+        // SAFETY: as for `input`: the pinned output slot lives, unmoved, with the engine.
+        let data = unsafe {
+            match c.output {
+                OutputFormat::Ci4 => slot_view::<u8>(owner, ptr as *mut u8, len, &shape, false)?,
+                _ => slot_view::<i8>(owner, ptr as *mut i8, len, &shape, false)?,
+            }
+        };
+        Ok(Some(PyOutputChunk {
+            first_spectrum: first,
+            data: data.unbind(),
+            saturated: np_from_vec(py, saturated, &[heaps, 2])?.unbind(),
+            lost_spectra: np_from_vec(py, lost_spectra, &[c.spectra_per_chunk() as usize])?.unbind(),
+            lost_heaps: np_from_vec(py, lost_heaps, &[heaps])?.unbind(),
+            values: None,
+        }))
     }
     /// The oldest output chunk not yet taken (:class:`PfbOutputChunk`), or None.
     fn output(&self, py: Python<'_>) -> PyResult<Option<PyOutputChunk>> {

@@ -241,3 +241,35 @@ def test_push_takes_device_arrays_without_a_host_copy(gpu, rng):
         np.testing.assert_array_equal(a.data, b.data)
         np.testing.assert_array_equal(a.saturated, b.saturated)
         np.testing.assert_array_equal(a.lost_spectra, b.lost_spectra)
+
+
+def test_stream_slot_views_copy_nothing(gpu, rng):
+    config = tiny(heaps_per_chunk=2)
+    samples = rng.integers(-128, 128, (2, 8192), dtype=np.int32)
+    present = rng.random((16, 2, config.chunk_packets)) > 0.1
+    ch = rk.Channelizer(gpu, config)
+    ch.set_delay_model(0, rk.DelayModel(delay=2.5))
+    stream = ch.streaming(depth=3)
+    pushed, streamed = [], []
+    before = _native.host_copy_count()
+    for k, chunk in enumerate(stream_chunks(config, samples)):
+        pushed += ch.push(chunk, present[k])
+        while stream.free_outputs < stream.max_outputs_per_submit:
+            out = stream.output_view()
+            assert not out.data.flags.writeable
+            streamed.append((out.first_spectrum, np.array(out.data), out.lost_spectra.copy()))
+        views = stream.input()
+        for pol in range(2):
+            assert views[pol].shape == (config.chunk_bytes,) and views[pol].flags.writeable
+            views[pol][...] = chunk[pol]
+        stream.submit(present=present[k])
+    while stream.pending:
+        out = stream.output_view()
+        streamed.append((out.first_spectrum, np.array(out.data), out.lost_spectra.copy()))
+    # Only the one-shot pushes copied (their chunk in, their outputs out).
+    assert _native.host_copy_count() - before == len(list(stream_chunks(config, samples))) + len(pushed)
+    assert len(pushed) == len(streamed) > 0
+    for a, (first, data, lost) in zip(pushed, streamed):
+        assert a.first_spectrum == first
+        np.testing.assert_array_equal(a.data, data)
+        np.testing.assert_array_equal(a.lost_spectra, lost)

@@ -316,6 +316,11 @@ impl<T: Pod> InputRing<T> {
     pub fn device(&self, slot: usize) -> &DeviceBuffer<T> {
         &self.device[slot % self.depth()]
     }
+    /// Starts over at slot 0, keeping the slots (their memory, and any view of it, stays
+    /// valid): for an engine's `reset`, after its lanes are synchronised.
+    pub(crate) fn restart(&mut self) {
+        self.uploaded = 0;
+    }
     /// Enqueues the upload of the next slot's pinned memory on `lanes.upload()`; returns the
     /// device buffer the chunk lands in, for the compute lane (which waits for the copy).
     pub fn upload(&mut self, lanes: &Lanes) -> Result<&DeviceBuffer<T>> {
@@ -441,6 +446,11 @@ impl<T: Pod> OutputRing<T> {
         self.host[slot].copy_from(lanes.download(), &self.device[slot])?;
         self.written += 1;
         Ok(())
+    }
+    /// Drops every output not yet taken and starts over at slot 0, keeping the slots (their
+    /// memory stays valid): for an engine's `reset`, after its lanes are synchronised.
+    pub(crate) fn restart(&mut self) {
+        (self.written, self.taken) = (0, 0);
     }
     /// The oldest output not yet taken, once downloaded; `None` when none is pending. Its
     /// slot is free for reuse once the borrow ends.

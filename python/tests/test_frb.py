@@ -288,6 +288,24 @@ def test_stream_slot_views_copy_nothing(gpu, rng):
         np.testing.assert_array_equal(saturated, w_saturated)
 
 
+def test_stream_reset_keeps_slot_views_valid(gpu, rng):
+    config, first, resampler, quantizer, scale, offset = chain(gpu, rng, "FusedResampler")
+    e = rng.integers(0, 256, config.e_shape, dtype=np.uint8)
+    want = quantizer.quantize(resampler.resample(first.beamform(e)), scale, offset)
+    stream = first.streaming(resampler, quantizer, scale, offset, depth=2)
+    view = stream.input()  # slot 0
+    view[...] = 0
+    stream.submit()
+    stream.reset()  # keeps the engine's pinned slots: `view` is still slot 0's memory
+    assert stream.pending == 0
+    view[...] = e
+    stream.submit()  # chunk 0 again, from slot 0
+    chunk, codes, saturated = stream.output()
+    assert chunk == 0
+    np.testing.assert_array_equal(codes, want[0])
+    np.testing.assert_array_equal(saturated, want[1])
+
+
 def test_cupy_zero_copy(gpu, rng):
     cupy = pytest.importorskip("cupy")
     config, first, resampler, quantizer, scale, offset = chain(gpu, rng, "FusedResampler")

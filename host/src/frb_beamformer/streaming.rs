@@ -387,15 +387,14 @@ impl<'r, 'g> FrbStream<'r, 'g> {
     }
 
     /// Waits for the engine's work, drops every output not yet taken and starts a new stream
-    /// (chunk 0 next, empty input slots): after [`Error::StreamBroken`], or to start over.
-    /// Allocates new rings (not for the hot path).
+    /// (chunk 0 next, into the first input slot): after [`Error::StreamBroken`], or to start
+    /// over. The rings are kept, so memory handed out from them (e.g. the Python binding's
+    /// views of the pinned slots) stays valid.
     pub fn reset(&mut self) -> Result<()> {
         self.lanes.synchronize()?;
-        let gpu = self.first.gpu();
-        let (depth, q) = (self.input.depth(), *self.quantizer.config());
-        self.input = InputRing::new(gpu, depth, self.first.config().e_len())?;
-        self.codes = OutputRing::new(gpu, depth, q.output_len(), "FRB stream's quantised beams")?;
-        self.counts = OutputRing::new(gpu, depth, q.params_len(), "FRB stream's clip counts")?;
+        self.input.restart();
+        self.codes.restart();
+        self.counts.restart();
         self.taken = 0;
         self.broken = None;
         Ok(())

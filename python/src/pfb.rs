@@ -283,12 +283,26 @@ fn chunk_to_py(
     lost_spectra: Vec<bool>,
     lost_heaps: Vec<bool>,
 ) -> PyResult<PyOutputChunk> {
-    let heaps = c.heaps_per_chunk as usize;
     let shape = output_shape(c);
     let data = match c.output {
         OutputFormat::Ci4 => crate::arrays::host_from::<u8, u8>(py, data, &shape)?,
         _ => crate::arrays::host_from::<i8, u8>(py, data, &shape)?,
     };
+    chunk_with_data(py, c, first_spectrum, data, saturated, lost_spectra, lost_heaps)
+}
+
+/// An output chunk whose `data` array (the configured dtype and `output_shape`) is already
+/// made: a copy, or a view of a stream's pinned slot.
+fn chunk_with_data(
+    py: Python<'_>,
+    c: &ChannelizerConfig,
+    first_spectrum: i64,
+    data: Bound<'_, PyAny>,
+    saturated: Vec<u32>,
+    lost_spectra: Vec<bool>,
+    lost_heaps: Vec<bool>,
+) -> PyResult<PyOutputChunk> {
+    let heaps = c.heaps_per_chunk as usize;
     Ok(PyOutputChunk {
         first_spectrum,
         data: data.unbind(),
@@ -766,7 +780,7 @@ impl PyChannelizerStream {
         let Some((first, (ptr, len), saturated, lost_spectra, lost_heaps)) = taken else {
             return Ok(None);
         };
-        let (owner, shape, heaps) = (slf.clone().into_any(), output_shape(c), c.heaps_per_chunk as usize);
+        let (owner, shape) = (slf.clone().into_any(), output_shape(c));
         // SAFETY: as for `input`: the pinned output slot lives, unmoved, with the engine.
         let data = unsafe {
             match c.output {
@@ -774,14 +788,7 @@ impl PyChannelizerStream {
                 _ => slot_view::<i8>(owner, ptr as *mut i8, len, &shape, false)?,
             }
         };
-        Ok(Some(PyOutputChunk {
-            first_spectrum: first,
-            data: data.unbind(),
-            saturated: np_from_vec(py, saturated, &[heaps, 2])?.unbind(),
-            lost_spectra: np_from_vec(py, lost_spectra, &[c.spectra_per_chunk() as usize])?.unbind(),
-            lost_heaps: np_from_vec(py, lost_heaps, &[heaps])?.unbind(),
-            values: None,
-        }))
+        chunk_with_data(py, c, first, data, saturated, lost_spectra, lost_heaps).map(Some)
     }
     /// The oldest output chunk not yet taken (:class:`PfbOutputChunk`), or None.
     fn output(&self, py: Python<'_>) -> PyResult<Option<PyOutputChunk>> {
@@ -789,8 +796,19 @@ impl PyChannelizerStream {
         if self.with(py, |s| Ok(s.pending()))? == 0 {
             return Ok(None);
         }
-        let mut data = new_host::<u8>(py, &[c.output_bytes()])?;
-        let host: &mut [u8] = data.as_slice_mut()?;
+        // One copy, from the pinned slot straight into the returned array.
+        let shape = output_shape(c);
+        let (mut ci4, mut ci8);
+        let (data, host): (Bound<'_, PyAny>, &mut [u8]) = match c.output {
+            OutputFormat::Ci4 => {
+                ci4 = new_host::<u8>(py, &shape)?;
+                (ci4.as_any().clone(), ci4.as_slice_mut()?)
+            }
+            _ => {
+                ci8 = new_host::<i8>(py, &shape)?;
+                (ci8.as_any().clone(), bytemuck::cast_slice_mut(ci8.as_slice_mut()?))
+            }
+        };
         let taken = self.with(py, move |s| {
             Ok(s.output()?.map(|o| {
                 host.copy_from_slice(o.data);
@@ -801,8 +819,7 @@ impl PyChannelizerStream {
             return Ok(None);
         };
         count_copy();
-        let data = data.as_slice()?.to_vec();
-        Ok(Some(chunk_to_py(py, c, first, &data, saturated, lost_spectra, lost_heaps)?))
+        chunk_with_data(py, c, first, data, saturated, lost_spectra, lost_heaps).map(Some)
     }
     /// Sets the gains (complex64 ``[2][channels]``) from the next output chunk computed.
     fn set_gains(&self, py: Python<'_>, gains: &Bound<'_, PyAny>) -> PyResult<()> {

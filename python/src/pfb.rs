@@ -317,17 +317,6 @@ fn owned_chunk(py: Python<'_>, c: &ChannelizerConfig, o: OutputChunk) -> PyResul
     chunk_to_py(py, c, o.first_spectrum, &o.data, o.saturated, o.lost_spectra, o.lost_heaps)
 }
 
-/// A pushed chunk (uint8 ``[2][chunk_bytes]``) and its flags (bool ``[2][chunk_packets]``,
-/// or None: every packet arrived).
-fn chunk_in(
-    c: &ChannelizerConfig,
-    samples: &Bound<'_, PyAny>,
-    present: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Vec<u8>, Vec<bool>)> {
-    let bytes = host_in::<u8>(samples, "samples", &[2, c.chunk_bytes()])?;
-    Ok((bytes.as_slice()?.to_vec(), flags_in(c, present)?))
-}
-
 /// A chunk's packet flags (bool ``[2][chunk_packets]``; None: every packet arrived).
 fn flags_in(c: &ChannelizerConfig, present: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<bool>> {
     Ok(match present {
@@ -582,12 +571,21 @@ impl PyChannelizer {
     ) -> PyResult<Vec<PyOutputChunk>> {
         let c = &self.config;
         let (b, f) = (c.chunk_bytes(), c.chunk_packets());
-        if let ArrayIn::Device(device) = array_in::<u8>(samples, "samples", &[2, b])? {
-            let flags = flags_in(c, present)?;
-            let (address, foreign) = (device.address, device.stream);
-            let inner = &self.inner;
-            let chunks = py
-                .detach(|| -> Result<Vec<OutputChunk>, Error> {
+        let array = array_in::<u8>(samples, "samples", &[2, b])?;
+        let flags = flags_in(c, present)?;
+        let flags = [&flags[..f], &flags[f..]];
+        let chunks = match &array {
+            ArrayIn::Host(host) => {
+                // Read in place: the push uploads straight from the numpy array.
+                let bytes = host.as_slice()?;
+                let chunks = self.with(py, |ch| ch.push([&bytes[..b], &bytes[b..]], flags))?;
+                count_copy();
+                chunks
+            }
+            ArrayIn::Device(device) => {
+                let (address, foreign) = (device.address, device.stream);
+                let inner = &self.inner;
+                py.detach(|| -> Result<Vec<OutputChunk>, Error> {
                     let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
                     let gpu = guard.0.owner().clone();
                     if let Some(stream) = foreign {
@@ -599,21 +597,12 @@ impl PyChannelizer {
                     let halves = unsafe {
                         [gpu.wrap_device::<u8>(address, b)?, gpu.wrap_device::<u8>(address + b as u64, b)?]
                     };
-                    guard.0.get_mut().push_device([&halves[0], &halves[1]], [&flags[..f], &flags[f..]])
+                    guard.0.get_mut().push_device([&halves[0], &halves[1]], flags)
                 })
-                .py(py)?;
-            drop(device);
-            return chunks
-                .into_iter()
-                .map(|o| {
-                    count_copy();
-                    owned_chunk(py, c, o)
-                })
-                .collect();
-        }
-        let (bytes, flags) = chunk_in(c, samples, present)?;
-        let chunks = self.with(py, |ch| ch.push([&bytes[..b], &bytes[b..]], [&flags[..f], &flags[f..]]))?;
-        count_copy();
+                .py(py)?
+            }
+        };
+        drop(array);
         chunks
             .into_iter()
             .map(|o| {

@@ -12,7 +12,7 @@
 use crate::arrays::{count_copy, host_from, host_in, new_host, one_shot, slot_view};
 use crate::errors::PyResultExt;
 use crate::gpu::PyGpu;
-use crate::tied::Tied;
+use crate::tied::{locked, Tied};
 use num_complex::Complex;
 use pyo3::prelude::*;
 use radio_kernels::baseband_beamformer::{
@@ -167,7 +167,7 @@ pub struct PyBasebandBeamformer {
 
 impl PyBasebandBeamformer {
     fn current(&self) -> Arc<Launcher> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        locked(&self.inner).clone()
     }
 }
 
@@ -219,7 +219,7 @@ impl PyBasebandBeamformer {
         let (w, s) = weights_and_shifts(py, &c, weights, shifts)?;
         let new = launcher(py, current.owner().clone(), c, &w, &s)?;
         count_copy();
-        *self.inner.lock().unwrap_or_else(|p| p.into_inner()) = new;
+        *locked(&self.inner) = new;
         Ok(())
     }
     /// One launch: J (uint8 ci4 ``[beams][freqs][2][times]``) from ``e`` (uint8 ci4
@@ -274,7 +274,7 @@ impl PyBasebandStream {
         f: impl FnOnce(&mut BasebandStream<'static, 'static>) -> Result<T, Error> + Send,
     ) -> PyResult<T> {
         let engine = &self.engine;
-        py.detach(|| f(engine.lock().unwrap_or_else(|p| p.into_inner()).get_mut())).py(py)
+        py.detach(|| f(locked(engine).get_mut())).py(py)
     }
 }
 

@@ -14,7 +14,7 @@
 use crate::arrays::{count_copy, host_in, new_host, one_shot, slot_view, Elem};
 use crate::errors::{invalid, PyResultExt};
 use crate::gpu::PyGpu;
-use crate::tied::Tied;
+use crate::tied::{locked, Tied};
 use num_complex::Complex;
 use pyo3::prelude::*;
 use radio_kernels::correlator::{
@@ -403,7 +403,7 @@ impl PyIntegration {
     ) -> PyResult<T> {
         let engine = &self.engine;
         py.detach(|| {
-            let mut engine = engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut engine = locked(engine);
             f(engine.get_mut())
         })
         .py(py)

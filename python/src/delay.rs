@@ -26,7 +26,7 @@ use crate::arrays::{
 };
 use crate::errors::{dtype_error, invalid, layout_error, shape_error, PyResultExt};
 use crate::gpu::PyGpu;
-use crate::tied::Tied;
+use crate::tied::{locked, Tied};
 use bytemuck::Pod;
 use num_complex::Complex;
 use numpy::{
@@ -613,10 +613,8 @@ impl PyDitherState {
     /// Downloads the current states: uint32 ``[count][6]``.
     fn states<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let cell = &self.state;
-        let states = py
-            .detach(|| cell.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|s| s.states()))
-            .ok_or_else(|| self.lent(py))?
-            .py(py)?;
+        let states =
+            py.detach(|| locked(cell).as_ref().map(|s| s.states())).ok_or_else(|| self.lent(py))?.py(py)?;
         count_copy();
         np_from_vec(py, states_to_words(&states), &[self.count as usize, 6])
     }
@@ -679,7 +677,7 @@ impl PyDelayBeamformer {
             let xb = sx.buffer::<Complex<i8>>(gpu)?;
             let mut yb = dy.buffer::<Complex<i8>>(gpu)?;
             let mut sb = ds.buffer::<u32>(gpu)?;
-            let mut guard = dither.map(|d| d.lock().unwrap_or_else(|p| p.into_inner()));
+            let mut guard = dither.map(|d| locked(d));
             let state = match guard.as_mut() {
                 Some(g) => match g.as_mut() {
                     Some(state) => Some(state),
@@ -838,8 +836,7 @@ impl PyDelayBeamformer {
         let home = dither.as_ref().map(|d| d.state.clone());
         let taken = match &home {
             Some(cell) => Some(
-                cell.lock()
-                    .unwrap_or_else(|p| p.into_inner())
+                locked(cell)
                     .take()
                     .ok_or_else(|| dither.as_ref().map(|d| d.lent(py)).expect("dither given"))?,
             ),
@@ -872,7 +869,7 @@ impl PyDelayBeamformer {
                 if let (Some(p), Some(cell)) = (state, &home) {
                     // SAFETY: the engine was not made, so nothing else holds the pointer.
                     let s = unsafe { Box::from_raw(p) };
-                    *cell.lock().unwrap_or_else(|p| p.into_inner()) = Some(*s);
+                    *locked(cell) = Some(*s);
                 }
                 Err(crate::errors::to_py(py, e))
             }
@@ -908,7 +905,7 @@ impl Drop for StreamCell {
         if let (Some(SendPtr(p)), Some(home)) = (self.state.take(), &self.home) {
             // SAFETY: the engine, the only user of the pointer, is gone.
             let state = unsafe { Box::from_raw(p) };
-            *home.lock().unwrap_or_else(|p| p.into_inner()) = Some(*state);
+            *locked(home) = Some(*state);
         }
     }
 }
@@ -931,7 +928,7 @@ impl PyDelayStream {
         f: impl FnOnce(&mut DelayStream<'static, 'static>) -> Result<T, Error> + Send,
     ) -> PyResult<T> {
         let cell = &self.cell;
-        py.detach(|| f(&mut cell.lock().unwrap_or_else(|p| p.into_inner()).engine)).py(py)
+        py.detach(|| f(&mut locked(cell).engine)).py(py)
     }
 }
 

@@ -27,7 +27,7 @@ use crate::arrays::{array_in, count_copy, host_from, host_in, new_host, one_shot
 use crate::delay::{dst, np_from_vec, on_device, output, src};
 use crate::errors::{invalid, shape_error, PyResultExt};
 use crate::gpu::PyGpu;
-use crate::tied::Tied;
+use crate::tied::{locked, Tied};
 use half::f16;
 use num_complex::Complex;
 use pyo3::prelude::*;
@@ -268,11 +268,11 @@ impl PyFrbBeamformer {
         depth: usize,
     ) -> PyResult<PyFrbStream> {
         let stage = if let Ok(r) = resampler.cast::<PyResampler>() {
-            Stage::Weights(r.get().cell.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            Stage::Weights(locked(&r.get().cell).clone())
         } else if let Ok(r) = resampler.cast::<PyFusedResampler>() {
-            Stage::Fused(r.get().cell.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            Stage::Fused(locked(&r.get().cell).clone())
         } else if let Ok(r) = resampler.cast::<PyFactorizedResampler>() {
-            Stage::Factorized(r.get().cell.lock().unwrap_or_else(|p| p.into_inner()).clone())
+            Stage::Factorized(locked(&r.get().cell).clone())
         } else {
             return Err(crate::errors::dtype_error(
                 py,
@@ -548,7 +548,7 @@ fn set_beams<R: Resample>(
     theta: &Bound<'_, PyAny>,
     theta_prime: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    let mut guard = cell.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = locked(cell);
     let c = *guard.get().config();
     let shape = r_positions_shape(&c);
     let (t, tp) =
@@ -571,7 +571,7 @@ fn resample<'py, R: Resample>(
     intensity: &Bound<'py, PyAny>,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let tied = cell.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let tied = locked(cell).clone();
     let r = tied.get();
     let c = *r.config();
     one_shot::<f16, f16, f16, f16>(
@@ -605,14 +605,12 @@ macro_rules! resampler_class {
             /// The configuration.
             #[getter]
             fn config(&self) -> PyResampleConfig {
-                PyResampleConfig {
-                    config: *self.cell.lock().unwrap_or_else(|p| p.into_inner()).get().config(),
-                }
+                PyResampleConfig { config: *locked(&self.cell).get().config() }
             }
             /// The GEMM kernel this resampler launches.
             #[getter]
             fn kernel(&self) -> &'static str {
-                self.cell.lock().unwrap_or_else(|p| p.into_inner()).get().kernel_name()
+                locked(&self.cell).get().kernel_name()
             }
             /// Sets the beam positions ``theta`` and ``theta_prime`` (float32
             /// ``[channels][beams]``, numpy or device arrays; grid units of eq. 1):
@@ -776,7 +774,7 @@ impl PyFactorizedResampler {
     /// The configuration.
     #[getter]
     fn config(&self) -> PyFactorizedConfig {
-        PyFactorizedConfig { config: *self.cell.lock().unwrap_or_else(|p| p.into_inner()).get().config() }
+        PyFactorizedConfig { config: *locked(&self.cell).get().config() }
     }
     /// Sets the beam grid (numpy float32 ``[channels][g]`` and ``[channels][g_prime]``).
     fn set_grid(
@@ -785,7 +783,7 @@ impl PyFactorizedResampler {
         theta: &Bound<'_, PyAny>,
         theta_prime: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
-        let mut guard = self.cell.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = locked(&self.cell);
         let c = *guard.get().config();
         let (t, tp) = grid_positions(&c, theta, theta_prime)?;
         let tied = Arc::get_mut(&mut guard).ok_or_else(|| in_use(py))?;
@@ -807,7 +805,7 @@ impl PyFactorizedResampler {
         intensity: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let tied = self.cell.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let tied = locked(&self.cell).clone();
         let r = tied.get();
         let c = *r.config();
         one_shot::<f16, f16, f16, f16>(
@@ -1030,7 +1028,7 @@ impl PyFrbStream {
         f: impl FnOnce(&mut FrbStream<'static, 'static>) -> Result<T, Error> + Send,
     ) -> PyResult<T> {
         let engine = &self.engine;
-        py.detach(|| f(engine.lock().unwrap_or_else(|p| p.into_inner()).get_mut())).py(py)
+        py.detach(|| f(locked(engine).get_mut())).py(py)
     }
 }
 

@@ -20,7 +20,7 @@ use crate::arrays::{array_in, count_copy, host_in, new_host, slot_view, synchron
 use crate::delay::{host_array, np_from_vec};
 use crate::errors::{invalid, PyResultExt};
 use crate::gpu::PyGpu;
-use crate::tied::Tied;
+use crate::tied::{locked, Tied};
 use num_complex::Complex;
 use pyo3::prelude::*;
 use radio_kernels::pfb::{
@@ -475,7 +475,7 @@ impl PyChannelizer {
         f: impl FnOnce(&mut Channelizer<'static>) -> Result<T, Error> + Send,
     ) -> PyResult<T> {
         let inner = &self.inner;
-        py.detach(|| f(inner.lock().unwrap_or_else(|p| p.into_inner()).0.get_mut())).py(py)
+        py.detach(|| f(locked(inner).0.get_mut())).py(py)
     }
 }
 
@@ -536,7 +536,7 @@ impl PyChannelizer {
         let g = gains_in(&self.config, gains)?;
         let inner = &self.inner;
         py.detach(|| {
-            let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = locked(inner);
             guard.0.get_mut().set_gains(&g)?;
             guard.1.gains = Some(g);
             Ok(())
@@ -586,7 +586,7 @@ impl PyChannelizer {
                 let (address, foreign) = (device.address, device.stream);
                 let inner = &self.inner;
                 py.detach(|| -> Result<Vec<OutputChunk>, Error> {
-                    let mut guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut guard = locked(inner);
                     let gpu = guard.0.owner().clone();
                     if let Some(stream) = foreign {
                         synchronize_foreign(&gpu, stream)?;
@@ -629,7 +629,7 @@ impl PyChannelizer {
         let config = self.config.clone();
         let engine = py
             .detach(|| {
-                let guard = inner.lock().unwrap_or_else(|p| p.into_inner());
+                let guard = locked(inner);
                 let (launcher, settings) = (&guard.0, guard.1.clone());
                 let models = *launcher.get().delay_models();
                 let owner = launcher.owner().clone();
@@ -677,7 +677,7 @@ impl PyChannelizerStream {
         f: impl FnOnce(&mut ChannelizerStream<'static>) -> Result<T, Error> + Send,
     ) -> PyResult<T> {
         let engine = &self.engine;
-        py.detach(|| f(engine.lock().unwrap_or_else(|p| p.into_inner()).get_mut())).py(py)
+        py.detach(|| f(locked(engine).get_mut())).py(py)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Launchers and engines borrow their GPU (`Correlator<'g>` holds `&'g Gpu`) and engines
 //! borrow their launcher (`Integration<'c, 'g>`); a Python object cannot carry a borrow, so
 //! each keeps what it borrows from alive in an `Arc` next to it ([`Tied`]).
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A `value` that borrows from `owner`, kept together with it. Fields drop in declaration
 /// order, so `value` (the borrower) is dropped before the `Arc` that may free its owner.
@@ -39,4 +39,11 @@ impl<O: 'static, T> Tied<O, T> {
     pub fn owner(&self) -> &Arc<O> {
         &self.owner
     }
+}
+
+/// Locks `mutex`, taking over a lock poisoned by a panic in another thread: every value the
+/// binding keeps behind a lock (launchers, engines, dither states) records its own broken
+/// state, so the data stays usable and the next call reports any failure as an exception.
+pub fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import radio_kernels as rk
-from conftest import beamform_numpy, correlate_numpy, pack_ci4_numpy, unpack_ci4_numpy
+from conftest import HostPointer, beamform_numpy, correlate_numpy, pack_ci4_numpy, unpack_ci4_numpy
 
 
 def station_pol(x, order):
@@ -177,25 +177,10 @@ def test_bad_weights_and_shifts():
         rk.beamform_reference(e.astype(np.int8), weights, shifts, 64, 8, 1, 128)
 
 
-class FakeDevice:
-    """An object with a CUDA Array Interface pointing at host memory."""
-
-    def __init__(self, array):
-        self.array = array
-        self.__cuda_array_interface__ = {
-            "shape": array.shape,
-            "typestr": array.dtype.str,
-            "data": (array.ctypes.data, False),
-            "strides": None,
-            "version": 3,
-            "stream": 1,
-        }
-
-
 def test_cpu_reference_refuses_device_arrays():
     x = np.zeros((64, 1, 2, 1, 2), dtype=np.int8)
     with pytest.raises(rk.WrongDeviceError, match="device memory"):
-        rk.correlate_reference(FakeDevice(x), 2, 1, 1, 64)
+        rk.correlate_reference(HostPointer(x, stream=1), 2, 1, 1, 64)
 
 
 def test_open_without_gpu_raises_no_gpu_error():

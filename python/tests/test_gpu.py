@@ -8,6 +8,7 @@ import pytest
 
 import radio_kernels as rk
 from radio_kernels import _native
+from conftest import HostPointer
 
 CONFIGS = [
     # stations, pols, channels, times, format, order
@@ -162,20 +163,6 @@ def test_integration_input_slot_copies_nothing(gpu, rng):
     assert rk._native.host_copy_count() == before
     refs = [rk.correlate_reference(c, *args) for c in chunks]
     np.testing.assert_array_equal(engine.output(), refs[0] + refs[1])
-
-
-class HostPointer:
-    """Claims host memory is device memory through the CUDA Array Interface."""
-
-    def __init__(self, array):
-        self.array = array
-        self.__cuda_array_interface__ = {
-            "shape": array.shape,
-            "typestr": array.dtype.str,
-            "data": (array.ctypes.data, False),
-            "version": 3,
-            "stream": None,
-        }
 
 
 def test_host_pointer_is_refused(gpu):

@@ -35,8 +35,11 @@ fn round_trip_datasets_and_conjugation() {
     let m = meta();
     let v = vis(&m);
     let (nt, nf, nb, p) = (2usize, 3usize, 10usize, 2usize);
-    let flags: Vec<bool> = (0..nt * nf).map(|k| k == 4).collect();
-    let nsamples: Vec<f32> = (0..nt * nf).map(|k| if k == 4 { 0.25 } else { 1.0 }).collect();
+    // Flagged: channel-time 4 on every baseline, and baseline 7 of channel-time 1.
+    let flagged = |tc: usize, b: usize| tc == 4 || (tc == 1 && b == 7);
+    let flags: Vec<bool> = (0..nt * nf * nb).map(|k| flagged(k / nb, k % nb)).collect();
+    let nsamples: Vec<f32> =
+        (0..nt * nf * nb).map(|k| if flagged(k / nb, k % nb) { 0.25 } else { 1.0 }).collect();
     let path = tmp("round_trip.uvh5");
     uvh5::write(&path, &m, &v, Some(&flags), Some(&nsamples)).unwrap();
 
@@ -94,8 +97,8 @@ fn round_trip_datasets_and_conjugation() {
                     let inp = (((t * nf + c) * nb + b) * p + pi) * p + pj;
                     let want = Complex::new(v[inp].re as f64, v[inp].im as f64);
                     assert_eq!(data[out], want, "t {t} c {c} b {b} pol {k}");
-                    assert_eq!(flag[out], t * nf + c == 4);
-                    assert_eq!(nsmp[out], if t * nf + c == 4 { 0.25 } else { 1.0 });
+                    assert_eq!(flag[out], flagged(t * nf + c, b));
+                    assert_eq!(nsmp[out], if flagged(t * nf + c, b) { 0.25 } else { 1.0 });
                 }
             }
         }
@@ -151,10 +154,10 @@ fn typed_errors() {
     ));
     let v = vis(&m);
     assert!(matches!(
-        uvh5::write(&path, &m, &v, Some(&[false; 5]), None),
-        Err(Error::ShapeMismatch { what: "flags", expected: 6, actual: 5 })
+        uvh5::write(&path, &m, &v, Some(&[false; 59]), None),
+        Err(Error::ShapeMismatch { what: "flags", expected: 60, actual: 59 })
     ));
-    let mut ns = vec![1.0f32; 6];
+    let mut ns = vec![1.0f32; 60];
     ns[3] = f32::NAN;
     assert!(matches!(
         uvh5::write(&path, &m, &v, None, Some(&ns)),
@@ -269,8 +272,9 @@ fn point_source_files_for_pyuvdata() {
             }
         }
     }
-    let flags: Vec<bool> = (0..8).map(|k| k == 5).collect();
-    let nsamples: Vec<f32> = (0..8).map(|k| if k == 5 { 0.0 } else { 1.0 }).collect();
+    // Channel-time 5 flagged on every baseline (28 of them).
+    let flags: Vec<bool> = (0..8 * 28).map(|k| k / 28 == 5).collect();
+    let nsamples: Vec<f32> = (0..8 * 28).map(|k| if k / 28 == 5 { 0.0 } else { 1.0 }).collect();
     let path = dir.join("point_source.uvh5");
     uvh5::write(&path, &m, &v, Some(&flags), Some(&nsamples)).unwrap();
     let conj: Vec<Complex<f64>> = v.iter().map(|z| z.conj()).collect();

@@ -27,6 +27,9 @@ text; :class:`NoGpuError` (a ``RuntimeError``) when there is no CUDA driver or d
 references (:func:`correlate_reference`, :func:`beamform_reference`) and the packing helpers
 need no GPU.
 
+Across processes and machines: :mod:`radio_kernels.cluster` (digitiser source, F-engines and
+X-engines joined by SPEAD streams over UDP; needs ``spead2``, ``pip install radio-kernels[cluster]``).
+
 Files: :func:`write_filterbank` (SIGPROC filterbank, ``(time, channel)`` uint8 or float32
 with a header mapping), :func:`write_frb_beams` and :func:`write_delay_beams` (one file per
 beam), and :func:`write_uvh5` (pyuvdata's UVH5, integrated visibilities with their metadata;
@@ -74,6 +77,7 @@ from ._native import (
     ci4_from_real_high,
     ci4_to_offset_binary,
     ci4_to_real_high,
+    corner_turn,
     correlate_reference,
     device_count,
     open,
@@ -125,6 +129,7 @@ __all__ = [
     "ci4_from_real_high",
     "ci4_to_offset_binary",
     "ci4_to_real_high",
+    "corner_turn",
     "correlate_reference",
     "device_count",
     "open",

@@ -143,6 +143,12 @@ def correlate_reference(
 ) -> npt.NDArray[np.int64]:
     """The exact CPU reference: int64 ``[channels][baselines][pols][pols][2]``."""
 
+def corner_turn(heaps: npt.NDArray[np.int8], out: npt.NDArray[np.int8], threads: int = 1) -> None:
+    """The X-engine's corner turn: F-engine heaps int8 ``[heap time][dish][channel][spectrum]
+    [pol][2]`` into the correlator input ``out`` int8 ``[heap time x spectrum][channel][dish]
+    [pol][2]`` (e.g. :meth:`Integration.input`), ``out[h S + s][c][d] = heaps[h][d][c][s]``;
+    cache-blocked, on ``threads`` threads, the GIL released."""
+
 class Correlator:
     """A correlator of one configuration on one GPU."""
     def __init__(
@@ -329,8 +335,11 @@ def channelize_reference(
     weights: Optional[npt.NDArray[np.float32]] = None,
     gains: Optional[npt.NDArray[np.complex64]] = None,
     models: Optional[Tuple[DelayModel, DelayModel]] = None,
+    first_sample: int = 0,
 ) -> PfbOutputChunk:
-    """The f64 reference of the output chunk from ``first_spectrum``; samples int32 [2][len] from sample 0."""
+    """The f64 reference of the output chunk from ``first_spectrum``; samples int32 [2][len]
+    from stream sample ``first_sample`` (a multiple of packet_samples; 0: the whole stream),
+    present bool [2][packets] from packet ``first_sample / packet_samples``."""
 def hann_sinc_weights(channels: int, taps: int) -> npt.NDArray[np.float32]:
     """Default PFB weights ``w[t + 2n j]``, float32 [2 n taps]."""
 def pack_samples(samples: npt.NDArray[np.int32], bits: int) -> npt.NDArray[np.uint8]:

@@ -265,6 +265,53 @@ pub fn correlate_reference<'py>(
     crate::arrays::host_from::<i64, Complex<i64>>(py, &v, &output_shape(&c))
 }
 
+/// The X-engine's corner turn (``radio_kernels.correlator.corner_turn`` of the Rust crate):
+/// F-engine heaps ``heaps`` int8 ``[heap time][dish][channel][spectrum][pol][re, im]`` (a
+/// chunk's heaps side by side, as received) into ``out``, the correlator input int8
+/// ``[heap time x spectrum][channel][dish][pol][re, im]`` (ci8, station-major, 2 pols; e.g.
+/// :meth:`Integration.input`): ``out[h S + s][c][d] = heaps[h][d][c][s]``. Cache-blocked, on
+/// ``threads`` threads, with the GIL released. Both arrays C-contiguous and 4-byte aligned.
+#[pyfunction]
+#[pyo3(signature = (heaps, out, threads = 1))]
+pub fn corner_turn(
+    py: Python<'_>,
+    heaps: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    threads: usize,
+) -> PyResult<()> {
+    let shape = crate::arrays::shape_of(heaps);
+    if shape.len() != 6 || shape[4] != 2 || shape[5] != 2 {
+        return Err(crate::errors::raise(
+            py,
+            crate::errors::Kind::ShapeMismatch,
+            format!(
+                "heaps has shape {}, expected (heap times, dishes, channels, spectra, 2, 2)",
+                crate::arrays::shape_text(&shape)
+            ),
+            &[],
+        ));
+    }
+    let (h, d, c, s) = (shape[0], shape[1], shape[2], shape[3]);
+    let heaps = host_in::<i8>(heaps, "heaps", &shape)?;
+    let mut out = match crate::arrays::array_out::<i8>(out, "out", &[h * s, c, d, 2, 2])? {
+        crate::arrays::ArrayOut::Host(a) => a,
+        crate::arrays::ArrayOut::Device(_) => {
+            return Err(crate::errors::raise(
+                py,
+                crate::errors::Kind::WrongDevice,
+                "out is device memory; the corner turn writes host (numpy) arrays".into(),
+                &[],
+            ))
+        }
+    };
+    let aligned = |what: &str| {
+        crate::errors::raise(py, crate::errors::Kind::Layout, format!("{what} must be 4-byte aligned"), &[])
+    };
+    let src: &[u32] = bytemuck::try_cast_slice(heaps.as_slice()?).map_err(|_| aligned("heaps"))?;
+    let dst: &mut [u32] = bytemuck::try_cast_slice_mut(out.as_slice_mut()?).map_err(|_| aligned("out"))?;
+    py.detach(|| radio_kernels::correlator::corner_turn(src, dst, h, d, c, s, threads)).py(py)
+}
+
 /// A correlator of one configuration on one GPU (the arguments of
 /// :class:`CorrelatorConfig`). Raises :class:`InvalidConfigError` for an invalid
 /// configuration.
@@ -509,5 +556,6 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<PyIntegration>()?;
     module.add_function(wrap_pyfunction!(baseline_index, module)?)?;
     module.add_function(wrap_pyfunction!(correlate_reference, module)?)?;
+    module.add_function(wrap_pyfunction!(corner_turn, module)?)?;
     Ok(())
 }

@@ -369,8 +369,9 @@ mod uvh5_writer {
     /// ``i >= j``, pols 1 or 2. Keywords: ``freq_hz`` (channel centres), ``channel_width_hz``,
     /// ``times_jd`` (UTC Julian dates of the integration centres), ``integration_time_s``,
     /// ``antenna_positions_enu`` (``(stations, 3)`` east, north, up metres from the site);
-    /// optional ``flags`` (bool ``(times, channels)``, true where data was lost),
-    /// ``nsamples`` (``(times, channels)``, fraction present, as float32), the site
+    /// optional ``flags`` (bool ``(times, channels, baselines)``, true where data was lost,
+    /// or ``(times, channels)`` for every baseline), ``nsamples`` (the same shapes, the
+    /// fraction present, as float32), the site
     /// (``latitude_deg``, ``longitude_deg``, ``altitude_m``: CHORD at DRAO by default),
     /// ``telescope_name``, ``instrument``, ``antenna_names`` (default ``A000``, ...),
     /// ``antenna_numbers`` (default 0, 1, ...), ``lst_rad`` (exact LSTs; default: pyuvdata
@@ -473,6 +474,7 @@ mod uvh5_writer {
         let (nt, nf) = (meta.times_jd.len(), meta.freq_hz.len());
         let nb = stations * (stations + 1) / 2;
         let tc = [nt, nf];
+        let tcb = [nt, nf, nb];
         let flags = flags
             .map(|f| -> PyResult<Vec<bool>> {
                 let array = py.import("numpy")?.call_method1("ascontiguousarray", (f,))?;
@@ -481,18 +483,25 @@ mod uvh5_writer {
                     return Err(dtype_error(py, format!("flags must have dtype bool, got {dtype}")));
                 }
                 let array = array.cast_into::<numpy::PyArrayDyn<bool>>()?;
-                if array.shape() != tc {
+                let per_baseline = array.shape() == tcb;
+                if array.shape() != tc && !per_baseline {
                     return Err(shape_error(
                         py,
                         "flags",
                         format!(
-                            "flags has shape {}, expected {}",
+                            "flags has shape {}, expected {} or {}",
                             shape_text(array.shape()),
-                            shape_text(&tc)
+                            shape_text(&tc),
+                            shape_text(&tcb)
                         ),
                     ));
                 }
-                Ok(array.readonly().as_slice()?.to_vec())
+                let f = array.readonly().as_slice()?.to_vec();
+                Ok(if per_baseline {
+                    f
+                } else {
+                    f.iter().flat_map(|&x| std::iter::repeat_n(x, nb)).collect()
+                })
             })
             .transpose()?;
         let nsamples = nsamples
@@ -504,18 +513,25 @@ mod uvh5_writer {
                         PyTypeError::new_err(format!("nsamples must be an array-like of numbers ({e})"))
                     })?
                     .cast_into::<numpy::PyArrayDyn<f32>>()?;
-                if array.shape() != tc {
+                let per_baseline = array.shape() == tcb;
+                if array.shape() != tc && !per_baseline {
                     return Err(shape_error(
                         py,
                         "nsamples",
                         format!(
-                            "nsamples has shape {}, expected {}",
+                            "nsamples has shape {}, expected {} or {}",
                             shape_text(array.shape()),
-                            shape_text(&tc)
+                            shape_text(&tc),
+                            shape_text(&tcb)
                         ),
                     ));
                 }
-                Ok(array.readonly().as_slice()?.to_vec())
+                let s = array.readonly().as_slice()?.to_vec();
+                Ok(if per_baseline {
+                    s
+                } else {
+                    s.iter().flat_map(|&x| std::iter::repeat_n(x, nb)).collect()
+                })
             })
             .transpose()?;
 

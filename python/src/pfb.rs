@@ -24,7 +24,7 @@ use crate::tied::{locked, Tied};
 use num_complex::Complex;
 use pyo3::prelude::*;
 use radio_kernels::pfb::{
-    hann_sinc_weights as hann_sinc, pack_samples as pack, reference_chunk, unpack_sample, Channelizer,
+    hann_sinc_weights as hann_sinc, pack_samples as pack, reference_chunk_from, unpack_sample, Channelizer,
     ChannelizerConfig, ChannelizerStream, DelayModel, OutputChunk, OutputFormat, PfbPath,
 };
 use radio_kernels::{Error, Gpu};
@@ -343,13 +343,15 @@ fn check_pol(py: Python<'_>, pol: usize) -> PyResult<()> {
 }
 
 /// The f64 CPU reference of the output chunk starting at spectrum ``first_spectrum``:
-/// ``samples`` int32 ``[2][len]`` (the whole stream from sample 0 per polarisation; samples
-/// before the stream are 0), ``present`` bool ``[2][packets]`` (None: all arrived),
+/// ``samples`` int32 ``[2][len]`` (per polarisation the stream from sample ``first_sample``,
+/// a multiple of ``packet_samples``: 0 for the whole stream, whose samples before sample 0
+/// are 0; later, only the samples the chunk's windows read), ``present`` bool
+/// ``[2][packets]`` from packet ``first_sample / packet_samples`` (None: all arrived),
 /// ``weights`` float32 ``[2 n T]`` (None: :func:`hann_sinc_weights`), ``gains`` complex64
 /// ``[2][channels]`` (None: 1), ``models`` two :class:`DelayModel` (None: zero delay).
 /// Returns a :class:`PfbOutputChunk` with ``values``. Needs no GPU.
 #[pyfunction]
-#[pyo3(signature = (config, samples, present = None, first_spectrum = 0, weights = None, gains = None, models = None))]
+#[pyo3(signature = (config, samples, present = None, first_spectrum = 0, weights = None, gains = None, models = None, first_sample = 0))]
 #[allow(clippy::too_many_arguments)]
 pub fn channelize_reference(
     py: Python<'_>,
@@ -360,6 +362,7 @@ pub fn channelize_reference(
     weights: Option<&Bound<'_, PyAny>>,
     gains: Option<&Bound<'_, PyAny>>,
     models: Option<(PyDelayModel, PyDelayModel)>,
+    first_sample: i64,
 ) -> PyResult<PyOutputChunk> {
     let c = &config.config;
     let shape = crate::arrays::shape_of(samples);
@@ -384,7 +387,7 @@ pub fn channelize_reference(
     let models = models.map_or([DelayModel::default(); 2], |(a, b)| [a.model, b.model]);
     let r = py
         .detach(|| {
-            reference_chunk(
+            reference_chunk_from(
                 c,
                 &weights,
                 &gains,
@@ -392,6 +395,7 @@ pub fn channelize_reference(
                 [&s[..len], &s[len..]],
                 [&flags[..half], &flags[half..]],
                 first_spectrum,
+                first_sample,
             )
         })
         .py(py)?;

@@ -196,3 +196,27 @@ def test_open_without_gpu_raises_no_gpu_error():
         assert gpu.compute_capability >= (8, 0)
         with pytest.raises(rk.NoGpuError, match="no CUDA device 4096"):
             rk.open(4096)
+
+
+def test_corner_turn_is_the_transpose_and_refuses_bad_arrays(rng):
+    h, d, c, s = 2, 5, 3, 37
+    heaps = rng.integers(-128, 128, (h, d, c, s, 2, 2), dtype=np.int8)
+    out = np.full((h * s, c, d, 2, 2), 99, np.int8)
+    rk.corner_turn(heaps, out, 3)
+    want = heaps.transpose(0, 3, 2, 1, 4, 5).reshape(h * s, c, d, 2, 2)
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(rk.ShapeMismatchError):
+        rk.corner_turn(heaps, out[:-1])
+    with pytest.raises(rk.ShapeMismatchError):
+        rk.corner_turn(heaps[..., 0], out)
+    with pytest.raises(rk.DtypeError):
+        rk.corner_turn(heaps.astype(np.int16), out)
+    with pytest.raises(rk.LayoutError):  # not C-contiguous
+        rk.corner_turn(heaps, np.zeros((c, h * s, d, 2, 2), np.int8).transpose(1, 0, 2, 3, 4))
+    read_only = out.copy()
+    read_only.setflags(write=False)
+    with pytest.raises(rk.LayoutError):
+        rk.corner_turn(heaps, read_only)
+    shifted = np.zeros(out.nbytes + 1, np.int8)[1:].reshape(out.shape)  # 1 byte off 4-byte words
+    with pytest.raises(rk.LayoutError):
+        rk.corner_turn(heaps, shifted)

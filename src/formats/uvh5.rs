@@ -59,8 +59,9 @@
 //! are stored as f64, exact up to `2^53` in magnitude; a larger part is refused
 //! ([`Error::InvalidConfig`], its message naming the value and `2^53`) rather than rounded.
 //! Float input must be finite ([`Error::NonFinite`]). Flags and
-//! nsamples are per integration and channel (data lost in the F-engine or the network), the
-//! same for every baseline and polarisation.
+//! nsamples are per integration, channel and baseline (data lost in the F-engine or the
+//! network affects the baselines of the dishes that lost it), the same for every
+//! polarisation product.
 //!
 //! # Errors
 //!
@@ -401,8 +402,8 @@ impl VisPart for f64 {
 /// - `vis`: the correlator's integrations, `[t][c][b(i,j)][pi][pj]` with `t` over
 ///   `meta.times_jd`, `c` over `meta.freq_hz`, `b(i,j) = i (i + 1) / 2 + j` for `i >= j`
 ///   (`CorrelatorConfig::output_index` per integration); [`Uvh5Metadata::vis_len`] elements.
-/// - `flags`: `[t][c]`, true where data was lost (`None`: nothing flagged).
-/// - `nsamples`: `[t][c]`, the fraction of the integration present, finite and >= 0
+/// - `flags`: `[t][c][b]`, true where data was lost (`None`: nothing flagged).
+/// - `nsamples`: `[t][c][b]`, the fraction of the integration present, finite and >= 0
 ///   (`None`: 1 everywhere).
 ///
 /// Validates everything before creating the file; see the module doc for the layout and the
@@ -419,10 +420,10 @@ pub fn write<T: VisPart>(
     let n = meta.stations();
     check_len("visibilities", meta.vis_len(), vis.len())?;
     if let Some(f) = flags {
-        check_len("flags", nt * nf, f.len())?;
+        check_len("flags", nt * nf * nb, f.len())?;
     }
     if let Some(s) = nsamples {
-        check_len("nsamples", nt * nf, s.len())?;
+        check_len("nsamples", nt * nf * nb, s.len())?;
         if let Some(index) = s.iter().position(|x| !x.is_finite()) {
             return Err(Error::NonFinite { what: "nsamples", index });
         }
@@ -444,9 +445,9 @@ pub fn write<T: VisPart>(
     for t in 0..nt {
         for c in 0..nf {
             let tc = t * nf + c;
-            let flag = flags.is_some_and(|f| f[tc]);
-            let nsmp = nsamples.map_or(1.0, |s| s[tc]);
             for b in 0..nb {
+                let flag = flags.is_some_and(|f| f[tc * nb + b]);
+                let nsmp = nsamples.map_or(1.0, |s| s[tc * nb + b]);
                 let out = ((t * nb + b) * nf + c) * npol;
                 for (k, &(_, pi, pj)) in pols.iter().enumerate() {
                     let index = ((tc * nb + b) * p + pi) * p + pj;

@@ -1,6 +1,7 @@
 //! X-engine correlator: configuration and validation ([`CorrelatorConfig`]), the exact CPU
-//! reference ([`correlate_reference`]), the launcher ([`Correlator`]) and the streaming
-//! integration ([`Integration`]). Device side, formulas and the kernel legend:
+//! reference ([`correlate_reference`]), the launcher ([`Correlator`]), the streaming
+//! integration ([`Integration`]) and the host corner turn from F-engine heaps
+//! ([`corner_turn`]). Device side, formulas and the kernel legend:
 //! `radio_kernels_gpu::correlator`.
 //!
 //! Output layout: complex `[channel][b(i,j)][pi][pj]` with `b(i,j) = i(i+1)/2 + j`, i >= j,
@@ -21,11 +22,13 @@
 //! configuration and saturate, never wrap or panic, on invalid ones.
 
 mod config;
+mod corner_turn;
 mod integration;
 mod launcher;
 mod reference;
 
 pub use config::CorrelatorConfig;
+pub use corner_turn::corner_turn;
 pub use integration::Integration;
 pub use launcher::{time_slices, Correlator};
 pub use radio_kernels_gpu::correlator::hopper::Kind;

@@ -50,7 +50,34 @@ pub fn reference_chunk(
     present: [&[bool]; 2],
     first_spectrum: i64,
 ) -> Result<Reference> {
+    reference_chunk_from(config, weights, gains, models, samples, present, first_spectrum, 0)
+}
+
+/// [`reference_chunk`] from a part of the stream, so that a CPU F-engine keeps only the
+/// samples its next windows read: `samples[pol]` hold stream samples `first_sample ..` and
+/// `present[pol]` the packets from `first_sample / packet_samples` (`first_sample` a
+/// multiple of `packet_samples`, at least 0). Every window must start at or after
+/// `first_sample` (or before sample 0, whose samples are zeros, only when `first_sample` is
+/// 0); the result is the bytes [`reference_chunk`] gives from the whole stream.
+#[allow(clippy::too_many_arguments)]
+pub fn reference_chunk_from(
+    config: &ChannelizerConfig,
+    weights: &[f32],
+    gains: &[Complex<f32>],
+    models: &[DelayModel; 2],
+    samples: [&[i32]; 2],
+    present: [&[bool]; 2],
+    first_spectrum: i64,
+    first_sample: i64,
+) -> Result<Reference> {
     config.validate()?;
+    if first_sample < 0 || first_sample % config.packet_samples as i64 != 0 {
+        return Err(Error::InvalidConfig(format!(
+            "first_sample must be a multiple of packet_samples ({}) and at least 0, got {first_sample}",
+            config.packet_samples
+        )));
+    }
+    let first_packet = first_sample / config.packet_samples as i64;
     let n = config.channels as usize;
     check_weights(config, weights)?;
     check_gains(config, gains)?;
@@ -59,11 +86,19 @@ pub fn reference_chunk(
     for (pol, (starts, samples)) in schedule.starts.iter().zip(samples).enumerate() {
         // The samples the windows read (those before the stream are zeros).
         let last = starts.iter().map(|&s| s + window).max().unwrap_or(0);
-        if last > samples.len() as i64 {
+        if last > first_sample + samples.len() as i64 {
             return Err(Error::InvalidConfig(format!(
-                "samples of polarisation {pol} hold {} samples; the chunk's windows read up to sample {}",
-                samples.len(),
+                "samples of polarisation {pol} hold stream samples {first_sample} .. {}; the chunk's \
+                 windows read up to sample {}",
+                first_sample + samples.len() as i64,
                 last - 1
+            )));
+        }
+        let earliest = starts.iter().copied().min().unwrap_or(first_sample);
+        if first_sample > 0 && earliest < first_sample {
+            return Err(Error::InvalidConfig(format!(
+                "samples of polarisation {pol} start at stream sample {first_sample}; the chunk's \
+                 windows read from sample {earliest}"
             )));
         }
     }
@@ -76,7 +111,7 @@ pub fn reference_chunk(
             let m = first_spectrum + i as i64;
             let d = models[pol].spectrum(config, m);
             let start = schedule.starts[pol][i];
-            let sample = |t: i64| if t < 0 { 0.0 } else { samples[pol][t as usize] as f64 };
+            let sample = |t: i64| if t < 0 { 0.0 } else { samples[pol][(t - first_sample) as usize] as f64 };
             for (t, b) in buffer.iter_mut().enumerate() {
                 let g: f64 = (0..config.taps as usize)
                     .map(|j| sample(start + (t + 2 * n * j) as i64) * weights[t + 2 * n * j] as f64)
@@ -113,8 +148,9 @@ pub fn reference_chunk(
             OutputFormat::Ci4 => output[i] = radio_kernels_gpu::packing::pack_ci4(re as i8, im as i8),
         }
     }
-    let arrived =
-        |pol: usize| move |packet: i64| packet >= 0 && present[pol].get(packet as usize) == Some(&true);
+    let arrived = |pol: usize| {
+        move |packet: i64| packet >= 0 && present[pol].get((packet - first_packet) as usize) == Some(&true)
+    };
     let (a0, a1) = (arrived(0), arrived(1));
     let (lost_spectra, lost_heaps) = lost_flags(
         &schedule.starts,

@@ -692,3 +692,79 @@ fn post_pairs_cover_every_channel_with_its_mirror() {
         assert!(seen.iter().all(|&c| c == 1), "n {n}: every channel exactly once");
     }
 }
+
+/// The reference from a tail of the stream gives the bytes and flags of the whole-stream
+/// reference, with a delay model and lost packets; a tail that misses a window is refused.
+#[test]
+fn reference_from_a_tail_equals_the_whole_stream() {
+    let config = ChannelizerConfig {
+        taps: 4,
+        bits: 10,
+        spectra_per_heap: 8,
+        heaps_per_chunk: 2,
+        chunk_samples: 2048,
+        packet_samples: 256,
+        max_delay: 64,
+        ..ChannelizerConfig::new(64)
+    };
+    let mut rng = StdRng::seed_from_u64(33);
+    let len = 8192usize;
+    let samples: [Vec<i32>; 2] =
+        std::array::from_fn(|_| (0..len).map(|_| rng.random_range(-511..=511)).collect());
+    let present: [Vec<bool>; 2] =
+        std::array::from_fn(|_| (0..len / 256).map(|_| rng.random_range(0..6) != 0).collect());
+    let weights = hann_sinc_weights(64, 4);
+    let gains = vec![Complex::new(0.01, 0.002); 2 * 64];
+    let models =
+        [DelayModel { delay: 3.6, ..Default::default() }, DelayModel { delay: -2.2, ..Default::default() }];
+    let first_spectrum = 40; // windows from about sample 5120 - 4
+    let whole = reference_chunk(
+        &config,
+        &weights,
+        &gains,
+        &models,
+        [&samples[0], &samples[1]],
+        [&present[0], &present[1]],
+        first_spectrum,
+    )
+    .unwrap();
+    let from = 4096usize;
+    let tail = reference_chunk_from(
+        &config,
+        &weights,
+        &gains,
+        &models,
+        [&samples[0][from..], &samples[1][from..]],
+        [&present[0][from / 256..], &present[1][from / 256..]],
+        first_spectrum,
+        from as i64,
+    )
+    .unwrap();
+    assert_eq!(tail.output, whole.output);
+    assert_eq!(tail.lost_spectra, whole.lost_spectra);
+    assert_eq!(tail.lost_heaps, whole.lost_heaps);
+    assert!(whole.lost_spectra.iter().any(|&l| l) && !whole.lost_spectra.iter().all(|&l| l));
+    let late = 5376usize; // a multiple of 256 past the first window's start
+    assert!(reference_chunk_from(
+        &config,
+        &weights,
+        &gains,
+        &models,
+        [&samples[0][late..], &samples[1][late..]],
+        [&present[0][late / 256..], &present[1][late / 256..]],
+        first_spectrum,
+        late as i64,
+    )
+    .is_err());
+    assert!(reference_chunk_from(
+        &config,
+        &weights,
+        &gains,
+        &models,
+        [&samples[0][100..], &samples[1][100..]],
+        [&present[0], &present[1]],
+        first_spectrum,
+        100,
+    )
+    .is_err());
+}

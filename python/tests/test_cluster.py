@@ -144,3 +144,22 @@ def test_gpu_cluster_is_within_the_pfb_tolerance(tmp_path, expected, gpu):
         w = want[i].astype(np.float64)
         err = np.linalg.norm(vis - w) / np.linalg.norm(w)
         assert err < 1e-3, f"integration {i}: relative L2 {err:.2e}"
+
+
+@pytest.mark.parametrize("module, args, message", [
+    ("launcher", ["--cpu", "--samples", "0"], "give --samples or --seconds"),
+    ("launcher", ["--cpu", "--samples", "8", "--dishes", "9", "--fengines", "2"], "divide evenly over the F-engines"),
+    ("launcher", ["--cpu", "--samples", "8", "--xengine-hosts", "127.0.0.2"], "addresses for 2 X-engines"),
+    ("launcher", ["--cpu", "--samples", "8", "--drop-feng", "99:1:0"], "no dish 99"),
+    ("xengine", ["--cpu", "--index", "2"], "--index must be 0 ..= 1"),
+    ("xengine", ["--cpu", "--index", "0", "--window", "0"], "--window must be at least 1"),
+    ("fengine", ["--cpu", "--index", "0", "--heaps-per-integration", "3", "--heaps-per-chunk", "2"],
+     "a multiple of heaps_per_chunk"),
+    ("fengine", ["--cpu", "--index", "0", "--address", "localhost"], "not an IPv4 address"),
+    ("dsim", ["--samples", "8", "--drop", "1:2"], "expected 3 integers"),
+])
+def test_bad_options_exit_2_with_a_message(module, args, message):
+    done = subprocess.run([sys.executable, "-m", f"radio_kernels.cluster.{module}", *args],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr

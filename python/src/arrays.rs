@@ -252,13 +252,29 @@ pub fn host_in<'py, T: Elem>(
 ) -> PyResult<PyReadonlyArrayDyn<'py, T>> {
     match array_in::<T>(object, what, shape)? {
         ArrayIn::Host(array) => Ok(array),
-        ArrayIn::Device(_) => Err(crate::errors::raise(
-            object.py(),
-            crate::errors::Kind::WrongDevice,
-            format!("{what} is device memory; this call reads host (numpy) arrays"),
-            &[],
-        )),
+        ArrayIn::Device(_) => Err(wrong_device(object.py(), what, "reads")),
     }
+}
+
+/// An output the CPU (numpy) only writes: a device array is `WrongDeviceError`.
+pub fn host_out<'py, T: Elem>(
+    object: &Bound<'py, PyAny>,
+    what: &str,
+    shape: &[usize],
+) -> PyResult<PyReadwriteArrayDyn<'py, T>> {
+    match array_out::<T>(object, what, shape)? {
+        ArrayOut::Host(array) => Ok(array),
+        ArrayOut::Device(_) => Err(wrong_device(object.py(), what, "writes")),
+    }
+}
+
+fn wrong_device(py: Python<'_>, what: &str, verb: &str) -> PyErr {
+    crate::errors::raise(
+        py,
+        crate::errors::Kind::WrongDevice,
+        format!("{what} is device memory; this call {verb} host (numpy) arrays"),
+        &[],
+    )
 }
 
 /// An output array of dtype `T` and `shape`: a writable numpy array, or a device array

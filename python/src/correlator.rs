@@ -11,8 +11,8 @@
 //!   packed int4+4 sample per byte (:func:`pack_ci4`).
 //! - Output: int32 ``[channels][baselines][pols][pols][2]`` per launch, int64 for integrations
 //!   and the CPU reference.
-use crate::arrays::{count_copy, host_in, new_host, one_shot, slot_view, Elem};
-use crate::errors::{invalid, PyResultExt};
+use crate::arrays::{count_copy, host_in, host_out, new_host, one_shot, slot_view, Elem};
+use crate::errors::{invalid, layout_error, shape_error, PyResultExt};
 use crate::gpu::PyGpu;
 use crate::tied::{locked, Tied};
 use num_complex::Complex;
@@ -281,32 +281,19 @@ pub fn corner_turn(
 ) -> PyResult<()> {
     let shape = crate::arrays::shape_of(heaps);
     if shape.len() != 6 || shape[4] != 2 || shape[5] != 2 {
-        return Err(crate::errors::raise(
+        return Err(shape_error(
             py,
-            crate::errors::Kind::ShapeMismatch,
+            "heaps",
             format!(
                 "heaps has shape {}, expected (heap times, dishes, channels, spectra, 2, 2)",
                 crate::arrays::shape_text(&shape)
             ),
-            &[],
         ));
     }
     let (h, d, c, s) = (shape[0], shape[1], shape[2], shape[3]);
     let heaps = host_in::<i8>(heaps, "heaps", &shape)?;
-    let mut out = match crate::arrays::array_out::<i8>(out, "out", &[h * s, c, d, 2, 2])? {
-        crate::arrays::ArrayOut::Host(a) => a,
-        crate::arrays::ArrayOut::Device(_) => {
-            return Err(crate::errors::raise(
-                py,
-                crate::errors::Kind::WrongDevice,
-                "out is device memory; the corner turn writes host (numpy) arrays".into(),
-                &[],
-            ))
-        }
-    };
-    let aligned = |what: &str| {
-        crate::errors::raise(py, crate::errors::Kind::Layout, format!("{what} must be 4-byte aligned"), &[])
-    };
+    let mut out = host_out::<i8>(out, "out", &[h * s, c, d, 2, 2])?;
+    let aligned = |what: &str| layout_error(py, format!("{what} must be 4-byte aligned"));
     let src: &[u32] = bytemuck::try_cast_slice(heaps.as_slice()?).map_err(|_| aligned("heaps"))?;
     let dst: &mut [u32] = bytemuck::try_cast_slice_mut(out.as_slice_mut()?).map_err(|_| aligned("out"))?;
     py.detach(|| radio_kernels::correlator::corner_turn(src, dst, h, d, c, s, threads)).py(py)

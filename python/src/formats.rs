@@ -334,6 +334,37 @@ mod uvh5_writer {
     use numpy::{PyArrayMethods, PyReadonlyArrayDyn};
     use radio_kernels::formats::uvh5::{self, FeedBasis, Uvh5Metadata};
 
+    /// ``array`` of shape ``(times, channels, baselines)`` as it is, or ``(times, channels)``
+    /// repeated for each of the ``nb`` baselines: ``[t][c][b]``.
+    fn per_baseline<T: numpy::Element + Copy>(
+        py: Python<'_>,
+        array: &Bound<'_, numpy::PyArrayDyn<T>>,
+        what: &str,
+        tc: [usize; 2],
+        nb: usize,
+    ) -> PyResult<Vec<T>> {
+        let tcb = [tc[0], tc[1], nb];
+        let per_baseline = array.shape() == tcb;
+        if array.shape() != tc && !per_baseline {
+            return Err(shape_error(
+                py,
+                what,
+                format!(
+                    "{what} has shape {}, expected {} or {}",
+                    shape_text(array.shape()),
+                    shape_text(&tc),
+                    shape_text(&tcb)
+                ),
+            ));
+        }
+        let values = array.readonly().as_slice()?.to_vec();
+        Ok(if per_baseline {
+            values
+        } else {
+            values.iter().flat_map(|&x| std::iter::repeat_n(x, nb)).collect()
+        })
+    }
+
     /// `value` as a float64 numpy array (array-likes converted) of `ndim` axes.
     fn floats<'py>(
         value: &Bound<'py, PyAny>,
@@ -474,7 +505,6 @@ mod uvh5_writer {
         let (nt, nf) = (meta.times_jd.len(), meta.freq_hz.len());
         let nb = stations * (stations + 1) / 2;
         let tc = [nt, nf];
-        let tcb = [nt, nf, nb];
         let flags = flags
             .map(|f| -> PyResult<Vec<bool>> {
                 let array = py.import("numpy")?.call_method1("ascontiguousarray", (f,))?;
@@ -482,26 +512,7 @@ mod uvh5_writer {
                 if dtype != "bool" {
                     return Err(dtype_error(py, format!("flags must have dtype bool, got {dtype}")));
                 }
-                let array = array.cast_into::<numpy::PyArrayDyn<bool>>()?;
-                let per_baseline = array.shape() == tcb;
-                if array.shape() != tc && !per_baseline {
-                    return Err(shape_error(
-                        py,
-                        "flags",
-                        format!(
-                            "flags has shape {}, expected {} or {}",
-                            shape_text(array.shape()),
-                            shape_text(&tc),
-                            shape_text(&tcb)
-                        ),
-                    ));
-                }
-                let f = array.readonly().as_slice()?.to_vec();
-                Ok(if per_baseline {
-                    f
-                } else {
-                    f.iter().flat_map(|&x| std::iter::repeat_n(x, nb)).collect()
-                })
+                per_baseline(py, &array.cast_into::<numpy::PyArrayDyn<bool>>()?, "flags", tc, nb)
             })
             .transpose()?;
         let nsamples = nsamples
@@ -513,25 +524,7 @@ mod uvh5_writer {
                         PyTypeError::new_err(format!("nsamples must be an array-like of numbers ({e})"))
                     })?
                     .cast_into::<numpy::PyArrayDyn<f32>>()?;
-                let per_baseline = array.shape() == tcb;
-                if array.shape() != tc && !per_baseline {
-                    return Err(shape_error(
-                        py,
-                        "nsamples",
-                        format!(
-                            "nsamples has shape {}, expected {} or {}",
-                            shape_text(array.shape()),
-                            shape_text(&tc),
-                            shape_text(&tcb)
-                        ),
-                    ));
-                }
-                let s = array.readonly().as_slice()?.to_vec();
-                Ok(if per_baseline {
-                    s
-                } else {
-                    s.iter().flat_map(|&x| std::iter::repeat_n(x, nb)).collect()
-                })
+                per_baseline(py, &array, "nsamples", tc, nb)
             })
             .transpose()?;
 

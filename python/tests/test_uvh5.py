@@ -288,3 +288,28 @@ def test_example_correlate_and_image_finds_the_source(rk):
     assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
     assert "the peak is on the source" in run.stdout, run.stdout
     assert "correlating" in run.stdout, run.stdout
+
+
+def test_package_flags_per_baseline_and_their_shape(rk, tmp_path):
+    """flags and nsamples ``(times, channels, baselines)`` reach exactly their baseline; the
+    ``(times, channels)`` form is every baseline; any other shape is refused."""
+    enu = _grid(3)
+    freqs = np.array([700e6, 700.5e6])
+    times = np.array([2460600.5])
+    vis = np.ones((1, 2, 6, 2, 2, 2), np.int64)
+    vis[..., 1] = 0
+    b21 = 2 * 3 // 2 + 1
+    flags = np.zeros((1, 2, 6), bool)
+    flags[0, 1, b21] = True
+    nsamples = np.where(flags, 0.25, 1.0).astype(np.float32)
+    _write(rk, tmp_path / "per_baseline.uvh5", vis, enu, freqs, times, flags=flags, nsamples=nsamples)
+    uv = pyuvdata.UVData.from_file(tmp_path / "per_baseline.uvh5", fix_autos=False)
+    assert uv.get_flags(1, 2, "xx").tolist() == [[False, True]] and uv.flag_array.sum() == 4
+    assert uv.get_nsamples(1, 2, "yy").tolist() == [[1.0, 0.25]] and (uv.nsample_array < 1).sum() == 4
+    _write(rk, tmp_path / "per_channel.uvh5", vis, enu, freqs, times, flags=flags.any(axis=2))
+    assert pyuvdata.UVData.from_file(tmp_path / "per_channel.uvh5", fix_autos=False).flag_array.sum() == 6 * 4
+    for bad in (np.zeros((1, 2, 5), bool), np.zeros((2, 6), bool)):
+        with pytest.raises(rk.ShapeMismatchError):
+            _write(rk, tmp_path / "bad.uvh5", vis, enu, freqs, times, flags=bad)
+    with pytest.raises(rk.ShapeMismatchError):
+        _write(rk, tmp_path / "bad.uvh5", vis, enu, freqs, times, nsamples=np.ones((1, 2, 7)))

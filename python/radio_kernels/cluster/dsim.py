@@ -14,7 +14,6 @@ sends a SPEAD stop heap.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from typing import List, Set, Tuple
@@ -24,20 +23,22 @@ import spead2
 import spead2.send
 
 from .. import _native
-from . import spead
+from . import engine, spead
 from .layout import BITS, Layout
 from .monitor import Monitor
 
 
-def parse_drops(values: List[str], fields: int) -> Set[Tuple[int, ...]]:
-    """``A:B[:C]`` integers per value."""
-    out = set()
-    for v in values:
-        parts = v.split(":")
-        if len(parts) != fields or not all(p.strip().lstrip("-").isdigit() for p in parts):
-            raise ValueError(f"--drop {v!r}: expected {fields} integers separated by ':'")
-        out.add(tuple(int(p) for p in parts))
-    return out
+def parse_drop(value: str) -> Tuple[int, int, int]:
+    """``A:B:C``, three integers (a heap to leave out, for tests)."""
+    parts = value.split(":")
+    if len(parts) != 3 or not all(p.strip().lstrip("-").isdigit() for p in parts):
+        raise ValueError(f"--drop {value!r}: expected 3 integers separated by ':'")
+    a, b, c = (int(p) for p in parts)
+    return a, b, c
+
+
+def parse_drops(values: List[str]) -> Set[Tuple[int, int, int]]:
+    return {parse_drop(v) for v in values}
 
 
 def packed_block(samples: np.ndarray, layout: Layout) -> np.ndarray:
@@ -85,12 +86,11 @@ def main(argv=None) -> int:
     parser.add_argument("--drop", action="append", default=[], metavar="DISH:POL:HEAP",
                         help="leave out this heap (repeatable)")
     parser.add_argument("--threads", type=int, default=4, help="spead2 send threads")
-    parser.add_argument("--json", help="monitoring JSON lines to this file ('-': stdout)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    engine.add_monitor_arguments(parser)
     args = parser.parse_args(argv)
     try:
         layout = Layout.from_arguments(args)
-        drops = parse_drops(args.drop, 3)
+        drops = parse_drops(args.drop)
         if args.samples <= 0 and args.seconds <= 0:
             raise ValueError("give --samples or --seconds")
         if args.rate < 0:
@@ -99,26 +99,23 @@ def main(argv=None) -> int:
     except (ValueError, OSError) as e:
         print(f"dsim: {e}", file=sys.stderr)
         return 2
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    stop = engine.stop_on_signal()
 
     dishes, block_packets = layout.dishes, data.shape[2]
     total = -(-args.samples // layout.packet_samples) if args.samples > 0 else None
     batch = max(1, 64 // dishes)  # packet times per send call
-    rate = args.rate * 1e9 / 8 * (1 + spead.PREAMBLE_SIZE / layout.packet_bytes)
     # One send stream with a substream per dish (each its own UDP destination, so its own
     # SPEAD stream on the wire); the rate limit applies to the whole source.
     stream = spead2.send.UdpStream(spead2.ThreadPool(max(1, min(args.threads, dishes))),
                                    [layout.dish_endpoint(d) for d in range(dishes)],
-                                   spead.send_config(layout, rate, max_heaps=2 * dishes * batch + 8),
+                                   spead.send_config(layout, args.rate, layout.packet_bytes, 2 * dishes * batch + 8),
                                    buffer_size=8 << 20)
     ig = spead.digitiser_items(layout.packet_bytes)
     mon = Monitor("dsim", layout.adc_sample_rate, args.json, args.quiet)
     mon.begin()
     deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
     k = 0
-    while not stop and (total is None or k < total) and (deadline is None or time.monotonic() < deadline):
+    while not stop.is_set() and (total is None or k < total) and (deadline is None or time.monotonic() < deadline):
         ks = range(k, k + batch if total is None else min(k + batch, total))
         refs = []
         for kk in ks:

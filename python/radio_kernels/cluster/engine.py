@@ -11,8 +11,24 @@ import sys
 import threading
 from typing import Callable, List
 
+import spead2.recv
+
 from .. import _native
 from .layout import Layout
+
+
+def add_monitor_arguments(parser: argparse.ArgumentParser) -> None:
+    """The monitoring options of every process."""
+    parser.add_argument("--json", help="monitoring JSON lines to this file ('-': stdout)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def stop_on_signal() -> threading.Event:
+    """An event SIGTERM and SIGINT set (for the senders, which poll it between batches)."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return stop
 
 
 def add_arguments(parser: argparse.ArgumentParser, threads: int, buffer_mib: int) -> None:
@@ -24,8 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser, threads: int, buffer_mib: int
     parser.add_argument("--depth", type=int, default=3, help="GPU streaming slots")
     parser.add_argument("--threads", type=int, default=threads, help="spead2 receive threads")
     parser.add_argument("--buffer", type=int, default=buffer_mib, help="UDP socket buffer per port (MiB)")
-    parser.add_argument("--json", help="monitoring JSON lines to this file ('-': stdout)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_monitor_arguments(parser)
 
 
 def main(name: str, count: Callable[[Layout], int], build, args: argparse.Namespace) -> int:
@@ -43,6 +58,23 @@ def main(name: str, count: Callable[[Layout], int], build, args: argparse.Namesp
         print(f"{name}{args.index}: {e}", file=sys.stderr)
         return 2
     return serve(engine, engine.rx)
+
+
+def receive(rx, senders: int, place, mon) -> None:
+    """Hands each heap of ``rx`` to ``place`` until every one of ``senders`` has sent its stop
+    heap (or the stream is stopped); an incomplete heap counts as lost."""
+    stops = 0
+    for heap in rx:
+        if heap.is_end_of_stream():
+            stops += 1
+            if stops == senders:
+                break
+            continue
+        if isinstance(heap, spead2.recv.IncompleteHeap):
+            mon.add(lost=1)
+            continue
+        place(heap)
+        mon.tick()
 
 
 def serve(engine, rx) -> int:

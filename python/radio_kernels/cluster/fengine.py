@@ -48,6 +48,22 @@ def default_gain(layout: Layout) -> float:
     return 0.25
 
 
+def pfb_setup(layout: Layout, gain: Optional[float]):
+    """(config, weights, gains) of every dish's channelizer: the default Hann-sinc weights and
+    one real gain for every channel (``gain``, or :func:`default_gain`)."""
+    weights = np.asarray(_native.hann_sinc_weights(layout.channels, layout.taps))
+    g = default_gain(layout) if gain is None else gain
+    return channelizer_config(layout), weights, np.full((2, layout.channels), g, np.complex64)
+
+
+def chunks_ready(config, samples: int) -> int:
+    """How many output chunks the first ``samples`` stream samples complete: chunk k's windows
+    reach sample ``2 n ((k + 1) S - 1) + window + max_delay`` at the latest (S spectra per
+    chunk, delays within ``max_delay``)."""
+    two_n, spectra = 2 * config.channels, config.spectra_per_chunk
+    return max(0, samples - config.window - config.max_delay + two_n) // (two_n * spectra)
+
+
 class CpuChannelizer:
     """The f64 CPU reference run as a stream: the same chunks in, the same output chunks out
     as the GPU's streaming channelizer, keeping only the samples the next windows read."""
@@ -69,7 +85,7 @@ class CpuChannelizer:
         end = self.first_sample + self.samples.shape[1]
         two_n, spectra = 2 * c.channels, c.spectra_per_chunk
         out = []
-        while end >= two_n * ((self.next_chunk + 1) * spectra - 1) + c.window + c.max_delay:
+        while self.next_chunk < chunks_ready(c, end):
             k = self.next_chunk
             out.append(_native.channelize_reference(
                 c, np.ascontiguousarray(self.samples), np.ascontiguousarray(self.present), k * spectra,
@@ -108,19 +124,15 @@ class FEngine:
         self.index = args.index
         self.dishes = layout.fengine_dishes(args.index)
         self.window = args.window
-        self.drops = parse_drops(args.drop, 3)
+        self.drops = parse_drops(args.drop)
         self.mon = Monitor(f"feng{args.index}", layout.adc_sample_rate, args.json, args.quiet)
-        config = channelizer_config(layout)
-        weights = np.asarray(_native.hann_sinc_weights(layout.channels, layout.taps))
-        g = default_gain(layout) if args.gain is None else args.gain
-        gains = np.full((2, layout.channels), g, np.complex64)
+        config, weights, gains = pfb_setup(layout, args.gain)
         models = load_models(args.delays, self.dishes)
         if args.cpu:
             self.pfb = {d: CpuChannelizer(config, weights, gains, models[d]) for d in self.dishes}
-            self.gpu = None
         else:
-            self.gpu = _native.open(0)
-            self.pfb = {d: _native.Channelizer(self.gpu, config, weights) for d in self.dishes}
+            gpu = _native.open(0)
+            self.pfb = {d: _native.Channelizer(gpu, config, weights) for d in self.dishes}
             for d, ch in self.pfb.items():
                 ch.set_gains(gains)
                 for pol in range(2):
@@ -140,13 +152,18 @@ class FEngine:
                                    bind_hostname=host)
         # Send: one stream, a substream per X-engine.
         per_x = layout.channels_per_xengine
-        rate = args.send_rate * 1e9 / 8 if args.send_rate > 0 else 0.0
+        heap_bytes = per_x * layout.spectra_per_heap * 4
         self.tx = spead2.send.UdpStream(spead2.ThreadPool(1), [layout.xengine_endpoint(x) for x in range(layout.xengines)],
-                                        spead.send_config(layout, rate, max_heaps=4 * layout.xengines))
+                                        spead.send_config(layout, args.send_rate, heap_bytes, 4 * layout.xengines))
         self.ig = spead.feng_items(per_x, layout.spectra_per_heap)
-        self.stopping = False
 
     # --- input ---
+    def empty_chunk(self):
+        """A PFB input chunk (packed samples ``[2][chunk_bytes]``) and its packet flags, none
+        arrived."""
+        L = self.layout
+        return np.zeros((2, L.chunk_packets * L.packet_bytes), np.uint8), np.zeros((2, L.chunk_packets), bool)
+
     def place(self, heap) -> None:
         L = self.layout
         v = spead.heap_values(heap)
@@ -166,8 +183,7 @@ class FEngine:
         self.mon.begin()
         buf = self.open[d].get(c)
         if buf is None:
-            buf = self.open[d][c] = (np.zeros((2, L.chunk_packets * L.packet_bytes), np.uint8),
-                                     np.zeros((2, L.chunk_packets), bool))
+            buf = self.open[d][c] = self.empty_chunk()
         buf[0][p, off * L.packet_bytes:(off + 1) * L.packet_bytes] = raw
         buf[1][p, off] = True
         self.last_packet[d] = max(self.last_packet[d], k)
@@ -181,9 +197,7 @@ class FEngine:
         L = self.layout
         c = self.next_chunk[d]
         self.next_chunk[d] += 1
-        buf = self.open[d].pop(c, None)
-        if buf is None:
-            buf = (np.zeros((2, L.chunk_packets * L.packet_bytes), np.uint8), np.zeros((2, L.chunk_packets), bool))
+        buf = self.open[d].pop(c, None) or self.empty_chunk()
         # Lost: packets that never came, up to the newest one received (those after it, in the
         # last chunk at the end of the stream, were never sent).
         sent = min(L.chunk_packets, self.last_packet[d] + 1 - c * L.chunk_packets)
@@ -238,18 +252,7 @@ class FEngine:
         self.mon.tick()
 
     def run(self) -> None:
-        stops = 0
-        for heap in self.rx:
-            if heap.is_end_of_stream():
-                stops += 1
-                if stops == len(self.dishes):
-                    break
-                continue
-            if isinstance(heap, spead2.recv.IncompleteHeap):
-                self.mon.add(lost=1)
-                continue
-            self.place(heap)
-            self.mon.tick()
+        engine.receive(self.rx, len(self.dishes), self.place, self.mon)
         # The end: every chunk up to the newest heap of each dish, the dishes in step so
         # that the X-engines get each heap time from every dish before the next one.
         while any(self.next_chunk[d] <= self.newest[d] for d in self.dishes):

@@ -9,7 +9,6 @@ digitiser source and F-engines in front.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 
@@ -17,7 +16,7 @@ import numpy as np
 import spead2
 import spead2.send
 
-from . import spead
+from . import engine, spead
 from .layout import Layout
 from .monitor import Monitor
 
@@ -28,8 +27,7 @@ def main(argv=None) -> int:
     parser.add_argument("--xengine", type=int, required=True, help="the X-engine to feed")
     parser.add_argument("--seconds", type=float, required=True, help="how long to send")
     parser.add_argument("--rate", type=float, default=0.0, help="Gbit/s of payload (0: unlimited)")
-    parser.add_argument("--json", help="monitoring JSON lines to this file ('-': stdout)")
-    parser.add_argument("--quiet", action="store_true")
+    engine.add_monitor_arguments(parser)
     args = parser.parse_args(argv)
     try:
         layout = Layout.from_arguments(args)
@@ -40,15 +38,12 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"fsim: {e}", file=sys.stderr)
         return 2
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    stop = engine.stop_on_signal()
     L, x = layout, args.xengine
     per_x, S, D = L.channels_per_xengine, L.spectra_per_heap, L.dishes
     heap_bytes = per_x * S * 4
-    rate = args.rate * 1e9 / 8 * (1 + spead.PREAMBLE_SIZE / L.packet_size) if args.rate > 0 else 0.0
     tx = spead2.send.UdpStream(spead2.ThreadPool(1), [L.xengine_endpoint(x)],
-                               spead.send_config(L, rate, max_heaps=2 * D + 8), buffer_size=8 << 20)
+                               spead.send_config(L, args.rate, heap_bytes, 2 * D + 8), buffer_size=8 << 20)
     rng = np.random.default_rng(x)
     payloads = rng.integers(-127, 128, (D, per_x, S, 2, 2), dtype=np.int8)
     ig = spead.feng_items(per_x, S)
@@ -56,7 +51,7 @@ def main(argv=None) -> int:
     mon.begin()
     deadline = time.monotonic() + args.seconds
     h = 0
-    while not stop and time.monotonic() < deadline:
+    while not stop.is_set() and time.monotonic() < deadline:
         refs = []
         for d in range(D):
             ig["timestamp"].value = h * L.samples_per_heap

@@ -23,7 +23,9 @@ import threading
 import time
 from typing import Dict, List, Optional
 
+from .dsim import parse_drop
 from .layout import Layout
+from .monitor import counts_line
 
 
 class Engine:
@@ -31,6 +33,7 @@ class Engine:
 
     def __init__(self, name: str, argv: List[str], env: Dict[str, str], log) -> None:
         self.name = name
+        self.log = log
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log, env=env, text=True,
                                      start_new_session=True)
         self.ready = threading.Event()
@@ -77,6 +80,8 @@ def stop_all(engines: List[Engine], grace: float) -> None:
     for e in engines:
         e.signal(signal.SIGKILL)  # any child left in the group
         e.thread.join(1.0)
+        if e.log is not None:
+            e.log.close()
 
 
 def main(argv=None) -> int:
@@ -122,16 +127,13 @@ def main(argv=None) -> int:
                 gpus = [g.strip() for g in args.gpus.split(",") if g.strip()]
             if not gpus:
                 raise ValueError("no GPU: give --cpu to run the CPU references")
-        for item in args.drop_digitiser:
-            dish = int(item.split(":")[0])
-            if not 0 <= dish < layout.dishes:
-                raise ValueError(f"--drop-digitiser {item}: no dish {dish}")
         feng_drops: Dict[int, List[str]] = {}
-        for item in args.drop_feng:
-            dish = int(item.split(":")[0])
-            if not 0 <= dish < layout.dishes:
-                raise ValueError(f"--drop-feng {item}: no dish {dish}")
-            feng_drops.setdefault(dish // layout.dishes_per_fengine, []).append(item)
+        for option, items in (("--drop-digitiser", args.drop_digitiser), ("--drop-feng", args.drop_feng)):
+            for item, (dish, *_) in zip(items, (parse_drop(item) for item in items)):
+                if not 0 <= dish < layout.dishes:
+                    raise ValueError(f"{option} {item}: no dish {dish}")
+                if option == "--drop-feng":
+                    feng_drops.setdefault(dish // layout.dishes_per_fengine, []).append(item)
     except ValueError as e:
         print(f"radio-kernels-cluster: {e}", file=sys.stderr)
         return 2
@@ -218,11 +220,7 @@ def main(argv=None) -> int:
         "late": sum(r["late"] for r in x), "integrations": sum(r["integrations"] for r in x),
     }
     for name, r in reports.items():
-        state = "no report" if r is None else (
-            f"heaps {r['heaps']} lost {r['lost']} late {r['late']} withheld {r['withheld']} sent {r['sent']} "
-            f"in {r['gbit_s_in']:.3f} Gb/s out {r['gbit_s_out']:.3f} Gb/s realtime {r['realtime']:.4f}x "
-            f"compute {r['compute_ms_per_heap']:.4f} ms/heap integrations {r['integrations']}")
-        print(f"{name:>6} (exit {codes[name]}): {state}", file=sys.stderr)
+        print(f"{name:>6} (exit {codes[name]}): {'no report' if r is None else counts_line(r)}", file=sys.stderr)
     print(f"cluster: {len(x)} X-engines, {summary['xengine_gbit_s']:.3f} Gb/s in aggregate, "
           f"{summary['heaps']} heaps, {summary['lost']} lost, {summary['late']} late, "
           f"{summary['integrations']} integrations, {wall:.1f} s", file=sys.stderr)

@@ -9,6 +9,14 @@ import time
 from typing import Optional, TextIO
 
 
+def counts_line(s: dict) -> str:
+    """One engine's counters (a :meth:`Monitor.snapshot` or report) on one line."""
+    return (f"heaps {s['heaps']} lost {s['lost']} late {s['late']} withheld {s['withheld']} "
+            f"sent {s['sent']} | in {s['gbit_s_in']:.3f} Gb/s out {s['gbit_s_out']:.3f} Gb/s | "
+            f"realtime {s['realtime']:.4f}x | compute {s['compute_ms_per_heap']:.4f} ms/heap | "
+            f"integrations {s['integrations']}")
+
+
 class Monitor:
     """Counters of one engine. ``adc_samples`` counts ADC time processed (per dish), so the
     real-time factor is ``adc_samples / adc_sample_rate / wall seconds``."""
@@ -52,10 +60,7 @@ class Monitor:
         return c
 
     def line(self, s: dict) -> str:
-        return (f"{self.name}: heaps {s['heaps']} lost {s['lost']} late {s['late']} "
-                f"withheld {s['withheld']} sent {s['sent']} | in {s['gbit_s_in']:.3f} Gb/s "
-                f"out {s['gbit_s_out']:.3f} Gb/s | realtime {s['realtime']:.4f}x | "
-                f"compute {s['compute_ms_per_heap']:.4f} ms/heap")
+        return f"{self.name}: {counts_line(s)}"
 
     def tick(self, force: bool = False) -> None:
         """The progress line (and JSON line) if a second has passed."""

@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _native
-from .fengine import channelizer_config, default_gain
+from .fengine import chunks_ready, pfb_setup
 from .layout import Layout
 
 
@@ -17,16 +17,10 @@ def channelize(layout: Layout, samples: np.ndarray, present: Optional[np.ndarray
     """One dish: (int8 ``[heap][channel][spectrum][pol][2]``, lost bool ``[heap]``) of the
     first ``heaps`` output heaps (default: every heap the samples complete) of int32 samples
     ``[2][N]`` from ADC sample 0, with packet flags ``present`` ``[2][N / packet_samples]``."""
-    cfg = channelizer_config(layout)
-    weights = np.asarray(_native.hann_sinc_weights(layout.channels, layout.taps))
-    g = default_gain(layout) if gain is None else gain
-    gains = np.full((2, layout.channels), g, np.complex64)
+    cfg, weights, gains = pfb_setup(layout, gain)
     models = models or (_native.DelayModel(), _native.DelayModel())
-    per_chunk = cfg.spectra_per_chunk
-    two_n, n_samples = 2 * layout.channels, samples.shape[1]
-    chunks = 0
-    while two_n * ((chunks + 1) * per_chunk - 1) + cfg.window + cfg.max_delay <= n_samples:
-        chunks += 1
+    per_chunk, n_samples = cfg.spectra_per_chunk, samples.shape[1]
+    chunks = chunks_ready(cfg, n_samples)
     if present is None:
         present = np.ones((2, n_samples // layout.packet_samples), bool)
     data, lost = [], []

@@ -77,8 +77,11 @@ def heap_values(heap: spead2.recv.Heap) -> dict:
     return out
 
 
-def send_config(layout, rate: float = 0.0, max_heaps: int = 64) -> spead2.send.StreamConfig:
-    """Send stream settings: ``rate`` bytes/s (0: as fast as possible)."""
+def send_config(layout, gbit_s: float, heap_bytes: int, max_heaps: int) -> spead2.send.StreamConfig:
+    """Send stream settings for heaps of ``heap_bytes`` payload: ``gbit_s`` of payload (0: as
+    fast as possible), spead2's rate being on the packets, so each packet's preamble is added."""
+    per_packet = min(heap_bytes, layout.packet_size - PREAMBLE_SIZE)
+    rate = gbit_s * 1e9 / 8 * (1 + PREAMBLE_SIZE / per_packet) if gbit_s > 0 else 0.0
     return spead2.send.StreamConfig(max_packet_size=layout.packet_size, rate=rate, max_heaps=max_heaps)
 
 

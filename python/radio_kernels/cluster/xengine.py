@@ -32,8 +32,6 @@ import time
 from typing import Optional
 
 import numpy as np
-import spead2
-import spead2.recv
 
 from .. import _native
 from . import engine, spead
@@ -201,18 +199,7 @@ class XEngine:
 
     def run(self) -> None:
         L = self.layout
-        stops = 0
-        for heap in self.rx:
-            if heap.is_end_of_stream():
-                stops += 1
-                if stops == L.fengines:
-                    break
-                continue
-            if isinstance(heap, spead2.recv.IncompleteHeap):
-                self.mon.add(lost=1)
-                continue
-            self.place(heap)
-            self.mon.tick()
+        engine.receive(self.rx, L.fengines, self.place, self.mon)
         if self.next_chunk is not None:
             # Every integration some heap reached the end of; later ones are incomplete.
             end = (self.newest_heap + 1) // L.heaps_per_integration * L.chunks_per_integration
